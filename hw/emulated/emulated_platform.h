@@ -1,0 +1,21 @@
+// The emulated backend's factory. Devices, capacities and node identity come from the
+// environment (MEMLOOM_EMU_DEVICES, MEMLOOM_EMU_DEVICE_MEM, MEMLOOM_NODE).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "hw/hal/platform.h"
+
+namespace memloom::emulated {
+
+struct EmulatedOptions {
+  int devices = 8;                      // MEMLOOM_EMU_DEVICES
+  size_t device_capacity = 16ull << 30; // MEMLOOM_EMU_DEVICE_MEM (bytes; K/M/G suffixes allowed)
+  int cpu_threads = 0;                  // kernel worker threads per stream (0: hardware threads)
+  static EmulatedOptions from_environment();
+};
+
+std::unique_ptr<hal::Platform> create_platform(const EmulatedOptions& options);
+
+}  // namespace memloom::emulated

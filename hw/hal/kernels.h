@@ -1,0 +1,22 @@
+// The kernel table shared by every backend. Kernel bodies live in src/ops/ as MEMLOOM_HOST_DEVICE
+// functions; each backend maps a KernelId to a runner (CPU threads or a CUDA grid) over the same body.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace memloom::hal {
+
+enum class KernelId : uint32_t {
+  kFillPattern = 0,  // ops/fill_kernel.h: FillPatternArgs
+  kCount,
+};
+
+struct KernelLaunch {
+  KernelId id;
+  const void* args;   // points to the kernel's argument struct; copied at enqueue time
+  size_t args_size;   // sizeof that struct; checked by the backend
+  size_t work_items;  // the index range [0, work_items) the body runs over
+};
+
+}  // namespace memloom::hal

@@ -1,0 +1,72 @@
+// MemoryDomain: allocation, export/import and VA mapping of memory segments (after UCX's "md").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace memloom::hal {
+
+enum class MemoryKind : uint8_t { kDevice = 0, kHost = 1 };
+
+// What one process hands another so the other can map the same memory. `descriptor` is backend
+// bytes (size, kind, device, ...); `fd` is a file descriptor where the OS needs one (-1 otherwise).
+// The core moves the fd between processes (SCM_RIGHTS); the descriptor travels through the store.
+struct ExportedSegment {
+  std::vector<uint8_t> descriptor;
+  int fd = -1;  // owned by this struct's holder; close it when done
+};
+
+// One physical allocation, device or host. Destroying it releases the memory once no mapping or
+// importer still references it.
+class Segment {
+ public:
+  virtual ~Segment() = default;
+  virtual size_t size() const = 0;
+  virtual MemoryKind kind() const = 0;
+  virtual int device() const = 0;  // -1 for host memory
+};
+
+// A reserved, initially inaccessible range of virtual addresses into which segments are mapped at
+// chosen offsets. Destroying it unmaps everything and releases the reservation.
+class VaRange {
+ public:
+  virtual ~VaRange() = default;
+  virtual void* base() const = 0;
+  virtual size_t size() const = 0;
+  // Maps all of `segment` at base()+offset. `offset` and the segment size must be multiples of the
+  // domain's granularity. Access is granted to every device of this process.
+  virtual void map(size_t offset, const Segment& segment) = 0;
+  virtual void unmap(size_t offset, size_t size) = 0;
+};
+
+class MemoryDomain {
+ public:
+  virtual ~MemoryDomain() = default;
+
+  // Sizes and offsets of segments and mappings must be multiples of this.
+  virtual size_t granularity(MemoryKind kind) const = 0;
+
+  // Throws kOutOfMemory when the device's (or host's) capacity is exhausted.
+  virtual std::unique_ptr<Segment> allocate(MemoryKind kind, int device, size_t size) = 0;
+  virtual ExportedSegment export_segment(const Segment& segment) = 0;
+  // Takes ownership of exported.fd.
+  virtual std::unique_ptr<Segment> import_segment(ExportedSegment exported) = 0;
+
+  // Reserves `size` bytes of address space, aligned to the granularity. When `fixed_address` is not
+  // null the range must start exactly there (throws kNotSupported if that is impossible), which is
+  // how every rank gets the same base for a global virtual address space.
+  virtual std::unique_ptr<VaRange> reserve(size_t size, void* fixed_address = nullptr) = 0;
+
+  // A mapping of one whole segment at an address the domain picks (for CHUNKED-style access).
+  virtual void* map_anywhere(const Segment& segment) = 0;
+  virtual void unmap_anywhere(void* address, size_t size) = 0;
+
+  // Makes user memory usable by the backend's copy engines (pinning on CUDA). Idempotent per range.
+  virtual void register_user_memory(void* address, size_t size) = 0;
+  virtual void unregister_user_memory(void* address) = 0;
+};
+
+}  // namespace memloom::hal

@@ -1,0 +1,38 @@
+// Platform: the backend root. Names the backend and opens the other HAL objects.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "hw/hal/bootstrap.h"
+#include "hw/hal/collectives.h"
+#include "hw/hal/memory_domain.h"
+#include "hw/hal/stream.h"
+#include "hw/hal/transport.h"
+
+namespace memloom::hal {
+
+class Platform {
+ public:
+  virtual ~Platform() = default;
+  virtual std::string name() const = 0;  // "emulated" or "cuda"
+  virtual int device_count() const = 0;
+  virtual size_t device_capacity(int device) const = 0;
+  // The device this process works on (MEMLOOM_DEVICE / cudaSetDevice).
+  virtual void set_current_device(int device) = 0;
+  virtual int current_device() const = 0;
+
+  virtual MemoryDomain& memory_domain() = 0;
+  virtual std::unique_ptr<Stream> create_stream(int device) = 0;
+  // Collective: every member of `group` calls it with the same spec.
+  virtual std::unique_ptr<Collectives> create_collectives(const GroupSpec& group,
+                                                          Bootstrap& bootstrap,
+                                                          Deadline deadline) = 0;
+  virtual std::unique_ptr<Transport> create_transport() = 0;
+};
+
+// The entry point a backend module exports (extern "C", so dlsym finds it).
+using CreatePlatformFn = Platform* (*)();
+inline constexpr const char* kCreatePlatformSymbol = "memloom_create_platform";
+
+}  // namespace memloom::hal

@@ -1,0 +1,24 @@
+#include "src/core/store_bootstrap.h"
+
+#include "memloom/error.h"
+#include "src/core/fd_broker.h"
+
+namespace memloom::core {
+
+void StoreBootstrap::put(const std::string& key, const std::string& value) {
+  client_.set(prefix_(key), value);
+}
+
+std::string StoreBootstrap::wait_get(const std::string& key, Deadline deadline) {
+  auto value = client_.get(prefix_(key), deadline.remaining());
+  if (!value) raise(Status::kTimeout, "timed out waiting for '" + prefix_(key) + "' in the config store");
+  return *value;
+}
+
+std::string StoreBootstrap::publish_fd(int fd) { return FdBroker::instance().publish(fd); }
+void StoreBootstrap::withdraw_fd(const std::string& token) { FdBroker::instance().withdraw(token); }
+int StoreBootstrap::fetch_fd(const std::string& token, Deadline deadline) {
+  return FdBroker::fetch(token, deadline);
+}
+
+}  // namespace memloom::core

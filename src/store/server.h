@@ -1,0 +1,34 @@
+// Config store server: runs embedded (a thread of a rank process) or standalone (memloom-store).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace memloom::store {
+
+struct ServerOptions {
+  // "tcp://IP:PORT" / "tcp://[IPv6]:PORT"; port 0 picks a free port (see Server::url()).
+  std::string listen_url = "tcp://127.0.0.1:0";
+  size_t max_frame_bytes = 64u << 20;  // larger frames close the offending connection
+  size_t max_value_bytes = 64u << 20;
+  size_t max_key_bytes = 4096;
+  size_t max_connections = 4096;
+  std::chrono::milliseconds heartbeat_timeout{3000};
+};
+
+class Server {
+ public:
+  // Binds and starts serving on a background thread; throws memloom::Error on bind failure.
+  static std::unique_ptr<Server> start(const ServerOptions& options);
+  virtual ~Server() = default;  // stops serving and closes every connection
+  // The bound address with the real port, e.g. "tcp://127.0.0.1:40123".
+  virtual std::string url() const = 0;
+  virtual uint16_t port() const = 0;
+  virtual size_t connection_count() const = 0;
+  virtual void stop() = 0;
+};
+
+}  // namespace memloom::store

@@ -1,0 +1,196 @@
+#include "tests/support/multi_process.h"
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "memloom/error.h"
+#include "src/store/server.h"
+
+namespace memloom::testing {
+namespace {
+
+std::string make_job_id() {
+  std::random_device random;
+  std::ostringstream out;
+  out << "t" << getpid() << "x" << std::hex << random();
+  return out.str();
+}
+
+// Runs the store server in a child process so the parent stays single-threaded before it forks
+// the ranks. Returns the child's pid and writes the store URL.
+pid_t start_store_process(std::string* url) {
+  int pipe_fds[2];
+  if (::pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(pipe_fds[0]);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    try {
+      store::ServerOptions options;
+      options.listen_url = "tcp://127.0.0.1:0";
+      auto server = store::Server::start(options);
+      std::string address = server->url() + "\n";
+      if (::write(pipe_fds[1], address.data(), address.size()) < 0) ::_exit(3);
+      ::close(pipe_fds[1]);
+      while (true) ::pause();  // killed by the parent when the test ends
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "test store failed to start: %s\n", error.what());
+      ::_exit(3);
+    }
+  }
+  ::close(pipe_fds[1]);
+  std::string line;
+  char c;
+  while (::read(pipe_fds[0], &c, 1) == 1 && c != '\n') line.push_back(c);
+  ::close(pipe_fds[0]);
+  if (line.empty()) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    throw std::runtime_error("the test store did not start");
+  }
+  *url = line;
+  return pid;
+}
+
+[[noreturn]] void run_child(const RankContext& context, const MultiProcessOptions& opts,
+                            const std::function<void(const RankContext&)>& body) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test process
+  ::setenv("MEMLOOM_RANK", std::to_string(context.rank).c_str(), 1);
+  ::setenv("MEMLOOM_WORLD_SIZE", std::to_string(context.world_size).c_str(), 1);
+  ::setenv("MEMLOOM_LOCAL_RANK", std::to_string(context.local_rank).c_str(), 1);
+  ::setenv("MEMLOOM_LOCAL_SIZE", std::to_string(context.local_size).c_str(), 1);
+  ::setenv("MEMLOOM_NODE", context.node.c_str(), 1);
+  ::setenv("MEMLOOM_JOB_ID", context.job_id.c_str(), 1);
+  if (!context.store_url.empty()) ::setenv("MEMLOOM_STORE_URL", context.store_url.c_str(), 1);
+  for (const auto& [key, value] : opts.env) ::setenv(key.c_str(), value.c_str(), 1);
+  int code = 0;
+  try {
+    body(context);
+    if (::testing::Test::HasFailure()) code = 1;
+  } catch (const memloom::Error& error) {
+    std::fprintf(stderr, "[rank %d] memloom::Error (%s): %s\n", context.rank,
+                 status_name(error.status()), error.what());
+    code = 2;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "[rank %d] exception: %s\n", context.rank, error.what());
+    code = 3;
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  // _exit: the child must not run the parent's atexit handlers or gtest's reporting.
+  ::_exit(code);
+}
+
+}  // namespace
+
+std::vector<RankResult> run_ranks(const MultiProcessOptions& opts,
+                                  const std::function<void(const RankContext&)>& body) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const std::string job_id = make_job_id();
+  std::string store_url;
+  pid_t store_pid = -1;
+  if (opts.start_store) store_pid = start_store_process(&store_url);
+
+  std::vector<pid_t> pids(opts.ranks, -1);
+  for (int rank = 0; rank < opts.ranks; ++rank) {
+    RankContext context;
+    context.rank = rank;
+    context.world_size = opts.ranks;
+    context.node_index = static_cast<int>(static_cast<long>(rank) * opts.nodes / opts.ranks);
+    int first = -1, count = 0;
+    for (int r = 0; r < opts.ranks; ++r) {
+      if (static_cast<int>(static_cast<long>(r) * opts.nodes / opts.ranks) == context.node_index) {
+        if (first < 0) first = r;
+        ++count;
+      }
+    }
+    context.local_rank = rank - first;
+    context.local_size = count;
+    context.node = job_id + "-node" + std::to_string(context.node_index);
+    context.store_url = store_url;
+    context.job_id = job_id;
+    pid_t pid = ::fork();
+    if (pid == 0) run_child(context, opts, body);
+    pids[rank] = pid;
+  }
+
+  std::vector<RankResult> results(opts.ranks);
+  const auto deadline = std::chrono::steady_clock::now() + opts.timeout;
+  int remaining = opts.ranks;
+  while (remaining > 0) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      for (int rank = 0; rank < opts.ranks; ++rank) {
+        if (pids[rank] != pid) continue;
+        results[rank].rank = rank;
+        if (WIFEXITED(status)) results[rank].exit_code = WEXITSTATUS(status);
+        if (WIFSIGNALED(status)) results[rank].signal = WTERMSIG(status);
+        pids[rank] = -1;
+        --remaining;
+      }
+      continue;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      for (int rank = 0; rank < opts.ranks; ++rank) {
+        if (pids[rank] <= 0) continue;
+        ::kill(pids[rank], SIGKILL);
+        ::waitpid(pids[rank], nullptr, 0);
+        results[rank] = RankResult{rank, -1, SIGKILL, true};
+        pids[rank] = -1;
+        --remaining;
+      }
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (store_pid > 0) {
+    ::kill(store_pid, SIGKILL);
+    ::waitpid(store_pid, nullptr, 0);
+  }
+  return results;
+}
+
+bool all_passed(const std::vector<RankResult>& results) {
+  for (const auto& r : results) {
+    if (r.exit_code != 0 || r.signal != 0 || r.timed_out) return false;
+  }
+  return true;
+}
+
+std::string describe(const std::vector<RankResult>& results) {
+  std::ostringstream out;
+  for (const auto& r : results) {
+    out << "rank " << r.rank << ": ";
+    if (r.timed_out) out << "timed out (killed)";
+    else if (r.signal != 0) out << "killed by signal " << r.signal;
+    else out << "exit " << r.exit_code;
+    out << "\n";
+  }
+  return out.str();
+}
+
+std::vector<std::string> leftover_shm_entries() {
+  std::vector<std::string> names;
+  DIR* dir = ::opendir("/dev/shm");
+  if (dir == nullptr) return names;
+  while (dirent* entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name.rfind("memloom", 0) == 0) names.push_back(name);
+  }
+  ::closedir(dir);
+  return names;
+}
+
+}  // namespace memloom::testing
