@@ -5,8 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "src/store/client.h"
 #include "src/store/server.h"
@@ -57,6 +61,33 @@ class RawConnection {
 
 // A valid hello frame (the first frame every connection must send).
 std::string hello_frame(uint64_t request_id, int rank = -1, const std::string& group = "");
+
+// Collects watch events from the client's event thread for the test thread to wait on.
+class EventLog {
+ public:
+  WatchCallback callback() {
+    return [this](const WatchEvent& event) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      events_.push_back(event);
+      changed_.notify_all();
+    };
+  }
+  // Waits until at least `count` events arrived; returns a copy of all of them.
+  std::vector<WatchEvent> wait_for(size_t count, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait_for(lock, timeout, [&] { return events_.size() >= count; });
+    return events_;
+  }
+  std::vector<WatchEvent> events() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return events_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<WatchEvent> events_;
+};
 
 // Polls `condition` every few ms until true or `timeout`; returns the last result.
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
