@@ -225,14 +225,18 @@ void ServerImpl::on_session_closed(const std::shared_ptr<Session>& session,
   if (sessions_.erase(session->peer_id()) == 0) return;
   connection_count_.store(sessions_.size());
   engine_.forget(*session);
-  if (session->hello_done) {
+  if (!session->hello_done) {
+    MEMLOOM_LOG(kDebug, "store server: closed " << session->remote() << ": " << reason);
+    return;
+  }
+  if (session->rank >= 0 || !session->group.empty()) {
     MEMLOOM_LOG(kInfo, "store server: rank " << session->rank << " of group '" << session->group
                                              << "' (" << session->remote()
                                              << ") is down: " << reason);
-    engine_.announce_rank_down(session->rank, session->group);
   } else {
-    MEMLOOM_LOG(kDebug, "store server: closed " << session->remote() << ": " << reason);
+    MEMLOOM_LOG(kDebug, "store server: client " << session->remote() << " left: " << reason);
   }
+  engine_.announce_rank_down(session->rank, session->group);
 }
 
 void ServerImpl::dispatch(const std::shared_ptr<Session>& session, const FrameHeader& header,

@@ -76,7 +76,8 @@ TEST(StoreProtocol, ReaderRejectsTruncatedAndTrailingPayloads) {
       "u64");
   expect_violation(
       [&] {
-        PayloadReader reader(payload + "x", "set");
+        std::string longer = payload + "x";
+        PayloadReader reader(longer, "set");
         reader.str();
         reader.finish();
       },

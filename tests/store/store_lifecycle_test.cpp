@@ -213,7 +213,7 @@ TEST_F(StoreTest, DestroyingAClientWithCallsInFlightFailsThemCleanly) {
   std::atomic<int> communication_errors{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, raw = client.get()] {
+    threads.emplace_back([&, t, raw = client.get()] {
       ++started;
       if (status_of([&] { raw->get("never/" + std::to_string(t), 20000ms); }) ==
           Status::kCommunication) {
