@@ -25,7 +25,9 @@ enum class CollectiveOp : uint32_t {
 const char* collective_op_name(CollectiveOp op);
 
 struct CollectiveHeader {
-  CollectiveOp op = CollectiveOp::kBarrier;
+  explicit CollectiveHeader(CollectiveOp call = CollectiveOp::kBarrier) : op(call) {}
+
+  CollectiveOp op;
   int32_t rank = 0;
   uint64_t seq = 0;         // how many collectives this rank called before
   uint64_t bytes = 0;       // broadcast / allgather size

@@ -79,7 +79,7 @@ HierarchicalCollectives::HierarchicalCollectives(const hal::GroupSpec& group,
         rank_, remote, bootstrap, "coll/mesh/", deadline,
         [this](int, const std::string& reason) { shm_->abort(reason); });
   }
-  guarded(CollectiveOp::kCreate, [&] { agree(CollectiveHeader{CollectiveOp::kCreate}, deadline); });
+  guarded(CollectiveOp::kCreate, [&] { agree(CollectiveHeader(CollectiveOp::kCreate), deadline); });
 }
 
 HierarchicalCollectives::~HierarchicalCollectives() {
@@ -188,7 +188,7 @@ void HierarchicalCollectives::exchange_headers_between_leaders(const CollectiveH
 
 void HierarchicalCollectives::barrier(Deadline deadline) {
   guarded(CollectiveOp::kBarrier,
-          [&] { agree(CollectiveHeader{CollectiveOp::kBarrier}, deadline); });
+          [&] { agree(CollectiveHeader(CollectiveOp::kBarrier), deadline); });
 }
 
 void HierarchicalCollectives::broadcast(void* buffer, size_t bytes, int root, Deadline deadline) {
