@@ -1,8 +1,10 @@
 #include "sim/job_runner.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -43,6 +45,23 @@ class ShmSafetyNet {
   std::string prefix_;
 };
 
+// The launcher holds two pipes per rank open; lift the soft descriptor limit when -n needs it
+// (ranks inherit the raised soft limit, which only ever gives them more room).
+void ensure_descriptor_limit(int ranks) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) raise_errno("getrlimit(RLIMIT_NOFILE)", errno);
+  const rlim_t needed = 2 * static_cast<rlim_t>(ranks) + 64;
+  if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= needed) return;
+  if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < needed) {
+    raise(Status::kInvalidValue, "-n " + std::to_string(ranks) + " needs " +
+                                     std::to_string(needed) + " file descriptors but the hard " +
+                                     "limit is " + std::to_string(limit.rlim_max) +
+                                     " (ulimit -Hn)");
+  }
+  limit.rlim_cur = needed;
+  if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) raise_errno("setrlimit(RLIMIT_NOFILE)", errno);
+}
+
 int run_job_or_throw(const LaunchOptions& options) {
   std::string program_path;
   try {
@@ -51,6 +70,8 @@ int run_job_or_throw(const LaunchOptions& options) {
     print_error(std::string("cannot run the program: ") + error.what());
     return kExitNotFound;
   }
+
+  if (options.tag_output) ensure_descriptor_limit(options.ranks);
 
   // Before any thread exists (the embedded store starts threads): the mask is inherited.
   LauncherSignals signals;

@@ -57,8 +57,10 @@ JobSupervisor::JobSupervisor(const LaunchOptions& options, const JobIdentity& id
       signals_(signals) {}
 
 JobSupervisor::~JobSupervisor() {
-  // RankProcess's destructor kills and reaps; do the kill for all first so they die together.
-  for (auto& rank : ranks_) rank->signal_group(SIGKILL);
+  // RankProcess's destructor kills and reaps; kill all first so they die together.
+  for (auto& rank : ranks_) {
+    if (rank->running()) rank->signal_group(SIGKILL);
+  }
 }
 
 JobOutcome JobSupervisor::run() {

@@ -245,7 +245,7 @@ Exit status:
   0       every rank exited with code 0
   C       the first rank to fail exited with code C
   128+S   the first rank to fail was killed by signal S (e.g. 137 for SIGKILL), or memloom-run
-          itself was stopped by signal S
+          itself got signal S before any rank failed
   )" << kExitUsage
       << R"(       bad options
   )" << kExitTimeout
@@ -254,7 +254,8 @@ Exit status:
       << R"(     memloom-run itself failed (store, runtime directory, fork)
   )" << kExitNotFound
       << R"(     PROGRAM was not found or could not be executed
-memloom-run reports on stderr which rank failed first and how.
+The first cause wins: a rank failing after --timeout passed or after memloom-run was signalled
+does not change the status. memloom-run reports the cause in one line on stderr.
 )";
   return out.str();
 }
