@@ -199,35 +199,39 @@ TEST(MemloomRun, LinesOfDifferentRanksNeverInterleave) {
 
 TEST(MemloomRun, NoTagOutputPassesOutputThrough) {
   LauncherRun run =
-      run_memloom_run({"--no-tag-output", "-n", "2", "--", "/bin/sh", "-c",
-                       "echo \"plain $MEMLOOM_RANK\"; echo \"err $MEMLOOM_RANK\" >&2"});
+      run_memloom_run(sh_job({"--no-tag-output", "-n", "2"},
+                             "echo \"plain $MEMLOOM_RANK\"; echo \"err $MEMLOOM_RANK\" >&2"));
   ASSERT_EQ(run.exit_code, 0) << describe(run);
-  std::vector<std::string> out = lines_of(run.out);
-  EXPECT_EQ(std::multiset<std::string>(out.begin(), out.end()),
-            (std::multiset<std::string>{"plain 0", "plain 1"}));
+  std::multiset<std::string> out;
+  for (const std::string& line : lines_of(run.out)) {
+    if (line.rfind("info pid=", 0) != 0) out.insert(line);
+  }
+  EXPECT_EQ(out, (std::multiset<std::string>{"plain 0", "plain 1"}));
   std::vector<std::string> err = lines_of(run.err);
   EXPECT_EQ(std::multiset<std::string>(err.begin(), err.end()),
             (std::multiset<std::string>{"err 0", "err 1"}));
+  expect_job_cleaned_up(run, 2);
 }
 
 TEST(MemloomRun, EmbeddedStoreAnswersTheRanks) {
-  LauncherRun run = run_memloom_run({"-n", "4", "--nodes", "2", "--", SIM_STORE_COUNTER_RANK_PATH});
+  LauncherRun run = run_memloom_run(
+      sh_job({"-n", "4", "--nodes", "2"}, std::string("exec ") + SIM_STORE_COUNTER_RANK_PATH));
   ASSERT_EQ(run.exit_code, 0) << describe(run);
   for (int rank = 0; rank < 4; ++rank) {
     std::vector<std::string> lines = rank_lines(run.out, rank);
-    ASSERT_EQ(lines.size(), rank == 0 ? 2u : 1u) << run.out;
-    EXPECT_EQ(lines[0].rfind("store=tcp://127.0.0.1:", 0), 0u) << lines[0];
+    ASSERT_EQ(lines.size(), rank == 0 ? 3u : 2u) << run.out;
+    EXPECT_EQ(lines[1].rfind("store=tcp://127.0.0.1:", 0), 0u) << lines[1];
   }
-  EXPECT_EQ(rank_lines(run.out, 0)[1], "counter reached 4");
+  EXPECT_EQ(rank_lines(run.out, 0)[2], "counter reached 4");
+  expect_job_cleaned_up(run, 4);
 }
 
 TEST(MemloomRun, UsesAnExternalStore) {
   store::ServerOptions server_options;
   server_options.listen_url = "tcp://127.0.0.1:0";
   auto server = store::Server::start(server_options);
-  LauncherRun run =
-      run_memloom_run({"-n", "3", "--store", server->url(), "--", "/bin/sh", "-c",
-                       std::string(kAnnounce) + "; exec " + SIM_STORE_COUNTER_RANK_PATH});
+  LauncherRun run = run_memloom_run(sh_job({"-n", "3", "--store", server->url()},
+                                           std::string("exec ") + SIM_STORE_COUNTER_RANK_PATH));
   ASSERT_EQ(run.exit_code, 0) << describe(run);
   for (int rank = 0; rank < 3; ++rank) {
     std::vector<std::string> lines = rank_lines(run.out, rank);
