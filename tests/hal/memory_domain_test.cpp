@@ -156,6 +156,17 @@ TEST(MemoryDomain, RejectsBadSizesAndOffsets) {
   EXPECT_STATUS(Status::kInvalidInput, domain().unmap_anywhere(anywhere, g));  // twice
 }
 
+// Requests no device or host could hold fail at once with kOutOfMemory, committing nothing.
+TEST(MemoryDomain, ImpossibleAllocationsFailCleanly) {
+  const int device = platform().current_device();
+  const size_t g = domain().granularity(MemoryKind::kDevice);
+  const size_t too_big = round_up(platform().device_capacity(device) + g);
+  EXPECT_STATUS(Status::kOutOfMemory, domain().allocate(MemoryKind::kDevice, device, too_big));
+  EXPECT_STATUS(
+      Status::kOutOfMemory,
+      domain().allocate(MemoryKind::kHost, -1, round_up(size_t{1} << 50, MemoryKind::kHost)));
+}
+
 TEST(MemoryDomain, ReservesAtAFreeFixedAddress) {
   const size_t g = domain().granularity(MemoryKind::kDevice);
   void* address = nullptr;
