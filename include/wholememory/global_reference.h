@@ -1,8 +1,8 @@
 /*
- * memloom's WholeMemory global reference (drop-in for WholeMemory's wholememory/global_reference.h).
- * A global reference lets a kernel address every partition of a CONTINUOUS or CHUNKED allocation
- * directly; the arrays it points to live in memory of the allocation's location, so device kernels
- * can read them.
+ * memloom's WholeMemory global reference (drop-in for WholeMemory's
+ * wholememory/global_reference.h). A global reference lets a kernel address every partition of a
+ * CONTINUOUS or CHUNKED allocation directly; the arrays it points to live in memory of the
+ * allocation's location, so device kernels can read them.
  */
 #ifndef MEMLOOM_WHOLEMEMORY_GLOBAL_REFERENCE_H_
 #define MEMLOOM_WHOLEMEMORY_GLOBAL_REFERENCE_H_

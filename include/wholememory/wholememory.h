@@ -33,7 +33,7 @@ extern "C" {
 
 enum wholememory_error_code_t {
   WHOLEMEMORY_SUCCESS = 0,
-  WHOLEMEMORY_UNKNOW_ERROR,        /* the published spelling */
+  WHOLEMEMORY_UNKNOW_ERROR, /* the published spelling */
   WHOLEMEMORY_NOT_IMPLEMENTED,
   WHOLEMEMORY_LOGIC_ERROR,         /* an internal invariant broke */
   WHOLEMEMORY_CUDA_ERROR,          /* the accelerator runtime failed */
@@ -41,8 +41,8 @@ enum wholememory_error_code_t {
   WHOLEMEMORY_INVALID_INPUT,       /* a null pointer, an invalid handle, ranks disagree */
   WHOLEMEMORY_INVALID_VALUE,       /* a well-formed value that is not allowed here */
   WHOLEMEMORY_OUT_OF_MEMORY,
-  WHOLEMEMORY_NOT_SUPPORTED,       /* the combination is not supported on this communicator */
-  WHOLEMEMORY_SYSTEM_ERROR,        /* an OS call (file, socket) failed */
+  WHOLEMEMORY_NOT_SUPPORTED, /* the combination is not supported on this communicator */
+  WHOLEMEMORY_SYSTEM_ERROR,  /* an OS call (file, socket) failed */
 };
 
 #ifdef __cplusplus
@@ -51,13 +51,13 @@ enum wholememory_error_code_t {
 #define WHOLEMEMORY_RESULT_TYPE_ enum wholememory_error_code_t
 #endif
 /* Returns the error code of X from the calling function when X fails, naming X on stderr. */
-#define WHOLEMEMORY_RETURN_ON_FAIL(X)                                                 \
-  do {                                                                                \
-    WHOLEMEMORY_RESULT_TYPE_ wholememory_return_on_fail_err_ = (X);                   \
-    if (wholememory_return_on_fail_err_ != WHOLEMEMORY_SUCCESS) {                     \
-      fprintf(stderr, "File %s line %d %s failed.\n", __FILE__, __LINE__, #X);        \
-      return wholememory_return_on_fail_err_;                                         \
-    }                                                                                 \
+#define WHOLEMEMORY_RETURN_ON_FAIL(X)                                          \
+  do {                                                                         \
+    WHOLEMEMORY_RESULT_TYPE_ wholememory_return_on_fail_err_ = (X);            \
+    if (wholememory_return_on_fail_err_ != WHOLEMEMORY_SUCCESS) {              \
+      fprintf(stderr, "File %s line %d %s failed.\n", __FILE__, __LINE__, #X); \
+      return wholememory_return_on_fail_err_;                                  \
+    }                                                                          \
   } while (0)
 
 /* How the partitions of an allocation are mapped into each rank's address space. */
@@ -81,14 +81,7 @@ enum wholememory_distributed_backend_t {
   WHOLEMEMORY_DB_NVSHMEM, /* not available in memloom */
 };
 
-enum LogLevel {
-  LEVEL_FATAL = 0,
-  LEVEL_ERROR,
-  LEVEL_WARN,
-  LEVEL_INFO,
-  LEVEL_DEBUG,
-  LEVEL_TRACE
-};
+enum LogLevel { LEVEL_FATAL = 0, LEVEL_ERROR, LEVEL_WARN, LEVEL_INFO, LEVEL_DEBUG, LEVEL_TRACE };
 
 #ifndef __cplusplus
 typedef enum wholememory_error_code_t wholememory_error_code_t;
@@ -139,8 +132,9 @@ typedef struct wholememory_unique_id_t wholememory_unique_id_t;
 #endif
 
 /* Creates an id for wholememory_create_communicator. The id names the store at MEMLOOM_STORE_URL,
- * or else a store this process starts and keeps until wholememory_finalize (listening on
- * MEMLOOM_STORE_LISTEN, default tcp://127.0.0.1:0). Pass the id to the other ranks by any means. */
+ * or else a store this process starts and keeps until wholememory_finalize (listening at
+ * MEMLOOM_HOST_ADDR, default 127.0.0.1, on a free port). Pass the id to the other ranks by any
+ * means. */
 wholememory_error_code_t wholememory_create_unique_id(wholememory_unique_id_t* unique_id);
 
 /* Collective over `size` processes, each passing its own rank. */
@@ -188,13 +182,10 @@ typedef struct wholememory_handle_* wholememory_handle_t;
  * never split between ranks (total_size must be a multiple of it). Rank r gets
  * rank_entry_partition[r] entries of data_granularity bytes when the array is given (world_size
  * entries summing to total_size / data_granularity), else the equal plan. */
-wholememory_error_code_t wholememory_malloc(wholememory_handle_t* wholememory_handle_ptr,
-                                            size_t total_size, wholememory_comm_t comm,
-                                            wholememory_memory_type_t memory_type,
-                                            wholememory_memory_location_t memory_location,
-                                            size_t data_granularity,
-                                            size_t* rank_entry_partition
-                                                WHOLEMEMORY_DEFAULT_ARG(NULL));
+wholememory_error_code_t wholememory_malloc(
+    wholememory_handle_t* wholememory_handle_ptr, size_t total_size, wholememory_comm_t comm,
+    wholememory_memory_type_t memory_type, wholememory_memory_location_t memory_location,
+    size_t data_granularity, size_t* rank_entry_partition WHOLEMEMORY_DEFAULT_ARG(NULL));
 
 /* Collective. A freed handle is invalid afterwards (a second free is WHOLEMEMORY_INVALID_INPUT). */
 wholememory_error_code_t wholememory_free(wholememory_handle_t wholememory_handle);
@@ -264,17 +255,14 @@ int fork_get_device_count(void);
  * file's size must be a multiple of file_entry_size, the entries must fit, and every rank must see
  * files of the same sizes; otherwise every rank fails. */
 wholememory_error_code_t wholememory_load_from_file(wholememory_handle_t wholememory_handle,
-                                                    size_t memory_offset,
-                                                    size_t memory_entry_size,
-                                                    size_t file_entry_size,
-                                                    const char** file_names, int file_count,
-                                                    int round_robin_size);
+                                                    size_t memory_offset, size_t memory_entry_size,
+                                                    size_t file_entry_size, const char** file_names,
+                                                    int file_count, int round_robin_size);
 
 /* Collective: every rank writes the entries of its own partition (file_entry_size bytes at
  * memory_offset of each memory_entry_stride-byte entry) to its own local_file_name. */
 wholememory_error_code_t wholememory_store_to_file(wholememory_handle_t wholememory_handle,
-                                                   size_t memory_offset,
-                                                   size_t memory_entry_stride,
+                                                   size_t memory_offset, size_t memory_entry_stride,
                                                    size_t file_entry_size,
                                                    const char* local_file_name);
 

@@ -18,7 +18,8 @@ ChunkedMemory::ChunkedMemory(std::shared_ptr<Communicator> comm, MemorySpec spec
       const auto& segment = segments_.segments.at(r);
       if (!segment) {
         // Only an empty partition has no segment on a single-node communicator.
-        if (plan().sizes[r] != 0) raise(Status::kLogic, "rank " + std::to_string(r) + "'s chunk was not shared");
+        if (plan().sizes[r] != 0)
+          raise(Status::kLogic, "rank " + std::to_string(r) + "'s chunk was not shared");
         set_rank_pointer(r, nullptr);
         continue;
       }

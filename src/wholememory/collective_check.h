@@ -34,8 +34,8 @@ LocalOutcome capture_failure(Fn&& fn) {
   }
 }
 
-// Collective over `group`. Throws on every rank when any rank's `local` failed (that rank throws its
-// own error; the others the same status, naming the rank) or when `arguments` differ between
+// Collective over `group`. Throws on every rank when any rank's `local` failed (that rank throws
+// its own error; the others the same status, naming the rank) or when `arguments` differ between
 // ranks (kInvalidInput, naming the ranks that differ from rank 0).
 void agree_on_arguments(core::Group& group, const std::string& operation,
                         const std::string& arguments, const LocalOutcome& local, Deadline deadline);

@@ -33,8 +33,8 @@ std::unique_ptr<ContiguousRange> ContiguousRange::create(core::Group& group,
   const int me = group.rank();
 
   std::unique_ptr<ContiguousRange> range(new ContiguousRange());
-  range->segments_ = core::exchange_segments(group, kind, device, (first[me + 1] - first[me]) * page,
-                                             deadline);
+  range->segments_ =
+      core::exchange_segments(group, kind, device, (first[me + 1] - first[me]) * page, deadline);
   const size_t total_pages = first.back();
   // An empty range still gets one page of address space so that base() is a real address.
   range->range_ = domain.reserve(std::max<size_t>(total_pages, 1) * page);

@@ -17,8 +17,10 @@ namespace memloom::wholememory {
 class ContiguousRange {
  public:
   // Collective over `group` (all of one node): sizes[r] is the partition of group rank r.
-  static std::unique_ptr<ContiguousRange> create(core::Group& group, const std::vector<size_t>& sizes,
-                                                 hal::MemoryKind kind, int device, Deadline deadline);
+  static std::unique_ptr<ContiguousRange> create(core::Group& group,
+                                                 const std::vector<size_t>& sizes,
+                                                 hal::MemoryKind kind, int device,
+                                                 Deadline deadline);
   ~ContiguousRange();
 
   char* base() const { return static_cast<char*>(range_->base()); }

@@ -11,7 +11,8 @@ DistributedMemory::DistributedMemory(std::shared_ptr<Communicator> comm, MemoryS
     : MemoryHandle(std::move(comm), std::move(spec), std::move(identity)) {
   auto& domain = core::platform().memory_domain();
   if (local_size() > 0) {
-    segment_ = domain.allocate(kind(), device(), core::round_up(local_size(), domain.granularity(kind())));
+    segment_ =
+        domain.allocate(kind(), device(), core::round_up(local_size(), domain.granularity(kind())));
     address_ = domain.map_anywhere(*segment_);
   }
   set_rank_pointer(this->comm().rank(), address_);

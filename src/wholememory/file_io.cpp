@@ -33,7 +33,8 @@ void check_layout(const FileLayout& layout, const PartitionPlan& plan) {
     raise(Status::kInvalidValue, "entry sizes must be positive (" + describe(layout) + ")");
   }
   if (layout.memory_offset >= entry || layout.file_entry_size > entry - layout.memory_offset) {
-    raise(Status::kInvalidValue, "file entries do not fit in memory entries (" + describe(layout) + ")");
+    raise(Status::kInvalidValue,
+          "file entries do not fit in memory entries (" + describe(layout) + ")");
   }
   for (size_t r = 0; r < plan.offsets.size(); ++r) {
     if (plan.offsets[r] % entry != 0) {
@@ -93,7 +94,8 @@ class FileSequence {
       const ssize_t got = ::pread(fd.get(), out, bytes, static_cast<off_t>(offset));
       if (got < 0 && errno == EINTR) continue;
       if (got < 0) raise_errno("reading '" + names_[file] + "' failed", errno);
-      if (got == 0) raise(Status::kSystem, "'" + names_[file] + "' became shorter while being read");
+      if (got == 0)
+        raise(Status::kSystem, "'" + names_[file] + "' became shorter while being read");
       out += got;
       offset += static_cast<size_t>(got);
       bytes -= static_cast<size_t>(got);
@@ -211,16 +213,18 @@ void load_from_files(MemoryHandle& memory, const FileLayout& layout, const char*
   auto local = capture_failure([&] {
     check_layout(layout, memory.plan());
     if (round_robin_size < 0) {
-      raise(Status::kInvalidValue, "round_robin_size must not be negative, got " +
-                                       std::to_string(round_robin_size));
+      raise(Status::kInvalidValue,
+            "round_robin_size must not be negative, got " + std::to_string(round_robin_size));
     }
-    MEMLOOM_CHECK_ARG(file_count > 0, "file_count must be positive, got " + std::to_string(file_count));
+    MEMLOOM_CHECK_ARG(file_count > 0,
+                      "file_count must be positive, got " + std::to_string(file_count));
     MEMLOOM_CHECK_ARG(file_names != nullptr, "file_names is null");
     for (int i = 0; i < file_count; ++i) {
       MEMLOOM_CHECK_ARG(file_names[i] != nullptr, "file_names[" + std::to_string(i) + "] is null");
       struct stat info {};
       if (::stat(file_names[i], &info) != 0) {
-        raise(Status::kInvalidInput, std::string("cannot open '") + file_names[i] + "': " + std::strerror(errno));
+        raise(Status::kInvalidInput,
+              std::string("cannot open '") + file_names[i] + "': " + std::strerror(errno));
       }
       if (!S_ISREG(info.st_mode)) {
         raise(Status::kInvalidInput, std::string("'") + file_names[i] + "' is not a regular file");
@@ -228,23 +232,25 @@ void load_from_files(MemoryHandle& memory, const FileLayout& layout, const char*
       const auto size = static_cast<size_t>(info.st_size);
       if (size % layout.file_entry_size != 0) {
         raise(Status::kInvalidValue, std::string("'") + file_names[i] + "' has " +
-                                         std::to_string(size) + " bytes, not a multiple of file_entry_size " +
+                                         std::to_string(size) +
+                                         " bytes, not a multiple of file_entry_size " +
                                          std::to_string(layout.file_entry_size));
       }
       names.emplace_back(file_names[i]);
       sizes.push_back(size);
     }
   });
-  std::string arguments = describe(layout) + " round_robin=" + std::to_string(round_robin_size) + " file sizes=";
+  std::string arguments =
+      describe(layout) + " round_robin=" + std::to_string(round_robin_size) + " file sizes=";
   for (size_t size : sizes) arguments += std::to_string(size) + ",";
   agree_on_arguments(group, "wholememory_load_from_file", arguments, local, deadline);
 
   // Every rank now holds the same sizes, so the checks below fail on all ranks alike.
   size_t total_bytes = 0;
   for (size_t size : sizes) total_bytes += size;
-  const auto runs = plan_runs(memory.plan(), layout.memory_entry_size,
-                              total_bytes / layout.file_entry_size,
-                              static_cast<size_t>(round_robin_size), group.rank());
+  const auto runs =
+      plan_runs(memory.plan(), layout.memory_entry_size, total_bytes / layout.file_entry_size,
+                static_cast<size_t>(round_robin_size), group.rank());
 
   local = capture_failure([&] {
     FileSequence input(names, sizes);
@@ -274,7 +280,8 @@ void store_to_file(MemoryHandle& memory, const FileLayout& layout, const char* f
 
   local = capture_failure([&] {
     FileDescriptor fd(::open(file_name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (fd.get() < 0) raise_errno(std::string("cannot open '") + file_name + "' for writing", errno);
+    if (fd.get() < 0)
+      raise_errno(std::string("cannot open '") + file_name + "' for writing", errno);
     EntryMover mover(memory, layout, memory.device());
     const size_t entries = memory.local_size() / layout.memory_entry_size;
     std::vector<char> packed;

@@ -10,7 +10,8 @@
 
 namespace memloom::wholememory {
 
-MemoryHandle::MemoryHandle(std::shared_ptr<Communicator> comm, MemorySpec spec, std::string identity)
+MemoryHandle::MemoryHandle(std::shared_ptr<Communicator> comm, MemorySpec spec,
+                           std::string identity)
     : comm_(std::move(comm)),
       spec_(std::move(spec)),
       identity_(std::move(identity)),
@@ -21,16 +22,18 @@ MemoryHandle::MemoryHandle(std::shared_ptr<Communicator> comm, MemorySpec spec, 
   ++comm_->live_allocations();
 }
 
-MemoryHandle::~MemoryHandle() { --comm_->live_allocations(); }
+MemoryHandle::~MemoryHandle() {
+  --comm_->live_allocations();
+}
 
 hal::MemoryKind MemoryHandle::kind() const {
   return spec_.location == WHOLEMEMORY_ML_HOST ? hal::MemoryKind::kHost : hal::MemoryKind::kDevice;
 }
 
 bool MemoryHandle::rank_pointer(int rank, void** pointer) const {
-  MEMLOOM_CHECK_ARG(rank >= 0 && rank < comm_->size(),
-                    "rank " + std::to_string(rank) + " is out of range [0, " +
-                        std::to_string(comm_->size()) + ")");
+  MEMLOOM_CHECK_ARG(rank >= 0 && rank < comm_->size(), "rank " + std::to_string(rank) +
+                                                           " is out of range [0, " +
+                                                           std::to_string(comm_->size()) + ")");
   if (!mapped_[rank]) return false;
   *pointer = rank_pointers_[rank];
   return true;
@@ -80,8 +83,8 @@ std::shared_ptr<MemoryHandle> create_memory_handle(std::shared_ptr<Communicator>
         handle = std::make_shared<HierarchyMemory>(comm, std::move(spec), identity, deadline);
         break;
       default:
-        raise(Status::kLogic, "no implementation for memory type " +
-                                  std::to_string(static_cast<int>(spec.type)));
+        raise(Status::kLogic,
+              "no implementation for memory type " + std::to_string(static_cast<int>(spec.type)));
     }
   });
   // A rank that failed locally (mapping, address space) must not leave the others with a handle.

@@ -8,7 +8,8 @@ namespace memloom::wholememory {
 namespace {
 
 void check_shape(size_t total_size, size_t granularity, int world_size) {
-  MEMLOOM_CHECK_ARG(world_size > 0, "world size must be positive, got " + std::to_string(world_size));
+  MEMLOOM_CHECK_ARG(world_size > 0,
+                    "world size must be positive, got " + std::to_string(world_size));
   if (granularity == 0) raise(Status::kInvalidValue, "data granularity must be positive");
   if (total_size % granularity != 0) {
     raise(Status::kInvalidValue, "total size " + std::to_string(total_size) +
@@ -20,7 +21,8 @@ void check_shape(size_t total_size, size_t granularity, int world_size) {
 }  // namespace
 
 size_t equal_entries_per_rank(size_t total_entries, int world_size) {
-  MEMLOOM_CHECK_ARG(world_size > 0, "world size must be positive, got " + std::to_string(world_size));
+  MEMLOOM_CHECK_ARG(world_size > 0,
+                    "world size must be positive, got " + std::to_string(world_size));
   const auto ranks = static_cast<size_t>(world_size);
   return total_entries / ranks + (total_entries % ranks != 0 ? 1 : 0);
 }

@@ -64,9 +64,14 @@ std::string Runtime::store_url_for_new_id() {
   if (!configured.empty()) return configured;
   std::lock_guard<std::mutex> lock(mutex_);
   if (!server_) {
+    // Listen where other nodes reach this process (MEMLOOM_HOST_ADDR), loopback by default.
     store::ServerOptions options;
-    const char* listen = std::getenv("MEMLOOM_STORE_LISTEN");
-    if (listen != nullptr && *listen != '\0') options.listen_url = listen;
+    const char* host = std::getenv("MEMLOOM_HOST_ADDR");
+    if (host != nullptr && *host != '\0') {
+      const std::string address = host;
+      const bool ipv6 = address.find(':') != std::string::npos && address.front() != '[';
+      options.listen_url = "tcp://" + (ipv6 ? "[" + address + "]" : address) + ":0";
+    }
     server_ = store::Server::start(options);
     MEMLOOM_LOG(kInfo, "WholeMemory: hosting the config store at " << server_->url());
   }
@@ -103,8 +108,9 @@ std::shared_ptr<Communicator> Runtime::comm(wholememory_comm_t handle) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto found = comms_.find(reinterpret_cast<uintptr_t>(handle));
   if (found == comms_.end()) {
-    raise(Status::kInvalidInput, "communicator " + hex(reinterpret_cast<uintptr_t>(handle)) +
-                                     " is not a live communicator (destroyed, finalized or garbage)");
+    raise(Status::kInvalidInput,
+          "communicator " + hex(reinterpret_cast<uintptr_t>(handle)) +
+              " is not a live communicator (destroyed, finalized or garbage)");
   }
   return found->second;
 }

@@ -36,7 +36,7 @@ class Runtime {
   void require_initialized() const;
 
   // The store a new unique id names: MEMLOOM_STORE_URL, else a store this process starts (once)
-  // on MEMLOOM_STORE_LISTEN (default tcp://127.0.0.1:0) and keeps until finalize.
+  // at MEMLOOM_HOST_ADDR (default 127.0.0.1), any free port, and keeps until finalize.
   std::string store_url_for_new_id();
   std::shared_ptr<store::Client> store_client(const std::string& url);
 

@@ -52,7 +52,8 @@ std::string UniqueId::token_hex() const {
 
 wholememory_unique_id_t encode_unique_id(const UniqueId& id) {
   if (id.store_url.empty() || id.store_url.size() > kMaxUrlBytes) {
-    raise(Status::kInvalidValue, "store URL '" + id.store_url + "' does not fit in a unique id (1.." +
+    raise(Status::kInvalidValue, "store URL '" + id.store_url +
+                                     "' does not fit in a unique id (1.." +
                                      std::to_string(kMaxUrlBytes) + " bytes)");
   }
   wholememory_unique_id_t encoded{};
@@ -74,11 +75,13 @@ UniqueId decode_unique_id(const wholememory_unique_id_t& encoded) {
   }
   if (bytes[kVersionAt] != kVersion) {
     raise(Status::kInvalidInput, "unique id version " + std::to_string(bytes[kVersionAt]) +
-                                     " is not supported (expected " + std::to_string(kVersion) + ")");
+                                     " is not supported (expected " + std::to_string(kVersion) +
+                                     ")");
   }
   const size_t url_length = bytes[kUrlLengthAt];
   if (url_length == 0 || url_length > kMaxUrlBytes) {
-    raise(Status::kInvalidInput, "unique id has a bad store URL length " + std::to_string(url_length));
+    raise(Status::kInvalidInput,
+          "unique id has a bad store URL length " + std::to_string(url_length));
   }
   for (size_t i = kUrlAt + url_length; i < kChecksumAt; ++i) {
     if (bytes[i] != 0) raise(Status::kInvalidInput, "unique id is corrupted (padding is not zero)");

@@ -24,14 +24,21 @@ namespace {
 
 memloom::log::Level to_log_level(LogLevel level) {
   switch (level) {
-    case LEVEL_FATAL: return memloom::log::Level::kFatal;
-    case LEVEL_ERROR: return memloom::log::Level::kError;
-    case LEVEL_WARN: return memloom::log::Level::kWarn;
-    case LEVEL_INFO: return memloom::log::Level::kInfo;
-    case LEVEL_DEBUG: return memloom::log::Level::kDebug;
-    case LEVEL_TRACE: return memloom::log::Level::kTrace;
+    case LEVEL_FATAL:
+      return memloom::log::Level::kFatal;
+    case LEVEL_ERROR:
+      return memloom::log::Level::kError;
+    case LEVEL_WARN:
+      return memloom::log::Level::kWarn;
+    case LEVEL_INFO:
+      return memloom::log::Level::kInfo;
+    case LEVEL_DEBUG:
+      return memloom::log::Level::kDebug;
+    case LEVEL_TRACE:
+      return memloom::log::Level::kTrace;
   }
-  raise(Status::kInvalidInput, "log level " + std::to_string(static_cast<int>(level)) + " is not a LogLevel");
+  raise(Status::kInvalidInput,
+        "log level " + std::to_string(static_cast<int>(level)) + " is not a LogLevel");
 }
 
 template <typename T>
@@ -46,7 +53,9 @@ extern "C" {
 
 wholememory_error_code_t wholememory_init(unsigned int flags, LogLevel log_level) {
   return guarded("wholememory_init", [&] {
-    if (flags != 0) raise(Status::kInvalidValue, "flags are reserved and must be 0, got " + std::to_string(flags));
+    if (flags != 0)
+      raise(Status::kInvalidValue,
+            "flags are reserved and must be 0, got " + std::to_string(flags));
     const auto level = to_log_level(log_level);
     // MEMLOOM_LOG_LEVEL wins so a user can turn on debugging without recompiling.
     if (std::getenv("MEMLOOM_LOG_LEVEL") == nullptr) memloom::log::set_level(level);
@@ -64,13 +73,16 @@ wholememory_error_code_t wholememory_set_rmm_enabled(bool enabled) {
   });
 }
 
-bool wholememory_is_rmm_enabled(void) { return false; }
+bool wholememory_is_rmm_enabled(void) {
+  return false;
+}
 
 wholememory_error_code_t wholememory_create_unique_id(wholememory_unique_id_t* unique_id) {
   return guarded("wholememory_create_unique_id", [&] {
     Runtime::instance().require_initialized();
     checked_output(unique_id, "unique_id");
-    const auto id = memloom::wholememory::UniqueId::generate(Runtime::instance().store_url_for_new_id());
+    const auto id =
+        memloom::wholememory::UniqueId::generate(Runtime::instance().store_url_for_new_id());
     *unique_id = memloom::wholememory::encode_unique_id(id);
   });
 }
@@ -84,12 +96,14 @@ wholememory_error_code_t wholememory_create_communicator(wholememory_comm_t* com
     checked_output(comm, "comm");
     *comm = nullptr;
     MEMLOOM_CHECK_ARG(size > 0, "communicator size must be positive, got " + std::to_string(size));
-    MEMLOOM_CHECK_ARG(rank >= 0 && rank < size, "rank " + std::to_string(rank) +
-                                                    " is out of range [0, " + std::to_string(size) + ")");
+    MEMLOOM_CHECK_ARG(
+        rank >= 0 && rank < size,
+        "rank " + std::to_string(rank) + " is out of range [0, " + std::to_string(size) + ")");
     const auto id = memloom::wholememory::decode_unique_id(unique_id);
     auto client = runtime.store_client(id.store_url);
-    auto group = memloom::core::Group::create(client, memloom::store::KeyPrefix("wm/" + id.token_hex() + "/"),
-                                              rank, size, memloom::wholememory::collective_deadline());
+    auto group = memloom::core::Group::create(
+        client, memloom::store::KeyPrefix("wm/" + id.token_hex() + "/"), rank, size,
+        memloom::wholememory::collective_deadline());
     *comm = runtime.add_comm(std::make_shared<Communicator>(std::move(group)));
   });
 }
@@ -117,8 +131,9 @@ wholememory_error_code_t wholememory_destroy_communicator(wholememory_comm_t com
     auto& runtime = Runtime::instance();
     auto target = runtime.comm(comm);
     if (target->owned_by_allocation()) {
-      raise(Status::kInvalidInput, "this communicator belongs to a HIERARCHY allocation; it goes "
-                                   "away with wholememory_free");
+      raise(Status::kInvalidInput,
+            "this communicator belongs to a HIERARCHY allocation; it goes "
+            "away with wholememory_free");
     }
     std::lock_guard<std::mutex> lock(target->collective_mutex());
     const auto local = memloom::wholememory::capture_failure([&] {
@@ -129,8 +144,9 @@ wholememory_error_code_t wholememory_destroy_communicator(wholememory_comm_t com
                                          "wholememory_free them first");
       }
     });
-    memloom::wholememory::agree_on_arguments(target->group(), "wholememory_destroy_communicator", "",
-                                             local, memloom::wholememory::collective_deadline());
+    memloom::wholememory::agree_on_arguments(target->group(), "wholememory_destroy_communicator",
+                                             "", local,
+                                             memloom::wholememory::collective_deadline());
     runtime.remove_comm(comm);
   });
 }
@@ -141,7 +157,8 @@ wholememory_error_code_t wholememory_communicator_support_type_location(
   return guarded("wholememory_communicator_support_type_location", [&] {
     if (!Runtime::instance().comm(comm)->supports(memory_type, memory_location)) {
       raise(Status::kNotSupported, "memory type " + std::to_string(static_cast<int>(memory_type)) +
-                                       " at location " + std::to_string(static_cast<int>(memory_location)) +
+                                       " at location " +
+                                       std::to_string(static_cast<int>(memory_location)) +
                                        " is not supported on this communicator");
     }
   });
@@ -212,11 +229,14 @@ bool wholememory_is_intranode_communicator(wholememory_comm_t comm) {
 
 bool wholememory_is_intra_mnnvl_communicator(wholememory_comm_t comm) {
   // A clique is a node in memloom, so "one clique" and "one node" coincide.
-  return guarded_value("wholememory_is_intra_mnnvl_communicator", false,
-                       [&] { return Runtime::instance().comm(comm)->clique_info().clique_num == 1; });
+  return guarded_value("wholememory_is_intra_mnnvl_communicator", false, [&] {
+    return Runtime::instance().comm(comm)->clique_info().clique_num == 1;
+  });
 }
 
-bool wholememory_is_build_with_nvshmem(void) { return false; }
+bool wholememory_is_build_with_nvshmem(void) {
+  return false;
+}
 
 int fork_get_device_count(void) {
   return guarded_value("fork_get_device_count", -1, [] {

@@ -25,11 +25,16 @@ namespace {
 
 const char* type_name(wholememory_memory_type_t type) {
   switch (type) {
-    case WHOLEMEMORY_MT_CONTINUOUS: return "CONTINUOUS";
-    case WHOLEMEMORY_MT_CHUNKED: return "CHUNKED";
-    case WHOLEMEMORY_MT_DISTRIBUTED: return "DISTRIBUTED";
-    case WHOLEMEMORY_MT_HIERARCHY: return "HIERARCHY";
-    default: return "NONE";
+    case WHOLEMEMORY_MT_CONTINUOUS:
+      return "CONTINUOUS";
+    case WHOLEMEMORY_MT_CHUNKED:
+      return "CHUNKED";
+    case WHOLEMEMORY_MT_DISTRIBUTED:
+      return "DISTRIBUTED";
+    case WHOLEMEMORY_MT_HIERARCHY:
+      return "HIERARCHY";
+    default:
+      return "NONE";
   }
 }
 
@@ -279,29 +284,27 @@ wholememory_error_code_t wholememory_get_rank_partition_offsets(
 }
 
 wholememory_error_code_t wholememory_load_from_file(wholememory_handle_t wholememory_handle,
-                                                    size_t memory_offset,
-                                                    size_t memory_entry_size,
-                                                    size_t file_entry_size,
-                                                    const char** file_names, int file_count,
-                                                    int round_robin_size) {
+                                                    size_t memory_offset, size_t memory_entry_size,
+                                                    size_t file_entry_size, const char** file_names,
+                                                    int file_count, int round_robin_size) {
   return guarded("wholememory_load_from_file", [&] {
     const auto memory = memory_of(wholememory_handle);
     std::lock_guard<std::mutex> lock(memory->comm().collective_mutex());
-    memloom::wholememory::load_from_files(*memory, {memory_offset, memory_entry_size, file_entry_size},
-                                          file_names, file_count, round_robin_size,
-                                          collective_deadline());
+    memloom::wholememory::load_from_files(
+        *memory, {memory_offset, memory_entry_size, file_entry_size}, file_names, file_count,
+        round_robin_size, collective_deadline());
   });
 }
 
 wholememory_error_code_t wholememory_store_to_file(wholememory_handle_t wholememory_handle,
-                                                   size_t memory_offset,
-                                                   size_t memory_entry_stride,
+                                                   size_t memory_offset, size_t memory_entry_stride,
                                                    size_t file_entry_size,
                                                    const char* local_file_name) {
   return guarded("wholememory_store_to_file", [&] {
     const auto memory = memory_of(wholememory_handle);
     std::lock_guard<std::mutex> lock(memory->comm().collective_mutex());
-    memloom::wholememory::store_to_file(*memory, {memory_offset, memory_entry_stride, file_entry_size},
+    memloom::wholememory::store_to_file(*memory,
+                                        {memory_offset, memory_entry_stride, file_entry_size},
                                         local_file_name, collective_deadline());
   });
 }
