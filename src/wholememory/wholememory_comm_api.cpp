@@ -154,14 +154,13 @@ wholememory_error_code_t wholememory_destroy_communicator(wholememory_comm_t com
 wholememory_error_code_t wholememory_communicator_support_type_location(
     wholememory_comm_t comm, wholememory_memory_type_t memory_type,
     wholememory_memory_location_t memory_location) {
-  return guarded("wholememory_communicator_support_type_location", [&] {
-    if (!Runtime::instance().comm(comm)->supports(memory_type, memory_location)) {
-      raise(Status::kNotSupported, "memory type " + std::to_string(static_cast<int>(memory_type)) +
-                                       " at location " +
-                                       std::to_string(static_cast<int>(memory_location)) +
-                                       " is not supported on this communicator");
-    }
+  // "Not supported" is an answer here, not a failure: it is returned without being logged.
+  bool supported = false;
+  const auto code = guarded("wholememory_communicator_support_type_location", [&] {
+    supported = Runtime::instance().comm(comm)->supports(memory_type, memory_location);
   });
+  if (code != WHOLEMEMORY_SUCCESS) return code;
+  return supported ? WHOLEMEMORY_SUCCESS : WHOLEMEMORY_NOT_SUPPORTED;
 }
 
 wholememory_error_code_t wholememory_communicator_get_rank(int* rank, wholememory_comm_t comm) {

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "memloom/error.h"
 #include "src/wholememory/unique_id.h"
@@ -238,9 +240,31 @@ TEST(WholeMemoryCommunicator, CallsBeforeInitFail) {
   WM_EXPECT_OK(wholememory_finalize());
 }
 
+// Sets environment variables for one test and restores them afterwards.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      ::setenv(name_.c_str(), old_.c_str(), 1);
+    } else {
+      ::unsetenv(name_.c_str());
+    }
+  }
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
 TEST(WholeMemoryCommunicator, ForkGetDeviceCountAsksAChild) {
-  setenv("MEMLOOM_BACKEND", "emulated", 1);
-  setenv("MEMLOOM_EMU_DEVICES", "5", 1);
+  ScopedEnv backend("MEMLOOM_BACKEND", "emulated");
+  ScopedEnv devices("MEMLOOM_EMU_DEVICES", "5");
   EXPECT_EQ(5, fork_get_device_count());
 }
 
