@@ -39,9 +39,12 @@ TEST(WholeMemoryRobustness, ARankThatPassesABadHandleLeavesTheOthersWithATimeout
           // A bad handle is refused at once, without taking part in the collective...
           EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT,
                     wholememory_free(reinterpret_cast<wholememory_handle_t>(0x40)));
+          ::usleep(1500 * 1000);  // alive but never joining: the peer must give up by its deadline
         } else {
           // ...so the rank that passed a good one gives up at the deadline.
+          const auto start = std::chrono::steady_clock::now();
           EXPECT_EQ(WHOLEMEMORY_COMMUNICATION_ERROR, wholememory_free(handle));
+          EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1400));
         }
       });
   EXPECT_ALL_RANKS_PASS(results);
