@@ -114,8 +114,19 @@ wholememory_error_code_t wholememory_free(wholememory_handle_t wholememory_handl
     auto& owner = allocation.memory->comm();
     {
       std::lock_guard<std::mutex> lock(owner.collective_mutex());
+      // Allocations made on a HIERARCHY allocation's own communicators must go first, or their
+      // communicator handles would die under them.
+      const auto local = memloom::wholememory::capture_failure([&] {
+        for (const auto& sub : {allocation.memory->local_comm(), allocation.memory->cross_comm()}) {
+          if (sub && sub->live_allocations().load() > 0) {
+            raise(Status::kInvalidInput,
+                  "allocations made on this allocation's local or cross "
+                  "communicator are still alive; free them first");
+          }
+        }
+      });
       memloom::wholememory::agree_on_arguments(owner.group(), "wholememory_free",
-                                               allocation.memory->identity(), {},
+                                               allocation.memory->identity(), local,
                                                collective_deadline());
     }
     runtime.remove_allocation(wholememory_handle);

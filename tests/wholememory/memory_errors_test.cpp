@@ -194,6 +194,29 @@ TEST(WholeMemoryMalloc, InvalidFreedAndNullHandlesAreRefused) {
   EXPECT_ALL_RANKS_PASS(results);
 }
 
+TEST(WholeMemoryMalloc, HierarchyCommunicatorsServeAllocationsThatMustGoFirst) {
+  auto results = run_with_comm(
+      ranks_on_nodes(4, 2), [](const testing::RankContext& me, wholememory_comm_t comm) {
+        wholememory_handle_t hierarchy = nullptr, node_table = nullptr;
+        WM_ASSERT_OK(wholememory_malloc(&hierarchy, 4096, comm, WHOLEMEMORY_MT_HIERARCHY,
+                                        WHOLEMEMORY_ML_HOST, 8));
+        wholememory_comm_t local = nullptr;
+        WM_ASSERT_OK(wholememory_get_local_communicator(&local, hierarchy));
+        // The local communicator spans one node, so it can map CONTINUOUS memory.
+        WM_ASSERT_OK(wholememory_malloc(&node_table, 1000, local, WHOLEMEMORY_MT_CONTINUOUS,
+                                        WHOLEMEMORY_ML_DEVICE, 10));
+        fill_local_partition(node_table, 4);
+        WM_ASSERT_OK(wholememory_communicator_barrier(local));
+        void* global = nullptr;
+        WM_ASSERT_OK(wholememory_get_global_pointer(&global, node_table));
+        EXPECT_EQ(-1, first_mismatch(global, 0, 1000, 4)) << "node " << me.node_index;
+        EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT, wholememory_free(hierarchy));
+        WM_ASSERT_OK(wholememory_free(node_table));
+        WM_ASSERT_OK(wholememory_free(hierarchy));
+      });
+  EXPECT_ALL_RANKS_PASS(results);
+}
+
 TEST(WholeMemoryMalloc, EqualPartitionPlanRoundsUp) {
   size_t per_rank = 0;
   WM_ASSERT_OK(wholememory_equal_entry_partition_plan(&per_rank, 10, 4));
