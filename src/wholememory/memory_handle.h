@@ -1,7 +1,21 @@
 // A WholeMemory allocation: the partition plan, where each rank's partition is mapped in this
 // process, and the global pointer/reference where the type has one. One subclass per memory type
 // owns the mappings (continuous_memory.h, chunked_memory.h, distributed_memory.h,
-// hierarchy_memory.h).
+// hierarchy_memory.h). Device and host locations share each type's code; only the MemoryKind of
+// the segments differs.
+//
+//   type         | who allocates                  | mapped in each process          | global view
+//   -------------+--------------------------------+---------------------------------+-------------
+//   CONTINUOUS   | every rank: the pages starting | every partition, one range      | pointer, gref
+//   (one node)   | in its partition               | (ContiguousRange)               |
+//   CHUNKED      | every rank: its partition,     | every partition, each on its    | gref (table
+//   (one node)   | padded to the granularity      | own (map_anywhere)              | of pointers)
+//   DISTRIBUTED  | every rank: its partition      | only its own partition          | none
+//   HIERARCHY    | every rank: pages, per node    | the node's partitions, one      | pointer, gref
+//                |                                | range (ContiguousRange)         | on one node
+//
+// Segments are shared between the ranks of a node through core::exchange_segments (fds); nothing
+// is ever mapped across nodes.
 #pragma once
 
 #include <memory>
