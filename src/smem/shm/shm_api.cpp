@@ -109,7 +109,7 @@ int32_t smem_shm_init(const char* configStoreIpPort, uint32_t worldSize, uint32_
 
 void smem_shm_uninit(uint32_t flags) {
   facade_call("smem_shm_uninit", [&] {
-    MEMLOOM_CHECK_ARG(flags == 0, "flags are reserved and must be 0");
+    (void)flags;  // reserved
     ShmState& shm = state();
     std::map<const void*, std::shared_ptr<ShmObject>> objects;
     std::shared_ptr<SmemWorld> world;
@@ -176,7 +176,7 @@ uint64_t smem_shm_get_symmetric_size(smem_shm_t handle) {
 
 int32_t smem_shm_destroy(smem_shm_t handle, uint32_t flags) {
   return facade_call("smem_shm_destroy", [&] {
-    MEMLOOM_CHECK_ARG(flags == 0, "flags are reserved and must be 0");
+    (void)flags;  // reserved
     std::shared_ptr<ShmObject> object = lookup(handle);
     ShmState& shm = state();
     std::lock_guard<std::mutex> lock(shm.mutex);
