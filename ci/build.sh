@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Configures and builds memloom into ${MEMLOOM_BUILD_DIR:-build}. Extra CMake arguments pass through.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir="${MEMLOOM_BUILD_DIR:-build}"
+jobs="${MEMLOOM_JOBS:-2}"
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${MEMLOOM_BUILD_TYPE:-RelWithDebInfo}" \
+  "${launcher[@]}" "$@"
+cmake --build "$build_dir" -j "$jobs"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The one demo command: installs dependencies, builds, and runs the main demo — a 4-rank job over
+# 2 emulated nodes on the emulated backend, started by the memloom-run launcher.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash ci/install-deps.sh
+MEMLOOM_BUILD_TYPE=Release bash ci/build.sh -DMEMLOOM_BUILD_TESTS=OFF
+build_dir="${MEMLOOM_BUILD_DIR:-build}"
+export MEMLOOM_BACKEND=emulated
+exec "$build_dir/memloom-run" -n 4 --nodes 2 --timeout 120 -- \
+  "$build_dir/examples/wholememory_hello/wholememory_hello"
