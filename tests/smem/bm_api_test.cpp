@@ -219,17 +219,20 @@ void check_join_leave_while_copying(const RankContext& ctx) {
   smem_bm_t bm = smem_bm_create(2, 2, SMEMB_DATA_OP_SDMA, kSlot, kSlot, 0);
   ASSERT_NE(bm, nullptr) << smem_get_last_err_msg();
   StoreBarrier barrier(ctx);
+  const std::string churn_done = "churn-done/" + ctx.job_id;
   std::vector<uint8_t> buffer = pattern_buffer(ctx.rank, 64 * 1024);
   if (ctx.rank == 0) {
     ASSERT_SMEM_OK(smem_bm_join(bm, 0, nullptr));
-    // Rank 1 has not joined yet.
     EXPECT_SMEM_FAILS(bm_copy(bm, buffer.data(), device_slot(bm, 1), 4096, SMEMB_COPY_H2G),
                       SMEM_NOT_FOUND, "has not joined");
-    barrier.wait();  // 1: rank 1 joined
-    ASSERT_SMEM_OK(bm_copy(bm, buffer.data(), device_slot(bm, 1), 4096, SMEMB_COPY_H2G));
-    barrier.wait();  // 2: churn begins
+    barrier.wait();  // 1: rank 1 may join
+    barrier.wait();  // 2: rank 1 joined
+    EXPECT_SMEM_OK(bm_copy(bm, buffer.data(), device_slot(bm, 1), 4096, SMEMB_COPY_H2G));
+    barrier.wait();  // 3: churn begins
     int ok = 0, refused = 0;
-    for (int i = 0; i < 400; ++i) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (int i = 0;
+         (i < 200 || ok == 0 || refused == 0) && std::chrono::steady_clock::now() < give_up; ++i) {
       int32_t rc =
           i % 2 ? bm_copy(bm, buffer.data(), host_slot(bm, 1), buffer.size(), SMEMB_COPY_H2GH)
                 : bm_copy(bm, device_slot(bm, 1), buffer.data(), buffer.size(), SMEMB_COPY_G2H);
@@ -237,7 +240,10 @@ void check_join_leave_while_copying(const RankContext& ctx) {
           << rc << ": " << smem_get_last_err_msg();
       (rc == SMEM_SUCCESS ? ok : refused)++;
     }
-    barrier.wait();  // 3: rank 1 left for good
+    EXPECT_GT(ok, 0);
+    EXPECT_GT(refused, 0);
+    barrier.client().set(churn_done, "1");
+    barrier.wait();  // 4: rank 1 left for good
     EXPECT_SMEM_FAILS(bm_copy(bm, buffer.data(), device_slot(bm, 1), 4096, SMEMB_COPY_H2G),
                       SMEM_NOT_FOUND, "rank 1");
     EXPECT_SMEM_FAILS(bm_copy(bm, host_slot(bm, 1), buffer.data(), 4096, SMEMB_COPY_GH2H),
@@ -250,21 +256,24 @@ void check_join_leave_while_copying(const RankContext& ctx) {
     ASSERT_SMEM_OK(smem_bm_wait(bm));  // the failure was reported once
     // Copies within this rank's own slot are unaffected.
     ASSERT_SMEM_OK(bm_copy(bm, buffer.data(), device_slot(bm, 0), 4096, SMEMB_COPY_H2G));
-    std::cout << "rank 0: " << ok << " copies succeeded, " << refused
-              << " were refused during churn\n";
-    barrier.wait();  // 4
+    barrier.wait();  // 5
   } else {
-    ASSERT_SMEM_OK(smem_bm_join(bm, 0, nullptr));
     barrier.wait();  // 1
+    ASSERT_SMEM_OK(smem_bm_join(bm, 0, nullptr));
     barrier.wait();  // 2
-    for (int i = 0; i < 50; ++i) {
+    barrier.wait();  // 3
+    // Mostly joined, briefly gone, until rank 0 has seen both outcomes (bounded if it never says).
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    while (!barrier.client().get(churn_done, std::chrono::milliseconds(0)) &&
+           std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::microseconds(1500));
       ASSERT_SMEM_OK(smem_bm_leave(bm, 0));
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
       ASSERT_SMEM_OK(smem_bm_join(bm, 0, nullptr));
     }
     ASSERT_SMEM_OK(smem_bm_leave(bm, 0));
-    barrier.wait();  // 3
     barrier.wait();  // 4
+    barrier.wait();  // 5
   }
   smem_bm_destroy(bm);
   smem_bm_uninit(0);

@@ -138,6 +138,7 @@ TEST(ShmObjects, ExtraContextIsReadableByEverySameNodeRank) {
     smem_shm_t shm = smem_shm_create(1, 3, ctx.rank, kSymmetric, SMEMS_DATA_OP_SDMA, 0, &gva);
     ASSERT_NE(shm, nullptr) << smem_get_last_err_msg();
     for (uint32_t r = 0; r < 3; ++r) EXPECT_EQ(smem_shm_extra_context_size(shm, r), 0u);
+    ASSERT_SMEM_OK(smem_shm_control_barrier(shm));  // nobody sets a context before all have looked
 
     const uint32_t size = ctx.rank == 2 ? SMEM_SHM_EXTRA_CONTEXT_SIZE_MAX : 100 + ctx.rank;
     auto context = pattern_buffer(ctx.rank, size, 5);

@@ -215,12 +215,12 @@ void BmObject::leave() {
 
 CopySide BmObject::resolve_side(const void* address, size_t bytes, CopySide::Space expected,
                                 const char* what) const {
-  const GvaLayout& range = expected == CopySide::Space::kDevice ? device_ : host_;
+  const bool on_device = expected == CopySide::Space::kDevice;
+  const GvaLayout& range = on_device ? device_ : host_;
   if (range.empty()) {
     raise(Status::kInvalidInput, std::string(what) + ": BM object " + std::to_string(id_) +
-                                     " has no " + range.name() + " range (no " +
-                                     (expected == CopySide::Space::kDevice ? "HBM" : "DRAM") +
-                                     " was contributed)");
+                                     " has no " + (on_device ? "device" : "host") + " range (no " +
+                                     (on_device ? "HBM" : "DRAM") + " was contributed)");
   }
   GvaSpan span = range.locate(address, bytes, what);
   CopySide side;
