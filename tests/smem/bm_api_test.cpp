@@ -381,6 +381,53 @@ TEST(BmWorld, AutoRankingHandsOutEveryRankOnce) {
   EXPECT_ALL_RANKS_PASS(results);
 }
 
+// Process 0 only serves the config store; processes 1 and 2 form a world of two ranks through it.
+TEST(BmWorld, StoreOnlyProcessServesTheOthers) {
+  MultiProcessOptions options = ranks_on_nodes(3);
+  options.start_store = false;
+  const std::string url = "tcp://127.0.0.1:" + std::to_string(free_tcp_port());
+  auto results = run_ranks(options, [&](const RankContext& ctx) {
+    smem_bm_config_t config = bm_test_config();
+    if (ctx.rank == 0) {
+      config.startConfigStoreOnly = true;
+      ASSERT_SMEM_OK(smem_bm_init(url.c_str(), 2, 0, &config));
+      EXPECT_EQ(smem_bm_get_rank_id(), UINT32_MAX);
+      EXPECT_EQ(smem_bm_create(0, 2, SMEMB_DATA_OP_SDMA, 0, kSlot, 0), nullptr);
+      EXPECT_TRUE(last_error_contains("only runs the config store")) << smem_get_last_err_msg();
+      // Serve until both ranks are done.
+      auto client = store::Client::connect(url);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (std::stoll(client->get("done", std::chrono::milliseconds(0)).value_or("0")) < 2 &&
+             std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      client.reset();
+      smem_bm_uninit(0);
+      return;
+    }
+    config.rankId = static_cast<uint16_t>(ctx.rank - 1);
+    ASSERT_SMEM_OK(smem_bm_init(url.c_str(), 2, static_cast<uint16_t>(ctx.local_rank), &config));
+    EXPECT_EQ(smem_bm_get_rank_id(), uint32_t(ctx.rank - 1));
+    smem_bm_t bm = smem_bm_create(0, 2, SMEMB_DATA_OP_SDMA, 0, kSlot, 0);
+    ASSERT_NE(bm, nullptr) << smem_get_last_err_msg();
+    // A smaller object: rank 1 of the world is not a member.
+    smem_bm_t small = smem_bm_create(1, 1, SMEMB_DATA_OP_SDMA, 0, kSlot, 0);
+    if (ctx.rank == 1) {
+      ASSERT_NE(small, nullptr) << smem_get_last_err_msg();
+      smem_bm_destroy(small);
+    } else {
+      EXPECT_EQ(small, nullptr);
+      EXPECT_TRUE(last_error_contains("rank 1 is not a member")) << smem_get_last_err_msg();
+    }
+    smem_bm_destroy(bm);
+    auto client = store::Client::connect(url);
+    client->add("done", 1);
+    client.reset();
+    smem_bm_uninit(0);
+  });
+  EXPECT_ALL_RANKS_PASS(results);
+}
+
 TEST(BmFailures, DeadPeersFailWithinTheTimeouts) {
   auto results = run_ranks(ranks_on_nodes(2, 2), [](const RankContext& ctx) {
     smem_bm_config_t config = bm_test_config(2);
