@@ -10,7 +10,7 @@ namespace {
 // Every rank writes its own region of every peer's slots with L2G/H2G/L2GH/H2GH (sync or async),
 // then reads the regions of its successor back with G2L/G2H/GH2L/GH2H, moves data between two
 // peers with G2G, and checks AUTO in both directions.
-void check_every_copy_type(const RankContext& ctx, bool async) {
+void check_every_copy_type(const RankContext& ctx, int nodes, bool async) {
   ASSERT_SMEM_OK(bm_init_rank(ctx));
   const int n = ctx.world_size;
   smem_bm_t bm = smem_bm_create(7, n, SMEMB_DATA_OP_SDMA, kSlot, kSlot, 0);
@@ -73,6 +73,23 @@ void check_every_copy_type(const RankContext& ctx, bool async) {
   if (async) ASSERT_SMEM_OK(smem_bm_wait(bm));
   EXPECT_EQ(seen, second) << "G2G from rank " << a << " to rank " << b;
 
+  // G2G with both sides on another node (read there, then written there again).
+  for (int far = 0; far < n; ++far) {
+    if (node_of(far, n, nodes) == node_of(ctx.rank, n, nodes)) continue;
+    auto third = pattern_buffer(ctx.rank, region, 4);
+    ASSERT_SMEM_OK(bm_copy(bm, third.data(), device_slot(bm, far) + ctx.rank * region, region,
+                           SMEMB_COPY_H2G, flags));
+    if (async) ASSERT_SMEM_OK(smem_bm_wait(bm));
+    ASSERT_SMEM_OK(bm_copy(bm, device_slot(bm, far) + ctx.rank * region,
+                           host_slot(bm, far) + ctx.rank * region, region, SMEMB_COPY_G2G, flags));
+    if (async) ASSERT_SMEM_OK(smem_bm_wait(bm));
+    ASSERT_SMEM_OK(bm_copy(bm, host_slot(bm, far) + ctx.rank * region, seen.data(), region,
+                           SMEMB_COPY_GH2H, flags));
+    if (async) ASSERT_SMEM_OK(smem_bm_wait(bm));
+    EXPECT_EQ(seen, third) << "G2G within rank " << far << " on another node";
+    break;
+  }
+
   barrier.wait();  // nobody leaves while others still copy to it
   ASSERT_SMEM_OK(smem_bm_leave(bm, 0));
   smem_bm_destroy(bm);
@@ -83,7 +100,7 @@ class BmCopyRanks : public ::testing::TestWithParam<int> {};
 
 TEST_P(BmCopyRanks, EveryCopyTypeSync) {
   auto results = run_ranks(ranks_on_nodes(GetParam()),
-                           [](const RankContext& ctx) { check_every_copy_type(ctx, false); });
+                           [](const RankContext& ctx) { check_every_copy_type(ctx, 1, false); });
   EXPECT_ALL_RANKS_PASS(results);
 }
 
@@ -91,19 +108,19 @@ INSTANTIATE_TEST_SUITE_P(RankCounts, BmCopyRanks, ::testing::Values(1, 2, 4, 8))
 
 TEST(BmCopies, EveryCopyTypeAsync) {
   auto results = run_ranks(ranks_on_nodes(2),
-                           [](const RankContext& ctx) { check_every_copy_type(ctx, true); });
+                           [](const RankContext& ctx) { check_every_copy_type(ctx, 1, true); });
   EXPECT_ALL_RANKS_PASS(results);
 }
 
 TEST(BmTwoNodes, EveryCopyTypeSyncThroughTheTransport) {
   auto results = run_ranks(ranks_on_nodes(4, 2),
-                           [](const RankContext& ctx) { check_every_copy_type(ctx, false); });
+                           [](const RankContext& ctx) { check_every_copy_type(ctx, 2, false); });
   EXPECT_ALL_RANKS_PASS(results);
 }
 
 TEST(BmTwoNodes, EveryCopyTypeAsyncThroughTheTransport) {
   auto results = run_ranks(ranks_on_nodes(2, 2),
-                           [](const RankContext& ctx) { check_every_copy_type(ctx, true); });
+                           [](const RankContext& ctx) { check_every_copy_type(ctx, 2, true); });
   EXPECT_ALL_RANKS_PASS(results);
 }
 
