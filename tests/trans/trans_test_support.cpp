@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -114,6 +115,19 @@ size_t open_fd_count() {
   while (dirent* entry = ::readdir(dir)) count += entry->d_name[0] != '.';
   ::closedir(dir);
   return count;
+}
+
+}  // namespace memloom::trans_test
+
+namespace memloom::trans_test {
+
+size_t resident_bytes() {
+  size_t pages = 0, resident = 0;
+  if (FILE* statm = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(statm, "%zu %zu", &pages, &resident) != 2) resident = 0;
+    std::fclose(statm);
+  }
+  return resident * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
 }
 
 }  // namespace memloom::trans_test

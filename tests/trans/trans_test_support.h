@@ -50,7 +50,8 @@ void publish(store::Client& client, const std::string& key, const std::string& v
 std::string await(store::Client& client, const std::string& key,
                   std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
-// Number of open file descriptors of this process.
+// Number of open file descriptors of this process, and its resident memory.
 size_t open_fd_count();
+size_t resident_bytes();
 
 }  // namespace memloom::trans_test

@@ -5,8 +5,9 @@
 
 namespace memloom::smem::trans {
 
-PeerDirectory::PeerDirectory(std::shared_ptr<store::Client> store, std::string my_node)
-    : store_(std::move(store)), my_node_(std::move(my_node)) {}
+PeerDirectory::PeerDirectory(std::shared_ptr<store::Client> store, std::string my_node,
+                             bool map_tables)
+    : store_(std::move(store)), my_node_(std::move(my_node)), map_tables_(map_tables) {}
 
 std::shared_ptr<Peer> PeerDirectory::find(const std::string& unique_id, Deadline deadline) {
   {
@@ -24,7 +25,7 @@ std::shared_ptr<Peer> PeerDirectory::find(const std::string& unique_id, Deadline
           "no transfer instance named '" + unique_id + "' is registered in the config store");
   }
   auto peer = std::make_shared<Peer>(unique_id, PeerRecord::decode(*published));
-  if (peer->record.node == my_node_) {
+  if (map_tables_ && peer->record.node == my_node_) {
     int table_fd = -1;
     try {
       table_fd = core::FdBroker::fetch(peer->record.table_token, deadline);

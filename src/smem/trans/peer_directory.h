@@ -21,14 +21,16 @@ struct Peer {
   Peer(const std::string& unique_id, PeerRecord published)
       : record(std::move(published)), tcp(EndpointAddress::parse(unique_id)) {}
   PeerRecord record;
-  std::unique_ptr<DirectPath> direct;  // set for peers on this node
+  std::unique_ptr<DirectPath>
+      direct;  // set for peers on this node (when direct copies are allowed)
   TcpChannel tcp;
   std::atomic<bool> cross_memory_denied{false};
 };
 
 class PeerDirectory {
  public:
-  PeerDirectory(std::shared_ptr<store::Client> store, std::string my_node);
+  // map_tables: set up the direct path to same-node peers (off when the instance may not use it).
+  PeerDirectory(std::shared_ptr<store::Client> store, std::string my_node, bool map_tables);
   // The instance published as unique_id now. Throws kNotFound when none is published,
   // kCommunication when the published one is gone.
   std::shared_ptr<Peer> find(const std::string& unique_id, Deadline deadline);
@@ -38,6 +40,7 @@ class PeerDirectory {
  private:
   std::shared_ptr<store::Client> store_;
   std::string my_node_;
+  bool map_tables_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Peer>> peers_;
 };

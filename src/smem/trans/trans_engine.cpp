@@ -55,7 +55,8 @@ std::shared_ptr<Engine> Engine::create(const std::string& store_url, const std::
   engine->server_ = std::make_unique<DataServer>(
       std::move(listener), ServerIdentity{unique_id, record.incarnation, options.serves},
       *engine->regions_, options.timeout);
-  engine->peers_ = std::make_unique<PeerDirectory>(engine->store_, record.node);
+  engine->peers_ =
+      std::make_unique<PeerDirectory>(engine->store_, record.node, options.paths.direct);
   engine->store_->set(peer_key(unique_id), record.encode());
   engine->published_ = true;
   MEMLOOM_LOG(kDebug, "transfer instance " << unique_id << " serves on " << unique_id
@@ -193,7 +194,7 @@ void Engine::transfer(Direction direction, const std::string& peer_id,
           "peer '" + peer_id + "' has role SMEM_TRANS_SENDER: its memory is not a transfer target");
   }
   try {
-    if (peer->direct && options_.paths.direct && !peer->cross_memory_denied.load()) {
+    if (peer->direct && !peer->cross_memory_denied.load()) {
       if (peer->direct->run(direction, pieces, deadline) == DirectPath::Outcome::kDone) return;
       peer->cross_memory_denied.store(true);
       MEMLOOM_LOG(kInfo, "cross-memory attach to peer '"
@@ -201,9 +202,9 @@ void Engine::transfer(Direction direction, const std::string& peer_id,
                              << "' is not permitted (ptrace restrictions); using TCP for it");
     }
     if (!options_.paths.network) {
-      std::string why = !peer->direct            ? "it is on another node"
-                        : !options_.paths.direct ? "dataOpType lacks SMEMB_DATA_OP_SDMA"
-                                                 : "cross-memory attach is not permitted";
+      // Without a network path the direct one is allowed (dataOpType is never empty).
+      std::string why =
+          peer->direct ? "cross-memory attach is not permitted" : "it is on another node";
       raise(Status::kNotSupported,
             "peer '" + peer_id + "' needs the network path (" + why +
                 ") but dataOpType has none of HOST_TCP, HOST_RDMA, HOST_URMA, DEVICE_RDMA");
