@@ -5,7 +5,9 @@ if(NOT DEFINED CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/
 endif()
 check_language(CUDA)
 find_path(NCCL_INCLUDE_DIR nccl.h HINTS /usr/local/cuda/include /usr/include)
-find_library(NCCL_LIBRARY nccl HINTS /usr/local/cuda/lib64 /usr/lib/x86_64-linux-gnu)
+# libnccl.so.2 alone (the runtime package, without the -dev symlink) is enough to link against.
+find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2
+             HINTS /usr/local/cuda/lib64 /usr/lib/x86_64-linux-gnu)
 
 set(_memloom_cuda_ok OFF)
 if(CMAKE_CUDA_COMPILER AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
