@@ -71,6 +71,9 @@ std::unique_ptr<NcclCollectives> NcclCollectives::create(const hal::GroupSpec& g
                std::string("ncclCommInitRankConfig failed: ") + ncclGetErrorString(result));
   }
   self->wait("creating the NCCL communicator", deadline);
+  // The first exchange proves the communicator works and that every rank is in step.
+  self->guarded(
+      [&] { self->agree(emulated::CollectiveHeader(emulated::CollectiveOp::kCreate), deadline); });
   return self;
 }
 
@@ -160,8 +163,8 @@ void NcclCollectives::issued(ncclResult_t result, const char* call) {
 void NcclCollectives::check_usable() {
   if (!poisoned_ && comm_ != nullptr) return;
   std::lock_guard<std::mutex> lock(reason_mutex_);
-  raise(Status::kCommunication,
-        "these collectives failed earlier and cannot be used: " + poison_reason_);
+  raise(Status::kCommunication, "rank " + std::to_string(group_.rank) +
+                                    ": the collective group is aborted: " + poison_reason_);
 }
 
 bool NcclCollectives::peer_died(std::string* who) const {
@@ -260,7 +263,7 @@ void NcclCollectives::grow(Buffer& buffer, size_t bytes, bool pinned_host) {
 void NcclCollectives::stage_in(const void* user, size_t bytes) {
   grow(device_send_, bytes, false);
   if (bytes == 0) return;
-  MEMLOOM_CHECK_ARG(user != nullptr, "collective: null send buffer");
+  if (user == nullptr) raise(Status::kLogic, "collective: null send buffer past the agreement");
   if (is_device_pointer(user)) {
     check_cuda(cudaMemcpyAsync(device_send_.data, user, bytes, cudaMemcpyDefault, stream_),
                "cudaMemcpyAsync (stage in)");
@@ -277,7 +280,7 @@ void NcclCollectives::stage_out(void* user, size_t extent, const std::vector<Pie
   out_user_ = nullptr;
   out_pieces_.clear();
   if (extent == 0) return;
-  MEMLOOM_CHECK_ARG(user != nullptr, "collective: null receive buffer");
+  if (user == nullptr) raise(Status::kLogic, "collective: null receive buffer past the agreement");
   auto* device = static_cast<char*>(device_recv_.data);
   if (is_device_pointer(user)) {
     for (const Piece& piece : pieces) {
@@ -305,151 +308,182 @@ void NcclCollectives::finish_out() {
   out_pieces_.clear();
 }
 
-void NcclCollectives::barrier(Deadline deadline) {
-  std::lock_guard<std::mutex> lock(op_mutex_);
-  check_usable();
-  DeviceGuard guard(device_);
-  issued(ncclAllReduce(barrier_word_, barrier_word_, 1, ncclInt32, ncclSum, comm_, stream_),
-         "ncclAllReduce (barrier)");
-  wait("barrier", deadline);
-}
-
-void NcclCollectives::broadcast(void* buffer, size_t bytes, int root, Deadline deadline) {
-  MEMLOOM_CHECK_ARG(root >= 0 && root < group_.size,
-                    "broadcast root " + std::to_string(root) + " is not a rank of the group");
-  std::lock_guard<std::mutex> lock(op_mutex_);
-  check_usable();
-  if (bytes == 0) return;
-  DeviceGuard guard(device_);
-  grow(device_recv_, bytes, false);
-  if (group_.rank == root) stage_in(buffer, bytes);
-  const void* send = group_.rank == root ? device_send_.data : device_recv_.data;
-  issued(ncclBroadcast(send, device_recv_.data, bytes, ncclUint8, root, comm_, stream_),
-         "ncclBroadcast");
-  if (group_.rank != root) stage_out(buffer, bytes, {{0, bytes}});
-  wait("broadcast", deadline);
-  if (group_.rank != root) finish_out();
-}
-
-void NcclCollectives::allgather(const void* send, void* recv, size_t bytes, Deadline deadline) {
-  std::lock_guard<std::mutex> lock(op_mutex_);
-  check_usable();
-  if (bytes == 0) return;
-  DeviceGuard guard(device_);
+// The raw allgather under every call's agreement step: no header of its own.
+void NcclCollectives::allgather_unchecked(const void* send, void* recv, size_t bytes,
+                                          const char* what, Deadline deadline) {
   const size_t total = bytes * static_cast<size_t>(group_.size);
   grow(device_recv_, total, false);
   stage_in(send, bytes);
   issued(ncclAllGather(device_send_.data, device_recv_.data, bytes, ncclUint8, comm_, stream_),
          "ncclAllGather");
   stage_out(recv, total, {{0, total}});
-  wait("allgather", deadline);
+  wait(what, deadline);
   finish_out();
+}
+
+void NcclCollectives::agree(emulated::CollectiveHeader header, Deadline deadline) {
+  const int n = group_.size;
+  header.rank = group_.rank;
+  header.seq = next_seq_++;
+  const size_t one = emulated::CollectiveHeader::encoded_bytes(n);
+  std::vector<std::byte> mine(one), all(one * static_cast<size_t>(n));
+  header.encode(mine.data(), n);
+  allgather_unchecked(mine.data(), all.data(), one, "agreeing on a collective's arguments",
+                      deadline);
+  std::vector<emulated::CollectiveHeader> headers;
+  for (int r = 0; r < n; ++r) {
+    headers.push_back(emulated::CollectiveHeader::decode(all.data() + r * one, n));
+  }
+  // Every rank judges the same headers, so all reach the same verdict and stay in step.
+  emulated::ShmVerdict verdict = emulated::check_agreement(headers);
+  if (!verdict.ok) raise(Status::kInvalidInput, verdict.message);
+}
+
+template <typename Body>
+void NcclCollectives::guarded(Body&& body) {
+  std::lock_guard<std::mutex> lock(op_mutex_);
+  check_usable();
+  DeviceGuard guard(device_);
+  try {
+    body();
+  } catch (const Error& error) {
+    // Disagreeing arguments are found by every rank alike: the group stays usable. Everything
+    // else has already poisoned it (fail()), or does so here.
+    if (error.status() == Status::kInvalidInput || poisoned_) throw;
+    fail(error.status(), error.what());
+  }
+}
+
+void NcclCollectives::barrier(Deadline deadline) {
+  // The agreement's allgather is itself a barrier.
+  guarded([&] { agree(emulated::CollectiveHeader(emulated::CollectiveOp::kBarrier), deadline); });
+}
+
+void NcclCollectives::broadcast(void* buffer, size_t bytes, int root, Deadline deadline) {
+  guarded([&] {
+    emulated::CollectiveHeader header(emulated::CollectiveOp::kBroadcast);
+    header.bytes = bytes;
+    header.root = root;
+    if (bytes > 0 && buffer == nullptr) header.local_error = "the buffer is null";
+    agree(header, deadline);
+    if (bytes == 0) return;
+    grow(device_recv_, bytes, false);
+    if (group_.rank == root) stage_in(buffer, bytes);
+    const void* send = group_.rank == root ? device_send_.data : device_recv_.data;
+    issued(ncclBroadcast(send, device_recv_.data, bytes, ncclUint8, root, comm_, stream_),
+           "ncclBroadcast");
+    if (group_.rank != root) stage_out(buffer, bytes, {{0, bytes}});
+    wait("broadcast", deadline);
+    if (group_.rank != root) finish_out();
+  });
+}
+
+void NcclCollectives::allgather(const void* send, void* recv, size_t bytes, Deadline deadline) {
+  guarded([&] {
+    emulated::CollectiveHeader header(emulated::CollectiveOp::kAllgather);
+    header.bytes = bytes;
+    if (bytes > 0 && (send == nullptr || recv == nullptr)) {
+      header.local_error = "the send or receive buffer is null";
+    }
+    agree(header, deadline);
+    if (bytes == 0) return;
+    allgather_unchecked(send, recv, bytes, "allgather", deadline);
+  });
 }
 
 void NcclCollectives::allgatherv(const void* send, void* recv, const size_t* recv_counts,
                                  const size_t* recv_displs, Deadline deadline) {
-  MEMLOOM_CHECK_ARG(recv_counts != nullptr && recv_displs != nullptr,
-                    "allgatherv needs counts and displacements");
-  std::lock_guard<std::mutex> lock(op_mutex_);
-  check_usable();
-  DeviceGuard guard(device_);
-  size_t extent = 0;
-  std::vector<Piece> pieces;
-  for (int r = 0; r < group_.size; ++r) {
-    if (recv_counts[r] == 0) continue;
-    extent = std::max(extent, recv_displs[r] + recv_counts[r]);
-    pieces.push_back({recv_displs[r], recv_counts[r]});
-  }
-  if (extent == 0) return;
-  grow(device_recv_, extent, false);
-  stage_in(send, recv_counts[group_.rank]);
-  // NCCL has no allgatherv: one broadcast per contributing rank, issued as one group.
-  auto* device = static_cast<char*>(device_recv_.data);
-  issued(ncclGroupStart(), "ncclGroupStart");
-  in_group_ = true;
-  for (int r = 0; r < group_.size; ++r) {
-    if (recv_counts[r] == 0) continue;
-    const void* from = r == group_.rank ? device_send_.data : device + recv_displs[r];
-    issued(
-        ncclBroadcast(from, device + recv_displs[r], recv_counts[r], ncclUint8, r, comm_, stream_),
-        "ncclBroadcast (allgatherv)");
-  }
-  in_group_ = false;
-  issued(ncclGroupEnd(), "ncclGroupEnd (allgatherv)");
-  stage_out(recv, extent, pieces);
-  wait("allgatherv", deadline);
-  finish_out();
+  guarded([&] {
+    const int n = group_.size;
+    emulated::CollectiveHeader header(emulated::CollectiveOp::kAllgatherv);
+    size_t extent = 0;
+    std::vector<Piece> pieces;
+    if (recv_counts == nullptr || recv_displs == nullptr) {
+      header.local_error = "recv_counts or recv_displs is null";
+    } else {
+      header.counts.assign(recv_counts, recv_counts + n);
+      for (int r = 0; r < n; ++r) {
+        if (recv_counts[r] == 0) continue;
+        extent = std::max(extent, recv_displs[r] + recv_counts[r]);
+        pieces.push_back({recv_displs[r], recv_counts[r]});
+      }
+      if (recv_counts[group_.rank] > 0 && send == nullptr) {
+        header.local_error = "the send buffer is null";
+      }
+      if (extent > 0 && recv == nullptr) header.local_error = "the receive buffer is null";
+    }
+    agree(header, deadline);
+    if (extent == 0) return;
+    grow(device_recv_, extent, false);
+    stage_in(send, recv_counts[group_.rank]);
+    // NCCL has no allgatherv: one broadcast per contributing rank, issued as one group.
+    auto* device = static_cast<char*>(device_recv_.data);
+    issued(ncclGroupStart(), "ncclGroupStart");
+    in_group_ = true;
+    for (int r = 0; r < n; ++r) {
+      if (recv_counts[r] == 0) continue;
+      const void* from = r == group_.rank ? device_send_.data : device + recv_displs[r];
+      issued(ncclBroadcast(from, device + recv_displs[r], recv_counts[r], ncclUint8, r, comm_,
+                           stream_),
+             "ncclBroadcast (allgatherv)");
+    }
+    in_group_ = false;
+    issued(ncclGroupEnd(), "ncclGroupEnd (allgatherv)");
+    stage_out(recv, extent, pieces);
+    wait("allgatherv", deadline);
+    finish_out();
+  });
 }
 
 void NcclCollectives::alltoallv(const void* send, const size_t* send_counts,
                                 const size_t* send_displs, void* recv, const size_t* recv_counts,
                                 const size_t* recv_displs, Deadline deadline) {
-  MEMLOOM_CHECK_ARG(send_counts != nullptr && send_displs != nullptr && recv_counts != nullptr &&
-                        recv_displs != nullptr,
-                    "alltoallv needs counts and displacements");
-  std::lock_guard<std::mutex> lock(op_mutex_);
-  check_usable();
-  DeviceGuard guard(device_);
-  const size_t n = static_cast<size_t>(group_.size);
-
-  // Every rank learns every rank's counts, so a pairwise disagreement fails all ranks alike.
-  std::vector<uint64_t> mine(2 * n), all(2 * n * n);
-  for (size_t p = 0; p < n; ++p) {
-    mine[p] = send_counts[p];
-    mine[n + p] = recv_counts[p];
-  }
-  grow(device_recv_, all.size() * sizeof(uint64_t), false);
-  stage_in(mine.data(), mine.size() * sizeof(uint64_t));
-  issued(ncclAllGather(device_send_.data, device_recv_.data, mine.size() * sizeof(uint64_t),
-                       ncclUint8, comm_, stream_),
-         "ncclAllGather (alltoallv counts)");
-  stage_out(all.data(), all.size() * sizeof(uint64_t), {{0, all.size() * sizeof(uint64_t)}});
-  wait("alltoallv (exchanging counts)", deadline);
-  finish_out();
-  for (size_t from = 0; from < n; ++from) {
-    for (size_t to = 0; to < n; ++to) {
-      const uint64_t sent = all[from * 2 * n + to], expected = all[to * 2 * n + n + from];
-      if (sent != expected) {
-        raise(Status::kInvalidInput, "alltoallv: rank " + std::to_string(from) + " sends " +
-                                         std::to_string(sent) + " bytes to rank " +
-                                         std::to_string(to) + ", which expects " +
-                                         std::to_string(expected));
+  guarded([&] {
+    const int n = group_.size;
+    emulated::CollectiveHeader header(emulated::CollectiveOp::kAlltoallv);
+    size_t send_extent = 0, recv_extent = 0;
+    std::vector<Piece> pieces;
+    if (!send_counts || !send_displs || !recv_counts || !recv_displs) {
+      header.local_error = "a counts or displacements array is null";
+    } else {
+      // The counts travel in the header, which checks them pairwise on every rank.
+      header.counts.assign(send_counts, send_counts + n);
+      header.counts2.assign(recv_counts, recv_counts + n);
+      for (int p = 0; p < n; ++p) {
+        if (send_counts[p] > 0)
+          send_extent = std::max(send_extent, send_displs[p] + send_counts[p]);
+        if (recv_counts[p] > 0) {
+          recv_extent = std::max(recv_extent, recv_displs[p] + recv_counts[p]);
+          pieces.push_back({recv_displs[p], recv_counts[p]});
+        }
+      }
+      if (send_extent > 0 && send == nullptr) header.local_error = "the send buffer is null";
+      if (recv_extent > 0 && recv == nullptr) header.local_error = "the receive buffer is null";
+    }
+    agree(header, deadline);
+    if (send_extent == 0 && recv_extent == 0) return;
+    grow(device_recv_, recv_extent, false);
+    stage_in(send, send_extent);
+    auto* out = static_cast<char*>(device_send_.data);
+    auto* in = static_cast<char*>(device_recv_.data);
+    issued(ncclGroupStart(), "ncclGroupStart");
+    in_group_ = true;
+    for (int p = 0; p < n; ++p) {
+      if (send_counts[p] > 0) {
+        issued(ncclSend(out + send_displs[p], send_counts[p], ncclUint8, p, comm_, stream_),
+               "ncclSend (alltoallv)");
+      }
+      if (recv_counts[p] > 0) {
+        issued(ncclRecv(in + recv_displs[p], recv_counts[p], ncclUint8, p, comm_, stream_),
+               "ncclRecv (alltoallv)");
       }
     }
-  }
-
-  size_t send_extent = 0, recv_extent = 0;
-  std::vector<Piece> pieces;
-  for (size_t p = 0; p < n; ++p) {
-    if (send_counts[p] > 0) send_extent = std::max(send_extent, send_displs[p] + send_counts[p]);
-    if (recv_counts[p] > 0) {
-      recv_extent = std::max(recv_extent, recv_displs[p] + recv_counts[p]);
-      pieces.push_back({recv_displs[p], recv_counts[p]});
-    }
-  }
-  if (send_extent == 0 && recv_extent == 0) return;
-  grow(device_recv_, recv_extent, false);
-  stage_in(send, send_extent);
-  auto* out = static_cast<char*>(device_send_.data);
-  auto* in = static_cast<char*>(device_recv_.data);
-  issued(ncclGroupStart(), "ncclGroupStart");
-  in_group_ = true;
-  for (size_t p = 0; p < n; ++p) {
-    const int peer = static_cast<int>(p);
-    if (send_counts[p] > 0) {
-      issued(ncclSend(out + send_displs[p], send_counts[p], ncclUint8, peer, comm_, stream_),
-             "ncclSend (alltoallv)");
-    }
-    if (recv_counts[p] > 0) {
-      issued(ncclRecv(in + recv_displs[p], recv_counts[p], ncclUint8, peer, comm_, stream_),
-             "ncclRecv (alltoallv)");
-    }
-  }
-  in_group_ = false;
-  issued(ncclGroupEnd(), "ncclGroupEnd (alltoallv)");
-  stage_out(recv, recv_extent, pieces);
-  wait("alltoallv", deadline);
-  finish_out();
+    in_group_ = false;
+    issued(ncclGroupEnd(), "ncclGroupEnd (alltoallv)");
+    stage_out(recv, recv_extent, pieces);
+    wait("alltoallv", deadline);
+    finish_out();
+  });
 }
 
 }  // namespace memloom::cuda

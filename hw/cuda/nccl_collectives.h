@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "hw/emulated/collective_header.h"
 #include "hw/hal/bootstrap.h"
 #include "hw/hal/collectives.h"
 #include "memloom/error.h"
@@ -59,6 +60,15 @@ class NcclCollectives : public hal::Collectives {
   };
 
   void check_usable();
+  // Runs one operation: one at a time, on this object's device; failures other than
+  // disagreeing arguments poison the group.
+  template <typename Body>
+  void guarded(Body&& body);
+  // Every rank contributes `header` (the emulated backend's, so both backends judge arguments
+  // alike); throws kInvalidInput on every rank when they disagree.
+  void agree(emulated::CollectiveHeader header, Deadline deadline);
+  void allgather_unchecked(const void* send, void* recv, size_t bytes, const char* what,
+                           Deadline deadline);
   // Checks the result of issuing an NCCL call; fails (and poisons) on error.
   void issued(ncclResult_t result, const char* call);
   // Enqueues a copy of [user, user+bytes) into the device send buffer.
@@ -84,6 +94,7 @@ class NcclCollectives : public hal::Collectives {
 
   bool in_group_ = false;  // between ncclGroupStart and ncclGroupEnd
   std::mutex op_mutex_;    // one operation at a time; abort() takes it to abort the communicator
+  uint64_t next_seq_ = 0;  // collectives called so far (checked to be equal on all ranks)
   std::atomic<bool> poisoned_{false};
   std::mutex reason_mutex_;
   std::string poison_reason_;
