@@ -83,6 +83,9 @@ HierarchicalCollectives::HierarchicalCollectives(const hal::GroupSpec& group,
 }
 
 HierarchicalCollectives::~HierarchicalCollectives() {
+  // However the group learnt of its failure (its own poison, a same-node peer's, a remote abort
+  // notice), messages still queued for a dead peer must not delay the close.
+  if (mesh_ && shm_->aborted()) mesh_->drop_unsent_at_close();
   mesh_.reset();  // stops the receiver thread, which touches shm_
   shm_.reset();
 }
