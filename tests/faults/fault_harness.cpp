@@ -2,15 +2,22 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <new>
 #include <thread>
 
 #include "memloom/error.h"
 #include "src/core/fd_broker.h"
 #include "src/core/platform_loader.h"
 #include "src/store/client.h"
+#include "src/store/server.h"
 #include "tests/faults/process_audit.h"
 
 namespace memloom::faults {
@@ -89,15 +96,82 @@ CallResult call_until_failure(const std::function<CallResult()>& call, Clock::du
   return CallResult{};
 }
 
+namespace {
+
+void await_count(store::Client& client, const std::string& key, int size) {
+  const auto end = Clock::now() + std::chrono::seconds(30);
+  while (std::stoll(client.get(key, std::chrono::milliseconds(0)).value_or("0")) < size) {
+    if (Clock::now() > end) raise(Status::kTimeout, "fault harness: '" + key + "' timed out");
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+}  // namespace
+
 void store_barrier(const std::string& store_url, const std::string& name, int size) {
   auto client = store::Client::connect(store_url);
   const std::string key = "fault-barrier/" + name;
   client->add(key, 1);
+  await_count(*client, key, size);
+  client->add(key + "/left", 1);
+}
+
+void await_all_left_barrier(const std::string& store_url, const std::string& name, int size) {
+  auto client = store::Client::connect(store_url);
+  await_count(*client, "fault-barrier/" + name + "/left", size);
+}
+
+ForkedBarrier::ForkedBarrier() {
+  void* memory = ::mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) raise_errno("mmap for a forked barrier", errno);
+  arrived_ = new (memory) std::atomic<int>(0);
+}
+
+ForkedBarrier::~ForkedBarrier() {
+  ::munmap(arrived_, sizeof(std::atomic<int>));
+}
+
+void ForkedBarrier::wait(int size) {
+  const int target = size * ++round_;
+  arrived_->fetch_add(1);
   const auto end = Clock::now() + std::chrono::seconds(30);
-  while (std::stoll(client->get(key, std::chrono::milliseconds(0)).value_or("0")) < size) {
-    if (Clock::now() > end)
-      raise(Status::kTimeout, "fault harness barrier '" + name + "' timed out");
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  while (arrived_->load() < target && Clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_GE(arrived_->load(), target) << "forked barrier timed out";
+}
+
+StoreProcess::StoreProcess() {
+  int pipe_fds[2];
+  if (::pipe(pipe_fds) != 0) raise_errno("pipe", errno);
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    ::close(pipe_fds[0]);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    try {
+      store::ServerOptions options;
+      options.listen_url = "tcp://127.0.0.1:0";
+      auto server = store::Server::start(options);
+      const std::string line = server->url() + "\n";
+      if (::write(pipe_fds[1], line.data(), line.size()) < 0) ::_exit(3);
+      while (true) ::pause();
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "fault harness: the store did not start: %s\n", error.what());
+      ::_exit(3);
+    }
+  }
+  ::close(pipe_fds[1]);
+  char c;
+  while (::read(pipe_fds[0], &c, 1) == 1 && c != '\n') url_.push_back(c);
+  ::close(pipe_fds[0]);
+  if (url_.empty()) raise(Status::kSystem, "fault harness: the store process did not start");
+}
+
+StoreProcess::~StoreProcess() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
   }
 }
 

@@ -5,6 +5,7 @@
 // cleanly, and leave no descriptor behind; the job must leave no process and no /dev/shm entry.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -97,8 +98,43 @@ class JobAudit {
   std::vector<std::string> shm_before_;
 };
 
+// A config store server in a child of the test process, which a test may kill. Forked before the
+// ranks (the test process stays single-threaded); killed and reaped on destruction.
+class StoreProcess {
+ public:
+  StoreProcess();
+  ~StoreProcess();
+  StoreProcess(const StoreProcess&) = delete;
+  StoreProcess& operator=(const StoreProcess&) = delete;
+  int pid() const { return pid_; }
+  const std::string& url() const { return url_; }
+
+ private:
+  int pid_ = -1;
+  std::string url_;
+};
+
+// A barrier among forked ranks that needs no store (for tests that kill it): a counter in shared
+// anonymous memory, created by the test process before it forks the ranks.
+class ForkedBarrier {
+ public:
+  ForkedBarrier();
+  ~ForkedBarrier();
+  ForkedBarrier(const ForkedBarrier&) = delete;
+  ForkedBarrier& operator=(const ForkedBarrier&) = delete;
+  // The n-th wait of every rank returns once `size` ranks made their n-th wait (or after 30 s).
+  void wait(int size);
+
+ private:
+  std::atomic<int>* arrived_ = nullptr;
+  int round_ = 0;
+};
+
 // A store barrier among `size` ranks (the ranks' own rendezvous outside the API under test).
 void store_barrier(const std::string& store_url, const std::string& name, int size);
+// Returns once every rank has left store_barrier(name): then the store may be broken without
+// catching a rank still polling the barrier.
+void await_all_left_barrier(const std::string& store_url, const std::string& name, int size);
 
 // Loops `call` until it fails or `give_up` passes; returns the failing result (code 0 if none)
 // and how long the failing call took.

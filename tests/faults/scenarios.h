@@ -34,6 +34,9 @@ std::vector<ScenarioEntry> trans_scenarios();
 void publish(const std::string& store_url, const std::string& key, const std::string& value);
 std::string await(const std::string& store_url, const std::string& key);
 
+// A TRANS uniqueId: "127.0.0.1:<a port that was free a moment ago>".
+std::string free_loopback_id();
+
 // The C++ core's errors as a CallResult (code = the Status).
 template <typename Body>
 CallResult core_call(Body&& body) {

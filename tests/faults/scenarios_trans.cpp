@@ -18,21 +18,6 @@ constexpr size_t kBytes = 4 << 20;
 
 enum class TransCall { kWrite, kRead, kBatchWrite };
 
-// "127.0.0.1:<a port that was free a moment ago>".
-std::string free_loopback_id() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  const bool bound = fd >= 0 &&
-                     ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-                     ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
-  if (fd >= 0) ::close(fd);
-  if (!bound) raise(Status::kSystem, "no free TCP port");
-  return "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
-}
-
 CallResult smem_result(int32_t code) {
   if (code == SMEM_SUCCESS) return {};
   return {code, smem_get_last_err_msg()};
@@ -112,6 +97,20 @@ ScenarioEntry trans_entry(const std::string& name) {
 }
 
 }  // namespace
+
+std::string free_loopback_id() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  const bool bound = fd >= 0 &&
+                     ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+                     ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
+  if (fd >= 0) ::close(fd);
+  if (!bound) raise(Status::kSystem, "no free TCP port");
+  return "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+}
 
 std::vector<ScenarioEntry> trans_scenarios() {
   return {
