@@ -11,6 +11,7 @@
 #include "smem/host/smem_trans.h"
 #include "src/core/platform_loader.h"
 #include "src/smem/smem_error.h"
+#include "src/smem/smem_facade.h"
 #include "src/smem/trans/endpoint_address.h"
 #include "src/smem/trans/stream_submit.h"
 #include "src/smem/trans/trans_engine.h"
@@ -201,8 +202,8 @@ smem_trans_t smem_trans_create(const char* storeUrl, const char* uniqueId,
     EngineOptions options = engine_options(config);
     auto engine = Engine::create(storeUrl, uniqueId, options);
     std::lock_guard<std::mutex> lock(g_mutex);
-    g_engines[engine.get()] = engine;
-    handle = engine.get();
+    handle = memloom::smem::fresh_handle();
+    g_engines[handle] = engine;
   });
   return handle;
 }
