@@ -30,6 +30,7 @@ constexpr int kSpinIterations = 256;
 // A sleeping waiter wakes at least this often to check the abort flag, peers and its deadline.
 constexpr long kSleepSliceNs = 20'000'000;
 constexpr auto kLivenessInterval = std::chrono::milliseconds(20);
+constexpr int kMembersPerLivenessCheck = 16;
 
 static_assert(std::atomic<uint32_t>::is_always_lock_free && sizeof(std::atomic<uint32_t>) == 4,
               "the futex word must be a plain 32-bit integer");
@@ -251,7 +252,14 @@ void ShmGroup::wait_generation_change(uint32_t generation, Deadline deadline) {
   }
   while (true) {
     if (control_->generation.load(std::memory_order_acquire) != generation) return;
-    check_health(deadline);
+    try {
+      check_health(deadline);
+    } catch (const Error&) {
+      // Every member may have arrived between the load above and the check, and a fast one may
+      // already have returned and exited: its death then does not fail this barrier.
+      if (control_->generation.load(std::memory_order_acquire) != generation) return;
+      throw;
+    }
     // The sleeper count and the generation are both seq_cst: either the arriving member sees
     // this sleeper and wakes it, or the kernel sees the new generation and does not sleep.
     control_->sleepers.fetch_add(1, std::memory_order_seq_cst);
@@ -319,7 +327,12 @@ void ShmGroup::check_health(Deadline deadline) {
 }
 
 void ShmGroup::check_members_alive() {
-  for (int m = 0; m < local_size(); ++m) {
+  // A few members per check, in turn: every waiter checking every member each interval is O(N^2)
+  // syscalls, which starves a machine running hundreds of ranks. Small groups still check all.
+  const int count = std::min(local_size(), kMembersPerLivenessCheck);
+  for (int i = 0; i < count; ++i) {
+    const int m = next_liveness_member_;
+    next_liveness_member_ = (next_liveness_member_ + 1) % local_size();
     if (m == local_index_) continue;
     if (!process_alive(members_[m].pid)) {
       raise(Status::kCommunication, "rank " + std::to_string(members_[m].rank) + " (pid " +
