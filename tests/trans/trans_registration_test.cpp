@@ -75,7 +75,11 @@ TEST_P(TransRegistration, TenThousandCyclesNeitherSlowDownNorLeak) {
   EXPECT_LT(us(first_block), 100000);
   EXPECT_LT(us(last_block), 3 * us(first_block) + 5000);
   EXPECT_LE(open_fd_count(), fds_before + 2);  // peers' pooled connections may come and go
+#ifndef __SANITIZE_ADDRESS__  // AddressSanitizer's quarantine keeps freed memory on purpose
   EXPECT_LT(resident_bytes(), rss_before + (4u << 20));
+#else
+  (void)rss_before;
+#endif
 }
 
 TEST_P(TransRegistration, ManyRegionsAtOnceAllOrNone) {
