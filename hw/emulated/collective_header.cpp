@@ -1,0 +1,196 @@
+#include "hw/emulated/collective_header.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "memloom/error.h"
+
+namespace memloom::emulated {
+namespace {
+
+constexpr size_t kLocalErrorBytes = 120;
+
+struct EncodedFixed {
+  uint32_t op;
+  int32_t rank;
+  uint64_t seq;
+  uint64_t bytes;
+  int64_t root;
+  uint32_t counts;
+  uint32_t counts2;
+  char local_error[kLocalErrorBytes];
+};
+
+std::string describe_call(const CollectiveHeader& h) {
+  std::ostringstream out;
+  out << "rank " << h.rank << " called " << collective_op_name(h.op) << " #" << h.seq;
+  return out.str();
+}
+
+ShmVerdict disagree(const std::string& message) {
+  return ShmVerdict{false, message};
+}
+
+ShmVerdict check_broadcast_or_allgather(const std::vector<CollectiveHeader>& headers) {
+  const CollectiveHeader& first = headers.front();
+  const bool broadcast = first.op == CollectiveOp::kBroadcast;
+  const int64_t size = static_cast<int64_t>(headers.size());
+  for (const auto& h : headers) {
+    if (broadcast && (h.root < 0 || h.root >= size)) {
+      return disagree("broadcast: rank " + std::to_string(h.rank) + " passed root " +
+                      std::to_string(h.root) + ", outside the group of " + std::to_string(size));
+    }
+    if (h.bytes != first.bytes || (broadcast && h.root != first.root)) {
+      std::ostringstream out;
+      out << collective_op_name(first.op) << " arguments disagree: rank " << first.rank
+          << " passed " << first.bytes << " bytes";
+      if (broadcast) out << " from root " << first.root;
+      out << " but rank " << h.rank << " passed " << h.bytes << " bytes";
+      if (broadcast) out << " from root " << h.root;
+      return disagree(out.str());
+    }
+  }
+  return {};
+}
+
+ShmVerdict check_allgatherv(const std::vector<CollectiveHeader>& headers) {
+  const CollectiveHeader& first = headers.front();
+  for (const auto& h : headers) {
+    for (size_t p = 0; p < headers.size(); ++p) {
+      if (h.counts[p] != first.counts[p]) {
+        return disagree("allgatherv counts disagree: rank " + std::to_string(first.rank) +
+                        " expects " + std::to_string(first.counts[p]) + " bytes from rank " +
+                        std::to_string(p) + " but rank " + std::to_string(h.rank) + " expects " +
+                        std::to_string(h.counts[p]));
+      }
+    }
+  }
+  return {};
+}
+
+ShmVerdict check_alltoallv(const std::vector<CollectiveHeader>& headers) {
+  for (size_t r = 0; r < headers.size(); ++r) {
+    for (size_t p = 0; p < headers.size(); ++p) {
+      uint64_t sent = headers[r].counts[p];
+      uint64_t expected = headers[p].counts2[r];
+      if (sent != expected) {
+        return disagree("alltoallv counts disagree: rank " + std::to_string(r) + " sends " +
+                        std::to_string(sent) + " bytes to rank " + std::to_string(p) +
+                        " but rank " + std::to_string(p) + " expects " + std::to_string(expected) +
+                        " bytes from rank " + std::to_string(r));
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+const char* collective_op_name(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kCreate:
+      return "group creation";
+    case CollectiveOp::kBarrier:
+      return "barrier";
+    case CollectiveOp::kBroadcast:
+      return "broadcast";
+    case CollectiveOp::kAllgather:
+      return "allgather";
+    case CollectiveOp::kAllgatherv:
+      return "allgatherv";
+    case CollectiveOp::kAlltoallv:
+      return "alltoallv";
+  }
+  return "unknown collective";
+}
+
+size_t CollectiveHeader::encoded_bytes(int group_size) {
+  return sizeof(EncodedFixed) + 2 * sizeof(uint64_t) * static_cast<size_t>(group_size);
+}
+
+void CollectiveHeader::encode(std::byte* out, int group_size) const {
+  const size_t n = static_cast<size_t>(group_size);
+  if (counts.size() > n || counts2.size() > n) {
+    raise(Status::kLogic, "collective header carries more counts than the group has ranks");
+  }
+  EncodedFixed fixed{};
+  fixed.op = static_cast<uint32_t>(op);
+  fixed.rank = rank;
+  fixed.seq = seq;
+  fixed.bytes = bytes;
+  fixed.root = root;
+  fixed.counts = static_cast<uint32_t>(counts.size());
+  fixed.counts2 = static_cast<uint32_t>(counts2.size());
+  size_t error_bytes = std::min(local_error.size(), kLocalErrorBytes - 1);
+  std::memcpy(fixed.local_error, local_error.data(), error_bytes);
+  std::memcpy(out, &fixed, sizeof(fixed));
+  std::byte* tail = out + sizeof(fixed);
+  if (!counts.empty()) std::memcpy(tail, counts.data(), counts.size() * sizeof(uint64_t));
+  if (!counts2.empty()) {
+    std::memcpy(tail + n * sizeof(uint64_t), counts2.data(), counts2.size() * sizeof(uint64_t));
+  }
+}
+
+CollectiveHeader CollectiveHeader::decode(const std::byte* in, int group_size) {
+  const size_t n = static_cast<size_t>(group_size);
+  EncodedFixed fixed;
+  std::memcpy(&fixed, in, sizeof(fixed));
+  if (fixed.counts > n || fixed.counts2 > n) {
+    raise(Status::kCommunication, "malformed collective header (counts beyond the group size)");
+  }
+  CollectiveHeader h;
+  h.op = static_cast<CollectiveOp>(fixed.op);
+  h.rank = fixed.rank;
+  h.seq = fixed.seq;
+  h.bytes = fixed.bytes;
+  h.root = fixed.root;
+  h.local_error.assign(fixed.local_error, strnlen(fixed.local_error, kLocalErrorBytes));
+  const std::byte* tail = in + sizeof(fixed);
+  h.counts.resize(fixed.counts);
+  h.counts2.resize(fixed.counts2);
+  if (fixed.counts > 0) std::memcpy(h.counts.data(), tail, fixed.counts * sizeof(uint64_t));
+  if (fixed.counts2 > 0) {
+    std::memcpy(h.counts2.data(), tail + n * sizeof(uint64_t), fixed.counts2 * sizeof(uint64_t));
+  }
+  return h;
+}
+
+ShmVerdict check_agreement(const std::vector<CollectiveHeader>& headers) {
+  if (headers.empty()) return {};
+  const CollectiveHeader& first = headers.front();
+  for (const auto& h : headers) {
+    if (h.op != first.op || h.seq != first.seq) {
+      return disagree("ranks are out of step: " + describe_call(first) + " but " +
+                      describe_call(h));
+    }
+  }
+  for (const auto& h : headers) {
+    if (!h.local_error.empty()) {
+      return disagree(std::string(collective_op_name(h.op)) + ": rank " + std::to_string(h.rank) +
+                      " passed invalid arguments: " + h.local_error);
+    }
+  }
+  const size_t n = headers.size();
+  switch (first.op) {
+    case CollectiveOp::kBroadcast:
+    case CollectiveOp::kAllgather:
+      return check_broadcast_or_allgather(headers);
+    case CollectiveOp::kAllgatherv:
+      for (const auto& h : headers) {
+        if (h.counts.size() != n) return disagree("allgatherv header without counts");
+      }
+      return check_allgatherv(headers);
+    case CollectiveOp::kAlltoallv:
+      for (const auto& h : headers) {
+        if (h.counts.size() != n || h.counts2.size() != n) {
+          return disagree("alltoallv header without counts");
+        }
+      }
+      return check_alltoallv(headers);
+    default:
+      return {};
+  }
+}
+
+}  // namespace memloom::emulated

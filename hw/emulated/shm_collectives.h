@@ -1,0 +1,30 @@
+// Data collectives among the members of one node, through the chunk areas of a ShmGroup. Each
+// moves data in rounds of at most one chunk per member (one barrier per round), so any size
+// works with a region of a few MiB. The caller has already checked that the arguments agree, so
+// every member computes the same number of rounds.
+#pragma once
+
+#include <vector>
+
+#include "hw/emulated/byte_segments.h"
+#include "hw/emulated/shm_group.h"
+#include "memloom/deadline.h"
+
+namespace memloom::emulated {
+
+// Copies the stream `segments` of member `root` into the `segments` of every other member (the
+// totals are equal on all members).
+void shm_broadcast(ShmGroup& group, const std::vector<Segment>& segments, int root,
+                   Deadline deadline);
+
+// Member m contributes counts[m] bytes; every member receives them at recv[m]. `send` is this
+// member's piece (counts[local_index] bytes).
+void shm_allgatherv(ShmGroup& group, const std::byte* send, const std::vector<size_t>& counts,
+                    const std::vector<std::byte*>& recv, Deadline deadline);
+
+// send[j]: what this member sends to member j; recv[i]: where member i's data for this member
+// goes. max_pair_bytes: the largest count between two different members of the node.
+void shm_alltoallv(ShmGroup& group, const std::vector<ConstSegment>& send,
+                   const std::vector<Segment>& recv, size_t max_pair_bytes, Deadline deadline);
+
+}  // namespace memloom::emulated

@@ -1,0 +1,332 @@
+#include "hw/emulated/shm_group.h"
+
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <new>
+
+#include "memloom/error.h"
+
+namespace memloom::emulated {
+
+namespace {
+
+constexpr uint64_t kMagic = 0x4d4c434f4c4c3031ull;  // "MLCOLL01"
+constexpr uint32_t kVersion = 1;
+constexpr size_t kReasonBytes = 480;
+// Waiters spin this many times before sleeping: long enough to catch a barrier that completes
+// while both cores are busy, short enough that 16 ranks on 2 cores do not burn CPU.
+constexpr int kSpinIterations = 256;
+// A sleeping waiter wakes at least this often to check the abort flag, peers and its deadline.
+constexpr long kSleepSliceNs = 20'000'000;
+constexpr auto kLivenessInterval = std::chrono::milliseconds(20);
+
+static_assert(std::atomic<uint32_t>::is_always_lock_free && sizeof(std::atomic<uint32_t>) == 4,
+              "the futex word must be a plain 32-bit integer");
+
+enum AbortState : uint32_t { kRunning = 0, kWritingReason = 1, kAborted = 2 };
+
+}  // namespace
+
+struct ShmVerdictArea {
+  uint32_t ok;
+  char message[kReasonBytes];
+};
+
+struct ShmControl {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t members;
+  uint64_t header_bytes;
+  uint64_t chunk_bytes;
+  uint64_t slot_bytes;
+  uint64_t region_bytes;
+  // Separate cache lines: arrivals hammer `arrived` while waiters read `generation`.
+  alignas(64) std::atomic<uint32_t> arrived;
+  alignas(64) std::atomic<uint32_t> generation;  // futex word; bumped when a barrier completes
+  std::atomic<uint32_t> sleepers;                // waiters in FUTEX_WAIT (lets arrivals skip wakes)
+  alignas(64) std::atomic<uint32_t> abort_state;
+  char abort_reason[kReasonBytes];
+  ShmVerdictArea verdict[2];
+};
+
+namespace {
+
+size_t round_up(size_t value, size_t to) {
+  return (value + to - 1) / to * to;
+}
+
+size_t control_bytes() {
+  return round_up(sizeof(ShmControl), 4096);
+}
+
+// FUTEX_WAIT on a MAP_SHARED mapping (not FUTEX_PRIVATE_FLAG): the waiters are other processes.
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, long timeout_ns) {
+  timespec timeout{timeout_ns / 1'000'000'000, timeout_ns % 1'000'000'000};
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &timeout, nullptr,
+            0);
+}
+
+void futex_wake_all(std::atomic<uint32_t>* word) {
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// kill(pid, 0) alone is not enough: a killed child stays a zombie (and answers kill) until its
+// parent reaps it.
+bool process_alive(pid_t pid) {
+  if (pid <= 0) return true;
+  if (::kill(pid, 0) != 0) return errno == EPERM;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  auto paren = line.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= line.size()) return true;
+  char state = line[paren + 2];
+  return state != 'Z' && state != 'X';
+}
+
+void copy_reason(char* destination, const std::string& reason) {
+  size_t n = std::min(reason.size(), kReasonBytes - 1);
+  std::memcpy(destination, reason.data(), n);
+  destination[n] = '\0';
+}
+
+}  // namespace
+
+ShmGroup::ShmGroup(const ShmGroupOptions& options, hal::Bootstrap& bootstrap, Deadline deadline)
+    : members_(options.members),
+      local_index_(options.local_index),
+      header_bytes_(round_up(options.header_bytes, 64)) {
+  MEMLOOM_CHECK_ARG(!members_.empty(), "a shared-memory group needs at least one member");
+  MEMLOOM_CHECK_ARG(local_index_ >= 0 && local_index_ < local_size(),
+                    "local index out of range of the node's members");
+  if (local_index_ == 0) {
+    MEMLOOM_CHECK_ARG(options.chunk_bytes >= 4096 && options.chunk_bytes <= (64u << 20),
+                      "collective slot size must be between 4 KiB and 64 MiB");
+    create(bootstrap, round_up(options.chunk_bytes, 64), options.key);
+  } else {
+    attach(bootstrap, options.key, deadline);
+  }
+  last_liveness_check_ = std::chrono::steady_clock::now();
+}
+
+ShmGroup::~ShmGroup() {
+  if (region_ != nullptr) ::munmap(region_, region_bytes_);
+}
+
+void ShmGroup::create(hal::Bootstrap& bootstrap, size_t chunk_bytes, const std::string& key) {
+  chunk_bytes_ = chunk_bytes;
+  slot_bytes_ = 2 * header_bytes_ + 2 * chunk_bytes_;
+  region_bytes_ = control_bytes() + slot_bytes_ * members_.size();
+  int fd = ::memfd_create("memloom-collectives", MFD_CLOEXEC);
+  if (fd < 0) raise_errno("memfd_create for the collective region", errno);
+  if (::ftruncate(fd, static_cast<off_t>(region_bytes_)) != 0) {
+    int error = errno;
+    ::close(fd);
+    raise_errno("sizing the collective region to " + std::to_string(region_bytes_) + " bytes",
+                error);
+  }
+  region_ = ::mmap(nullptr, region_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (region_ == MAP_FAILED) {
+    int error = errno;
+    region_ = nullptr;
+    ::close(fd);
+    raise_errno("mapping the collective region", error);
+  }
+  // The fresh memfd is zero-filled: every counter starts at 0.
+  control_ = new (region_) ShmControl();
+  control_->magic = kMagic;
+  control_->version = kVersion;
+  control_->members = static_cast<uint32_t>(members_.size());
+  control_->header_bytes = header_bytes_;
+  control_->chunk_bytes = chunk_bytes_;
+  control_->slot_bytes = slot_bytes_;
+  control_->region_bytes = region_bytes_;
+  slots_ = static_cast<std::byte*>(region_) + control_bytes();
+  try {
+    fd_token_ = bootstrap.publish_fd(fd);
+    ::close(fd);
+    fd = -1;
+    bootstrap.put(key, fd_token_);
+  } catch (...) {
+    if (fd >= 0) ::close(fd);
+    if (!fd_token_.empty()) bootstrap.withdraw_fd(fd_token_);
+    fd_token_.clear();
+    throw;
+  }
+}
+
+void ShmGroup::attach(hal::Bootstrap& bootstrap, const std::string& key, Deadline deadline) {
+  std::string token = bootstrap.wait_get(key, deadline);
+  int fd = bootstrap.fetch_fd(token, deadline);
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    int error = errno;
+    ::close(fd);
+    raise_errno("fstat of the collective region", error);
+  }
+  region_bytes_ = static_cast<size_t>(info.st_size);
+  if (region_bytes_ < control_bytes()) {
+    ::close(fd);
+    raise(Status::kCommunication, "the collective region published under '" + key +
+                                      "' is too small (" + std::to_string(region_bytes_) + " B)");
+  }
+  region_ = ::mmap(nullptr, region_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int error = errno;
+  ::close(fd);
+  if (region_ == MAP_FAILED) {
+    region_ = nullptr;
+    raise_errno("mapping the collective region", error);
+  }
+  control_ = static_cast<ShmControl*>(region_);
+  if (control_->magic != kMagic || control_->version != kVersion ||
+      control_->members != members_.size() || control_->header_bytes != header_bytes_ ||
+      control_->region_bytes != region_bytes_) {
+    raise(Status::kCommunication,
+          "the collective region published under '" + key +
+              "' does not match this group (another group's region, or a different memloom "
+              "version)");
+  }
+  chunk_bytes_ = control_->chunk_bytes;
+  slot_bytes_ = control_->slot_bytes;
+  slots_ = static_cast<std::byte*>(region_) + control_bytes();
+}
+
+void ShmGroup::withdraw_fd(hal::Bootstrap& bootstrap) {
+  if (fd_token_.empty()) return;
+  std::string token = std::move(fd_token_);
+  fd_token_.clear();
+  bootstrap.withdraw_fd(token);
+}
+
+std::byte* ShmGroup::header(int member, int parity) const {
+  return slots_ + slot_bytes_ * static_cast<size_t>(member) + header_bytes_ * parity;
+}
+
+std::byte* ShmGroup::data(int member, int parity) const {
+  return slots_ + slot_bytes_ * static_cast<size_t>(member) + 2 * header_bytes_ +
+         chunk_bytes_ * parity;
+}
+
+void ShmGroup::barrier(Deadline deadline) {
+  if (aborted()) check_health(deadline);  // throws with the reason
+  const uint32_t generation = control_->generation.load(std::memory_order_acquire);
+  const uint32_t arrived = control_->arrived.fetch_add(1, std::memory_order_acq_rel) + 1;
+  if (arrived == members_.size()) {
+    // Nobody can arrive for the next barrier before seeing the new generation, so resetting the
+    // count first is safe.
+    control_->arrived.store(0, std::memory_order_relaxed);
+    control_->generation.store(generation + 1, std::memory_order_seq_cst);
+    if (control_->sleepers.load(std::memory_order_seq_cst) > 0) {
+      futex_wake_all(&control_->generation);
+    }
+  } else {
+    wait_generation_change(generation, deadline);
+  }
+  ++epoch_;
+}
+
+void ShmGroup::wait_generation_change(uint32_t generation, Deadline deadline) {
+  for (int i = 0; i < kSpinIterations; ++i) {
+    if (control_->generation.load(std::memory_order_acquire) != generation) return;
+    cpu_relax();
+  }
+  while (true) {
+    if (control_->generation.load(std::memory_order_acquire) != generation) return;
+    check_health(deadline);
+    // The sleeper count and the generation are both seq_cst: either the arriving member sees
+    // this sleeper and wakes it, or the kernel sees the new generation and does not sleep.
+    control_->sleepers.fetch_add(1, std::memory_order_seq_cst);
+    long left_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.remaining()).count();
+    futex_wait(&control_->generation, generation,
+               std::max<long>(1'000'000, std::min(left_ns, kSleepSliceNs)));
+    control_->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  }
+}
+
+void ShmGroup::write_verdict(const ShmVerdict& verdict) {
+  ShmVerdictArea& area = control_->verdict[write_parity()];
+  area.ok = verdict.ok ? 1 : 0;
+  copy_reason(area.message, verdict.message);
+}
+
+ShmVerdict ShmGroup::read_verdict() const {
+  const ShmVerdictArea& area = control_->verdict[read_parity()];
+  return ShmVerdict{area.ok != 0, std::string(area.message, strnlen(area.message, kReasonBytes))};
+}
+
+bool ShmGroup::abort(const std::string& reason) {
+  uint32_t expected = kRunning;
+  bool first = control_->abort_state.compare_exchange_strong(expected, kWritingReason,
+                                                             std::memory_order_acq_rel);
+  if (first) {
+    copy_reason(control_->abort_reason, reason);
+    control_->abort_state.store(kAborted, std::memory_order_release);
+  }
+  futex_wake_all(&control_->generation);
+  return first;
+}
+
+bool ShmGroup::aborted() const {
+  return control_->abort_state.load(std::memory_order_acquire) != kRunning;
+}
+
+std::string ShmGroup::abort_reason() const {
+  // The reason is written between the two state changes; a reader that catches the gap waits
+  // a moment rather than reporting a half-written message.
+  for (int i = 0; i < 1000; ++i) {
+    uint32_t state = control_->abort_state.load(std::memory_order_acquire);
+    if (state == kRunning) return "";
+    if (state == kAborted) {
+      return std::string(control_->abort_reason, strnlen(control_->abort_reason, kReasonBytes));
+    }
+    ::sched_yield();
+  }
+  return "(reason not recorded)";
+}
+
+void ShmGroup::check_health(Deadline deadline) {
+  if (aborted()) {
+    raise(Status::kCommunication, "the collective group is aborted: " + abort_reason());
+  }
+  auto now = std::chrono::steady_clock::now();
+  if (now - last_liveness_check_ >= kLivenessInterval) {
+    last_liveness_check_ = now;
+    check_members_alive();
+  }
+  if (deadline.expired()) {
+    raise(Status::kTimeout, "deadline passed while waiting for the other ranks");
+  }
+}
+
+void ShmGroup::check_members_alive() {
+  for (int m = 0; m < local_size(); ++m) {
+    if (m == local_index_) continue;
+    if (!process_alive(members_[m].pid)) {
+      raise(Status::kCommunication, "rank " + std::to_string(members_[m].rank) + " (pid " +
+                                        std::to_string(members_[m].pid) +
+                                        ") on this node has died");
+    }
+  }
+}
+
+}  // namespace memloom::emulated

@@ -1,0 +1,321 @@
+// Conformance tests of the emulated backend's Transport, built through its factory. Most tests
+// run two endpoints in one process (the bytes still cross TCP); the dead/hung peer tests serve
+// from a forked process that they kill or stop.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "hw/emulated/collectives_factory.h"
+#include "memloom/error.h"
+#include "tests/support/multi_process.h"
+
+namespace memloom {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Op = hal::TransferOp;
+using Direction = hal::TransferOp::Direction;
+
+Deadline soon() {
+  return Deadline::after(std::chrono::seconds(20));
+}
+
+uint64_t remote(const std::vector<std::byte>& buffer, size_t offset = 0) {
+  return reinterpret_cast<uint64_t>(buffer.data() + offset);
+}
+
+std::vector<std::byte> random_bytes(size_t n, uint32_t seed) {
+  std::vector<std::byte> out(n);
+  std::mt19937_64 random(seed);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t v = random();
+    std::memcpy(out.data() + i, &v, 8);
+  }
+  for (; i < n; ++i) out[i] = static_cast<std::byte>(random());
+  return out;
+}
+
+Status status_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const Error& error) {
+    return error.status();
+  }
+  return Status::kSuccess;
+}
+
+class TransportPair : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    requester = emulated::create_transport();
+    server = emulated::create_transport();
+    exposed.assign(kExposed, std::byte{0});
+    server->expose(exposed.data(), exposed.size());
+  }
+  void TearDown() override { EXPECT_TRUE(testing::leftover_shm_entries().empty()); }
+
+  static constexpr size_t kExposed = (64u << 20) + 4096;
+  std::unique_ptr<hal::Transport> requester, server;
+  std::vector<std::byte> exposed;
+};
+
+TEST_F(TransportPair, AddressesAreTcpUrlsOnLoopbackByDefault) {
+  if (std::getenv("MEMLOOM_HOST_ADDR") != nullptr) GTEST_SKIP() << "MEMLOOM_HOST_ADDR is set";
+  EXPECT_EQ(server->address().rfind("tcp://127.0.0.1:", 0), 0u) << server->address();
+  EXPECT_NE(server->address(), requester->address());
+}
+
+TEST_F(TransportPair, WritesAndReadsAreByteExactFromOneByteTo64MiB) {
+  const size_t sizes[] = {1, 7, 4096, 65537, (1u << 20), (3u << 20) + 5, 64u << 20};
+  uint32_t seed = 1;
+  for (size_t size : sizes) {
+    const size_t offset = size == (64u << 20) ? 4096 : 4096 - size % 4096;
+    auto data = random_bytes(size, seed++);
+    requester->transfer(server->address(),
+                        {Op{Direction::kWrite, remote(exposed, offset), data.data(), size}},
+                        soon());
+    ASSERT_EQ(std::memcmp(exposed.data() + offset, data.data(), size), 0) << size << " B write";
+    std::vector<std::byte> back(size);
+    requester->transfer(server->address(),
+                        {Op{Direction::kRead, remote(exposed, offset), back.data(), size}}, soon());
+    ASSERT_EQ(back, data) << size << " B read";
+  }
+}
+
+TEST_F(TransportPair, BatchesOfSmallOpsRunInOrder) {
+  std::mt19937 random(7);
+  for (size_t count : {1u, 10u, 1000u, 10000u}) {
+    // Op i owns the 64-byte slot i: writes fill it, later reads in the same call read it back.
+    std::vector<std::vector<std::byte>> written(count), read(count);
+    std::vector<Op> ops;
+    for (size_t i = 0; i < count; ++i) {
+      size_t size = 1 + random() % 64;
+      written[i] = random_bytes(size, static_cast<uint32_t>(count * 100000 + i));
+      read[i].resize(size);
+      ops.push_back(Op{Direction::kWrite, remote(exposed, i * 64), written[i].data(), size});
+    }
+    for (size_t i = 0; i < count; ++i) {
+      ops.push_back(Op{Direction::kRead, remote(exposed, i * 64), read[i].data(), read[i].size()});
+    }
+    std::shuffle(ops.begin(), ops.begin() + static_cast<long>(count), random);
+    auto start = Clock::now();
+    requester->transfer(server->address(), ops, soon());
+    auto elapsed = Clock::now() - start;
+    for (size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(read[i], written[i]) << "op " << i << " of " << count;
+      ASSERT_EQ(std::memcmp(exposed.data() + i * 64, written[i].data(), written[i].size()), 0);
+    }
+    // Coalesced: 10000 ops must not cost 10000 round trips.
+    EXPECT_LT(elapsed, std::chrono::seconds(2)) << count << " ops";
+  }
+}
+
+TEST_F(TransportPair, ManyThreadsShareTheConnection) {
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        auto data = random_bytes(100000, t * 1000 + i);
+        std::vector<std::byte> back(data.size());
+        size_t offset = static_cast<size_t>(t) * (1 << 20);
+        requester->transfer(
+            server->address(),
+            {Op{Direction::kWrite, remote(exposed, offset), data.data(), data.size()},
+             Op{Direction::kRead, remote(exposed, offset), back.data(), back.size()}},
+            soon());
+        if (back != data) ++failures;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST_F(TransportPair, RequestsOutsideExposedMemoryAreRefusedAndTheConnectionSurvives) {
+  std::vector<std::byte> local(8192, std::byte{1});
+  const uint64_t end = remote(exposed, exposed.size());
+  // Entirely outside, straddling the end, and a batch whose third op is bad.
+  EXPECT_EQ(status_of([&] {
+              requester->transfer(server->address(),
+                                  {Op{Direction::kRead, end + 4096, local.data(), 16}}, soon());
+            }),
+            Status::kInvalidInput);
+  EXPECT_EQ(status_of([&] {
+              requester->transfer(server->address(),
+                                  {Op{Direction::kWrite, end - 8, local.data(), 16}}, soon());
+            }),
+            Status::kInvalidInput);
+  EXPECT_EQ(status_of([&] {
+              requester->transfer(server->address(),
+                                  {Op{Direction::kWrite, remote(exposed), local.data(), 8192},
+                                   Op{Direction::kRead, remote(exposed), local.data(), 10},
+                                   Op{Direction::kWrite, 16, local.data(), 4096}},
+                                  soon());
+            }),
+            Status::kInvalidInput);
+  // The same connection still works, and withdrawn memory is refused too.
+  auto data = random_bytes(5000, 3);
+  requester->transfer(server->address(),
+                      {Op{Direction::kWrite, remote(exposed, 100), data.data(), data.size()}},
+                      soon());
+  EXPECT_EQ(std::memcmp(exposed.data() + 100, data.data(), data.size()), 0);
+  server->withdraw(exposed.data());
+  EXPECT_EQ(status_of([&] {
+              requester->transfer(server->address(),
+                                  {Op{Direction::kRead, remote(exposed), local.data(), 1}}, soon());
+            }),
+            Status::kInvalidInput);
+  server->expose(exposed.data(), exposed.size());
+}
+
+TEST_F(TransportPair, BadArgumentsAreRejected) {
+  std::vector<std::byte> local(16);
+  EXPECT_EQ(status_of([&] { server->expose(exposed.data() + 100, 10); }), Status::kInvalidInput);
+  EXPECT_EQ(status_of([&] { server->expose(nullptr, 10); }), Status::kInvalidInput);
+  EXPECT_EQ(status_of([&] { server->withdraw(exposed.data() + 1); }), Status::kInvalidInput);
+  EXPECT_EQ(
+      status_of([&] {
+        requester->transfer("127.0.0.1:80", {Op{Direction::kRead, 1, local.data(), 1}}, soon());
+      }),
+      Status::kInvalidInput);
+  EXPECT_EQ(status_of([&] {
+              requester->transfer(server->address(),
+                                  {Op{Direction::kRead, remote(exposed), nullptr, 1}}, soon());
+            }),
+            Status::kInvalidInput);
+  // Nothing to do is not an error.
+  requester->transfer(server->address(), {}, soon());
+}
+
+TEST(Transport, PeerRestartedAtANewAddressIsReachableAgain) {
+  auto requester = emulated::create_transport();
+  std::vector<std::byte> memory(4096), local(4096, std::byte{9});
+  auto first = emulated::create_transport();
+  first->expose(memory.data(), memory.size());
+  const std::string old_address = first->address();
+  requester->transfer(old_address, {Op{Direction::kWrite, remote(memory), local.data(), 100}},
+                      soon());
+  first.reset();
+  auto start = Clock::now();
+  EXPECT_EQ(status_of([&] {
+              requester->transfer(
+                  old_address, {Op{Direction::kWrite, remote(memory), local.data(), 100}}, soon());
+            }),
+            Status::kCommunication);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+  auto second = emulated::create_transport();
+  second->expose(memory.data(), memory.size());
+  local.assign(local.size(), std::byte{4});
+  requester->transfer(second->address(),
+                      {Op{Direction::kWrite, remote(memory), local.data(), 4096}}, soon());
+  EXPECT_EQ(memory, local);
+}
+
+char process_state(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  auto paren = line.rfind(')');
+  return paren == std::string::npos || paren + 2 >= line.size() ? '?' : line[paren + 2];
+}
+
+// Rank 1 serves memory and reports (pid, address, pointer) through a pipe; rank 0 uses it,
+// then makes it disappear (SIGKILL) or hang (SIGSTOP).
+void run_against_forked_peer(const std::function<void(pid_t, const std::string&, uint64_t)>& body) {
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  testing::MultiProcessOptions options;
+  options.ranks = 2;
+  options.start_store = false;
+  options.timeout = std::chrono::seconds(30);
+  auto results = testing::run_ranks(options, [&](const testing::RankContext& context) {
+    if (context.rank == 1) {
+      ::close(pipe_fds[0]);
+      auto transport = emulated::create_transport();
+      std::vector<std::byte> memory(1 << 20);
+      transport->expose(memory.data(), memory.size());
+      std::string line = std::to_string(getpid()) + " " + transport->address() + " " +
+                         std::to_string(remote(memory)) + "\n";
+      ASSERT_EQ(::write(pipe_fds[1], line.data(), line.size()), static_cast<ssize_t>(line.size()));
+      std::this_thread::sleep_for(std::chrono::seconds(25));  // until rank 0 kills it
+      return;
+    }
+    ::close(pipe_fds[1]);
+    std::string line;
+    char c;
+    while (::read(pipe_fds[0], &c, 1) == 1 && c != '\n') line.push_back(c);
+    std::istringstream in(line);
+    pid_t pid = 0;
+    std::string address;
+    uint64_t pointer = 0;
+    in >> pid >> address >> pointer;
+    ASSERT_GT(pid, 0) << "the serving rank did not report";
+    body(pid, address, pointer);
+    ::kill(pid, SIGKILL);
+  });
+  ::close(pipe_fds[0]);
+  ::close(pipe_fds[1]);
+  EXPECT_EQ(results[0].exit_code, 0) << testing::describe(results);
+  EXPECT_EQ(results[1].signal, SIGKILL) << testing::describe(results);
+}
+
+TEST(Transport, DeadPeerFailsWithinTheDeadline) {
+  run_against_forked_peer([](pid_t pid, const std::string& address, uint64_t pointer) {
+    auto transport = emulated::create_transport();
+    auto data = random_bytes(1 << 20, 5);
+    std::vector<std::byte> back(data.size());
+    transport->transfer(address,
+                        {Op{Direction::kWrite, pointer, data.data(), data.size()},
+                         Op{Direction::kRead, pointer, back.data(), back.size()}},
+                        soon());
+    EXPECT_EQ(back, data);
+    ::kill(pid, SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto start = Clock::now();
+    EXPECT_EQ(
+        status_of([&] {
+          transport->transfer(address, {Op{Direction::kRead, pointer, back.data(), 4096}}, soon());
+        }),
+        Status::kCommunication);
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(2)) << "deadline was 20 s";
+  });
+}
+
+TEST(Transport, HungPeerTimesOutAtTheDeadline) {
+  run_against_forked_peer([](pid_t pid, const std::string& address, uint64_t pointer) {
+    auto transport = emulated::create_transport();
+    std::vector<std::byte> back(1 << 20);
+    transport->transfer(address, {Op{Direction::kRead, pointer, back.data(), 16}}, soon());
+    ::kill(pid, SIGSTOP);
+    // SIGSTOP takes effect asynchronously; wait until the peer is really stopped.
+    for (int i = 0; i < 1000 && process_state(pid) != 'T'; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_EQ(process_state(pid), 'T');
+    auto start = Clock::now();
+    EXPECT_EQ(status_of([&] {
+                transport->transfer(address,
+                                    {Op{Direction::kRead, pointer, back.data(), back.size()}},
+                                    Deadline::after(std::chrono::milliseconds(300)));
+              }),
+              Status::kTimeout);
+    auto elapsed = Clock::now() - start;
+    EXPECT_GE(elapsed, std::chrono::milliseconds(250));
+    EXPECT_LT(elapsed, std::chrono::seconds(2));
+  });
+}
+
+}  // namespace
+}  // namespace memloom
