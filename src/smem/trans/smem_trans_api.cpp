@@ -121,6 +121,7 @@ EngineOptions engine_options(const smem_trans_config_t* config) {
   options.paths.direct = (ops & SMEMB_DATA_OP_SDMA) != 0;
   options.paths.network = (ops & kNetworkDataOps) != 0;
   options.start_store = config->startConfigServer;
+  options.device = config->deviceId == UINT32_MAX ? -1 : static_cast<int>(config->deviceId);
   return options;
 }
 

@@ -35,6 +35,7 @@ struct EngineOptions {
   std::chrono::milliseconds timeout{120000};
   DataPaths paths;
   bool start_store = false;
+  int device = -1;  // the device of stream copies when staging (-1: the platform's current one)
 };
 
 // One entry of a read or write: `bytes` between local and the peer's address `remote`.
@@ -78,6 +79,8 @@ class Engine {
 
   const std::string unique_id_;
   const EngineOptions options_;
+  std::string node_;
+  int staging_device_ = -1;  // >= 0: registered memory is reached through stream copies
   std::unique_ptr<store::Server> store_server_;
   std::shared_ptr<store::Client> store_;
   std::unique_ptr<RegionTable> regions_;
