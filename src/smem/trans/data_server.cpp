@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -59,7 +60,9 @@ void DataServer::stop() {
     stopped_ = true;
   }
   uint64_t one = 1;
-  (void)::write(stop_fd_.get(), &one, sizeof(one));
+  // An eventfd write only fails on counter overflow, which one write cannot cause.
+  ssize_t written = ::write(stop_fd_.get(), &one, sizeof(one));
+  (void)written;
   if (acceptor_.joinable()) acceptor_.join();
   listener_.reset();
   std::list<std::unique_ptr<Connection>> connections;
