@@ -170,9 +170,11 @@ void transfer_in_stream(smem_trans_t handle, Direction direction, const char* pe
   engine->check_initiator();
   engine->check_peer(peer_id);
   memloom::smem::trans::submit_in_stream_order(
-      stream, [engine, direction, peer_id, entries = std::move(entries)] {
+      stream,
+      [engine, direction, peer_id, entries = std::move(entries)] {
         engine->transfer(direction, peer_id, entries);
-      });
+      },
+      engine->deadline());
 }
 
 }  // namespace

@@ -63,6 +63,8 @@ class Engine {
   void* allocate(size_t bytes);
   void release(void* address);
 
+  // Now plus the instance's timeout (config.initTimeout): the bound of every wait of a call.
+  Deadline deadline() const { return Deadline::after(options_.timeout); }
   // Throws kNotSupported if this instance's role does not initiate transfers.
   void check_initiator() const;
   // Resolves the peer now (kNotFound, kCommunication), for errors at submission time.
@@ -73,7 +75,6 @@ class Engine {
 
  private:
   Engine(std::string unique_id, EngineOptions options);
-  Deadline deadline() const { return Deadline::after(options_.timeout); }
   std::chrono::milliseconds hold_wait() const;
   void check_open() const;
 
