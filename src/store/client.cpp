@@ -9,11 +9,11 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
-#include "src/store/asio.h"
 
 #include "memloom/deadline.h"
 #include "memloom/error.h"
 #include "src/core/log.h"
+#include "src/store/asio.h"
 #include "src/store/event_dispatcher.h"
 #include "src/store/frame_channel.h"
 #include "src/store/protocol.h"
@@ -91,11 +91,11 @@ class ClientImpl : public Client {
 
   asio::io_context io_{1};
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
-  std::shared_ptr<FrameChannel<tcp::socket>> channel_;  // I/O thread only
-  asio::steady_timer connect_timer_{io_};               // I/O thread only
-  asio::steady_timer heartbeat_timer_{io_};             // I/O thread only
-  std::optional<tcp::socket> connecting_;               // I/O thread only
-  std::string connect_error_;                           // I/O thread only
+  std::shared_ptr<FrameConnection> channel_;  // I/O thread only
+  asio::steady_timer connect_timer_{io_};     // I/O thread only
+  asio::steady_timer heartbeat_timer_{io_};   // I/O thread only
+  std::optional<tcp::socket> connecting_;     // I/O thread only
+  std::string connect_error_;                 // I/O thread only
   std::promise<void> connect_result_;
   std::thread io_thread_;
 
@@ -303,9 +303,7 @@ void ClientImpl::fail_connect(const std::string& reason) {
 }
 
 void ClientImpl::on_connected(tcp::socket socket) {
-  boost::system::error_code ignored;
-  socket.set_option(tcp::no_delay(true), ignored);
-  channel_ = std::make_shared<FrameChannel<tcp::socket>>(std::move(socket), kHandshakeFrameBytes);
+  channel_ = make_tcp_connection(std::move(socket), kHandshakeFrameBytes);
   channel_->start([this](const FrameHeader& header,
                          std::string&& payload) { on_frame(header, std::move(payload)); },
                   [this](const std::string& reason) { on_closed(reason); });
