@@ -1,5 +1,6 @@
 // The emulated backend's factory. Devices, capacities and node identity come from the
-// environment (MEMLOOM_EMU_DEVICES, MEMLOOM_EMU_DEVICE_MEM, MEMLOOM_NODE).
+// environment (MEMLOOM_EMU_DEVICES, MEMLOOM_EMU_DEVICE_MEM, MEMLOOM_EMU_CPU_THREADS,
+// MEMLOOM_EMU_GRANULARITY, MEMLOOM_NODE).
 #pragma once
 
 #include <cstddef>
@@ -10,9 +11,11 @@
 namespace memloom::emulated {
 
 struct EmulatedOptions {
-  int devices = 8;                      // MEMLOOM_EMU_DEVICES
-  size_t device_capacity = 16ull << 30; // MEMLOOM_EMU_DEVICE_MEM (bytes; K/M/G suffixes allowed)
-  int cpu_threads = 0;                  // kernel worker threads per stream (0: hardware threads)
+  int devices = 8;                       // MEMLOOM_EMU_DEVICES
+  size_t device_capacity = 16ull << 30;  // MEMLOOM_EMU_DEVICE_MEM (bytes; K/M/G suffixes allowed)
+  int cpu_threads = 0;                   // MEMLOOM_EMU_CPU_THREADS: kernel threads shared by all
+                                         // streams of the process (0: hardware threads)
+  size_t granularity = 4096;             // MEMLOOM_EMU_GRANULARITY (e.g. 2M mimics CUDA VMM)
   static EmulatedOptions from_environment();
 };
 

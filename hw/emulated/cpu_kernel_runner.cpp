@@ -1,0 +1,52 @@
+#include "hw/emulated/cpu_kernel_runner.h"
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+#include "memloom/error.h"
+#include "src/ops/fill_kernel.h"
+
+namespace memloom::emulated {
+namespace {
+
+template <class Kernel>
+void run_range_of(const void* args, size_t begin, size_t end) {
+  const auto& typed = *static_cast<const typename Kernel::Args*>(args);
+  for (size_t i = begin; i < end; ++i) Kernel::body(typed, i);
+}
+
+template <class Kernel>
+constexpr CpuKernel make_cpu_kernel(const char* name, size_t min_chunk) {
+  // Streams keep launch arguments in max_align_t storage.
+  static_assert(alignof(typename Kernel::Args) <= alignof(std::max_align_t));
+  static_assert(std::is_trivially_copyable_v<typename Kernel::Args>);
+  return CpuKernel{name, sizeof(typename Kernel::Args), min_chunk, &run_range_of<Kernel>};
+}
+
+// Indexed by KernelId; the static_assert keeps it in step with hw/hal/kernels.h.
+constexpr std::array<CpuKernel, static_cast<size_t>(hal::KernelId::kCount)> kKernels = {
+    make_cpu_kernel<ops::FillPatternKernel>("fill_pattern", 64 * 1024),
+};
+static_assert(kKernels.size() == static_cast<size_t>(hal::KernelId::kCount),
+              "every KernelId needs a CPU runner");
+
+}  // namespace
+
+const CpuKernel& cpu_kernel(hal::KernelId id) {
+  const auto index = static_cast<size_t>(id);
+  if (index >= kKernels.size()) {
+    raise(Status::kInvalidInput, "unknown kernel id " + std::to_string(index) + " (the table has " +
+                                     std::to_string(kKernels.size()) + " kernels)");
+  }
+  return kKernels[index];
+}
+
+void run_cpu_kernel(ThreadPool& pool, const CpuKernel& kernel, const void* args,
+                    size_t work_items) {
+  pool.parallel_for(work_items, kernel.min_chunk,
+                    [&](size_t begin, size_t end) { kernel.run_range(args, begin, end); });
+}
+
+}  // namespace memloom::emulated

@@ -1,0 +1,175 @@
+// The emulated Platform: the root that opens the memfd memory domain, worker-thread streams and
+// (through collectives_factory.h) the shared-memory/ZeroMQ collectives and the TCP transport.
+#include "hw/emulated/emulated_platform.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "hw/emulated/collectives_factory.h"
+#include "hw/emulated/memfd_memory_domain.h"
+#include "hw/emulated/thread_pool.h"
+#include "hw/emulated/worker_stream.h"
+#include "memloom/error.h"
+#include "src/core/environment.h"
+#include "src/core/log.h"
+
+namespace memloom::emulated {
+namespace {
+
+constexpr int kMaxDevices = 1024;
+
+const char* env_value(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : nullptr;
+}
+
+int env_int(const char* name, int fallback, int low, int high) {
+  const char* value = env_value(name);
+  if (value == nullptr) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const long parsed = std::strtol(value, &end, 10);
+  if (errno != 0 || end == value || *end != '\0' || parsed < low || parsed > high) {
+    raise(Status::kInvalidValue, std::string(name) + "='" + value + "': expected an integer in [" +
+                                     std::to_string(low) + ", " + std::to_string(high) + "]");
+  }
+  return static_cast<int>(parsed);
+}
+
+size_t env_bytes(const char* name, size_t fallback) {
+  const char* value = env_value(name);
+  if (value == nullptr) return fallback;
+  try {
+    return core::parse_byte_size(value);
+  } catch (const Error& error) {
+    raise(Status::kInvalidValue, std::string(name) + ": " + error.what());
+  }
+}
+
+void check_options(const EmulatedOptions& options) {
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t g = options.granularity;
+  if (g < page || (g & (g - 1)) != 0) {
+    raise(Status::kInvalidValue, "emulated granularity " + std::to_string(g) +
+                                     " must be a power of two of at least the page size (" +
+                                     std::to_string(page) + ")");
+  }
+  if (options.devices < 1 || options.devices > kMaxDevices) {
+    raise(Status::kInvalidValue, "emulated device count " + std::to_string(options.devices) +
+                                     " is outside [1, " + std::to_string(kMaxDevices) + "]");
+  }
+  if (options.device_capacity == 0) raise(Status::kInvalidValue, "emulated device capacity is 0");
+  if (options.cpu_threads < 0) {
+    raise(Status::kInvalidValue, "cpu_threads " + std::to_string(options.cpu_threads) + " < 0");
+  }
+}
+
+class EmulatedPlatform : public hal::Platform {
+ public:
+  explicit EmulatedPlatform(const EmulatedOptions& options)
+      : options_(options),
+        domain_(options.devices, options.device_capacity, options.granularity),
+        current_device_(initial_device(options.devices)) {}
+
+  std::string name() const override { return "emulated"; }
+  int device_count() const override { return options_.devices; }
+
+  size_t device_capacity(int device) const override {
+    check_device(device, "device_capacity");
+    return options_.device_capacity;
+  }
+
+  void set_current_device(int device) override {
+    check_device(device, "set_current_device");
+    current_device_.store(device);
+  }
+  int current_device() const override { return current_device_.load(); }
+
+  hal::MemoryDomain& memory_domain() override { return domain_; }
+
+  std::unique_ptr<hal::Stream> create_stream(int device) override {
+    check_device(device, "create_stream");
+    return std::make_unique<WorkerStream>(device, pool());
+  }
+
+  std::unique_ptr<hal::Collectives> create_collectives(const hal::GroupSpec& group,
+                                                       hal::Bootstrap& bootstrap,
+                                                       Deadline deadline) override {
+    return emulated::create_collectives(group, bootstrap, deadline);
+  }
+
+  std::unique_ptr<hal::Transport> create_transport() override {
+    return emulated::create_transport();
+  }
+
+ private:
+  // MEMLOOM_DEVICE, else the local rank spread over the node's devices, else device 0.
+  static int initial_device(int devices) {
+    const core::Environment env = core::Environment::read();
+    if (env.device >= 0) {
+      if (env.device >= devices) {
+        raise(Status::kInvalidValue, "MEMLOOM_DEVICE=" + std::to_string(env.device) +
+                                         " but there are " + std::to_string(devices) +
+                                         " emulated devices (MEMLOOM_EMU_DEVICES)");
+      }
+      return env.device;
+    }
+    return env.local_rank >= 0 ? env.local_rank % devices : 0;
+  }
+
+  void check_device(int device, const char* operation) const {
+    if (device < 0 || device >= options_.devices) {
+      raise(Status::kInvalidInput, std::string(operation) + ": device " + std::to_string(device) +
+                                       " does not exist (" + std::to_string(options_.devices) +
+                                       " emulated devices)");
+    }
+  }
+
+  // The pool every stream shares, created on first use. A child forked after the pool started
+  // inherits an object whose threads stayed in the parent, so it gets a pool of its own.
+  std::shared_ptr<ThreadPool> pool() {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    if (pool_ && pool_pid_ != ::getpid()) {
+      new std::shared_ptr<ThreadPool>(std::move(pool_));  // leaked on purpose: see ~ThreadPool
+    }
+    if (!pool_) {
+      const int hardware = static_cast<int>(std::thread::hardware_concurrency());
+      const int threads = options_.cpu_threads > 0 ? options_.cpu_threads : std::max(hardware, 1);
+      pool_ = std::make_shared<ThreadPool>(threads);
+      pool_pid_ = ::getpid();
+      MEMLOOM_LOG(kDebug, "emulated backend: " << threads << " kernel threads");
+    }
+    return pool_;
+  }
+
+  const EmulatedOptions options_;
+  MemfdMemoryDomain domain_;
+  std::atomic<int> current_device_;
+  std::mutex pool_mutex_;
+  std::shared_ptr<ThreadPool> pool_;
+  pid_t pool_pid_ = 0;
+};
+
+}  // namespace
+
+EmulatedOptions EmulatedOptions::from_environment() {
+  EmulatedOptions options;
+  options.devices = env_int("MEMLOOM_EMU_DEVICES", options.devices, 1, kMaxDevices);
+  options.device_capacity = env_bytes("MEMLOOM_EMU_DEVICE_MEM", options.device_capacity);
+  options.cpu_threads = env_int("MEMLOOM_EMU_CPU_THREADS", options.cpu_threads, 0, 4096);
+  options.granularity = env_bytes("MEMLOOM_EMU_GRANULARITY", options.granularity);
+  check_options(options);
+  return options;
+}
+
+std::unique_ptr<hal::Platform> create_platform(const EmulatedOptions& options) {
+  check_options(options);
+  return std::make_unique<EmulatedPlatform>(options);
+}
+
+}  // namespace memloom::emulated

@@ -1,0 +1,117 @@
+// memloom-store: the config store as a standalone program, for jobs whose ranks should not embed
+// it. Serves until SIGINT or SIGTERM.
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "memloom/error.h"
+#include "src/core/environment.h"
+#include "src/store/server.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: memloom-store --listen tcp://IP:PORT [options]
+
+Runs the memloom config store (the rendezvous service of memloom jobs) until SIGINT or SIGTERM.
+Prints "memloom-store listening on <url>" once it accepts connections.
+
+options:
+  --listen URL               address to serve on: tcp://IPv4:PORT or tcp://[IPv6]:PORT;
+                             port 0 picks a free port (the printed URL has the real one)
+  --heartbeat-timeout-ms N   declare a client down after N ms without a frame from it, unless
+                             it announced its own timeout (default 3000)
+  --max-frame-bytes N        close connections that send a larger frame (default 64M; units
+                             K, M, G accepted)
+  --max-value-bytes N        refuse values larger than this (default 64M)
+  --max-key-bytes N          refuse keys and group names longer than this (default 4096)
+  --max-connections N        refuse connections beyond this many (default 4096)
+  --help                     print this text
+)";
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr, "memloom-store: %s\n\n%s", message.c_str(), kUsage);
+  std::exit(2);
+}
+
+uint64_t parse_count(const std::string& option, const std::string& text) {
+  try {
+    return memloom::core::parse_byte_size(text);
+  } catch (const memloom::Error& error) {
+    usage_error(option + ": " + error.what());
+  }
+}
+
+memloom::store::ServerOptions parse_options(int argc, char** argv) {
+  memloom::store::ServerOptions options;
+  bool have_listen = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string option = argv[i];
+    if (option == "--help" || option == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    std::string value;
+    size_t equals = option.find('=');
+    if (option.rfind("--", 0) == 0 && equals != std::string::npos) {
+      value = option.substr(equals + 1);
+      option = option.substr(0, equals);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      usage_error(option + " needs a value");
+    }
+    if (option == "--listen") {
+      options.listen_url = value;
+      have_listen = true;
+    } else if (option == "--heartbeat-timeout-ms") {
+      uint64_t ms = parse_count(option, value);
+      if (ms == 0) usage_error("--heartbeat-timeout-ms must be positive");
+      options.heartbeat_timeout = std::chrono::milliseconds(ms);
+    } else if (option == "--max-frame-bytes") {
+      options.max_frame_bytes = parse_count(option, value);
+    } else if (option == "--max-value-bytes") {
+      options.max_value_bytes = parse_count(option, value);
+    } else if (option == "--max-key-bytes") {
+      options.max_key_bytes = parse_count(option, value);
+    } else if (option == "--max-connections") {
+      options.max_connections = parse_count(option, value);
+    } else {
+      usage_error("unknown option '" + option + "'");
+    }
+  }
+  if (!have_listen) usage_error("--listen is required");
+  return options;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  memloom::store::ServerOptions options = parse_options(argc, argv);
+
+  // Blocked before the server thread starts, so it inherits the mask and sigwait below is the
+  // only place the signals arrive.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::unique_ptr<memloom::store::Server> server;
+  try {
+    server = memloom::store::Server::start(options);
+  } catch (const memloom::Error& error) {
+    std::fprintf(stderr, "memloom-store: %s\n", error.what());
+    return error.status() == memloom::Status::kInvalidInput ? 2 : 1;
+  }
+  std::printf("memloom-store listening on %s\n", server->url().c_str());
+  std::fflush(stdout);
+
+  int received = 0;
+  sigwait(&signals, &received);
+  std::fprintf(stderr, "memloom-store: %s received, stopping (%zu connections open)\n",
+               strsignal(received), server->connection_count());
+  server->stop();
+  return 0;
+}

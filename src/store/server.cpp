@@ -1,0 +1,414 @@
+// The store server: one I/O thread runs the acceptor, every session and the engine, so the engine
+// needs no locks and requests from one connection are answered in order.
+#include "src/store/server.h"
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+#include "src/store/asio.h"
+
+#include "memloom/error.h"
+#include "src/core/log.h"
+#include "src/store/frame_channel.h"
+#include "src/store/protocol.h"
+#include "src/store/store_engine.h"
+#include "src/store/url.h"
+
+namespace memloom::store {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using protocol::FrameHeader;
+using protocol::FrameWriter;
+using protocol::MessageType;
+using protocol::PayloadReader;
+using Clock = std::chrono::steady_clock;
+
+class ServerImpl;
+
+// One client connection. Its identity (rank, group) arrives with the hello frame.
+class Session : public Peer, public std::enable_shared_from_this<Session> {
+ public:
+  Session(ServerImpl& server, uint64_t id, tcp::socket socket, size_t max_frame_bytes,
+          std::chrono::milliseconds heartbeat_timeout, size_t max_queued_bytes)
+      : server_(server),
+        id_(id),
+        remote_(describe_remote(socket)),
+        channel_(std::make_shared<FrameChannel<tcp::socket>>(std::move(socket), max_frame_bytes)),
+        heartbeat_timer_(channel_->stream().get_executor()),
+        heartbeat_timeout_(heartbeat_timeout),
+        max_queued_bytes_(max_queued_bytes) {}
+
+  void start();
+  uint64_t peer_id() const override { return id_; }
+  void send(std::string frame) override {
+    channel_->send(std::move(frame));
+    if (channel_->queued_bytes() > max_queued_bytes_) {
+      channel_->close("the client does not read its replies (" +
+                      std::to_string(channel_->queued_bytes()) + " bytes queued)");
+    }
+  }
+  void close(const std::string& reason) {
+    heartbeat_timer_.cancel();
+    channel_->close(reason);
+  }
+  // Only once the I/O thread has stopped.
+  void detach() { channel_->detach(); }
+
+  void set_heartbeat_timeout(std::chrono::milliseconds timeout) {
+    heartbeat_timeout_ = timeout;
+    arm_heartbeat_timer();
+  }
+
+  const std::string& remote() const { return remote_; }
+  bool hello_done = false;
+  int64_t rank = -1;
+  std::string group;
+
+ private:
+  static std::string describe_remote(const tcp::socket& socket) {
+    boost::system::error_code error;
+    auto endpoint = socket.remote_endpoint(error);
+    if (error) return "?";
+    return format_tcp_url(endpoint.address().to_string(), endpoint.port());
+  }
+  void arm_heartbeat_timer();
+
+  ServerImpl& server_;
+  uint64_t id_;
+  std::string remote_;
+  std::shared_ptr<FrameChannel<tcp::socket>> channel_;
+  asio::steady_timer heartbeat_timer_;
+  std::chrono::milliseconds heartbeat_timeout_;
+  size_t max_queued_bytes_;
+};
+
+class ServerImpl : public Server {
+ public:
+  explicit ServerImpl(const ServerOptions& options);
+  ~ServerImpl() override { stop(); }
+
+  std::string url() const override { return url_; }
+  uint16_t port() const override { return port_; }
+  size_t connection_count() const override { return connection_count_.load(); }
+  void stop() override;
+
+  void dispatch(const std::shared_ptr<Session>& session, const FrameHeader& header,
+                std::string&& payload);
+  void on_session_closed(const std::shared_ptr<Session>& session, const std::string& reason);
+
+ private:
+  void accept_next();
+  void handle_request(const std::shared_ptr<Session>& session, uint16_t type, uint64_t id,
+                      PayloadReader& reader);
+  void run_io();
+
+  ServerOptions options_;
+  protocol::Limits limits_;
+  asio::io_context io_{1};
+  tcp::acceptor acceptor_{io_};
+  StoreEngine engine_;
+  std::map<uint64_t, std::shared_ptr<Session>> sessions_;
+  uint64_t next_session_id_ = 1;
+  std::atomic<size_t> connection_count_{0};
+  std::string url_;
+  uint16_t port_ = 0;
+  std::thread thread_;
+  std::mutex stop_mutex_;
+  bool stopped_ = false;
+};
+
+void Session::start() {
+  auto self = shared_from_this();
+  channel_->start(
+      [self](const FrameHeader& header, std::string&& payload) {
+        self->server_.dispatch(self, header, std::move(payload));
+      },
+      [self](const std::string& reason) {
+        self->heartbeat_timer_.cancel();
+        self->server_.on_session_closed(self, reason);
+      });
+  arm_heartbeat_timer();
+}
+
+void Session::arm_heartbeat_timer() {
+  // Any traffic proves the client alive, not only heartbeats.
+  heartbeat_timer_.expires_at(channel_->last_activity() + heartbeat_timeout_);
+  heartbeat_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& error) {
+    auto self = weak.lock();
+    if (error || !self || !self->channel_->is_open()) return;
+    if (Clock::now() < self->channel_->last_activity() + self->heartbeat_timeout_) {
+      return self->arm_heartbeat_timer();
+    }
+    self->channel_->close("no frame (heartbeat) within " +
+                          std::to_string(self->heartbeat_timeout_.count()) + " ms");
+  });
+}
+
+ServerImpl::ServerImpl(const ServerOptions& options)
+    : options_(options),
+      limits_{options.max_frame_bytes, options.max_key_bytes, options.max_value_bytes},
+      engine_(io_.get_executor(), limits_) {
+  MEMLOOM_CHECK_ARG(options.max_frame_bytes >= 1024 && options.max_frame_bytes <= (1u << 30),
+                    "ServerOptions.max_frame_bytes must be in [1 KiB, 1 GiB]");
+  MEMLOOM_CHECK_ARG(options.max_value_bytes <= (1u << 30),
+                    "ServerOptions.max_value_bytes must be at most 1 GiB");
+  MEMLOOM_CHECK_ARG(options.max_key_bytes >= 1 && options.max_key_bytes <= (1u << 20),
+                    "ServerOptions.max_key_bytes must be in [1, 1 MiB]");
+  MEMLOOM_CHECK_ARG(options.max_connections >= 1, "ServerOptions.max_connections must be >= 1");
+  MEMLOOM_CHECK_ARG(options.heartbeat_timeout.count() > 0,
+                    "ServerOptions.heartbeat_timeout must be positive");
+
+  TcpUrl listen = parse_tcp_url(options.listen_url);
+  boost::system::error_code error;
+  auto address = asio::ip::make_address(listen.host, error);
+  if (error) raise(Status::kInvalidInput, "invalid listen address '" + listen.host + "'");
+  tcp::endpoint endpoint(address, listen.port);
+  auto fail = [&](const char* step) {
+    raise(Status::kCommunication, std::string("store server cannot ") + step + " " +
+                                      options.listen_url + ": " + error.message());
+  };
+  if (acceptor_.open(endpoint.protocol(), error)) fail("open a socket for");
+  if (acceptor_.set_option(tcp::acceptor::reuse_address(true), error)) fail("configure");
+  if (acceptor_.bind(endpoint, error)) fail("bind");
+  if (acceptor_.listen(asio::socket_base::max_listen_connections, error)) fail("listen on");
+  auto bound = acceptor_.local_endpoint(error);
+  if (error) fail("read the bound address of");
+  port_ = bound.port();
+  url_ = format_tcp_url(bound.address().to_string(), port_);
+
+  accept_next();
+  thread_ = std::thread([this] { run_io(); });
+}
+
+void ServerImpl::run_io() {
+  while (true) {
+    try {
+      io_.run();
+      return;
+    } catch (const std::exception& error) {
+      // Handlers catch their own errors; this keeps the server alive if one slips through.
+      MEMLOOM_LOG(kError, "store server: unexpected error in the I/O thread: " << error.what());
+    }
+  }
+}
+
+void ServerImpl::accept_next() {
+  acceptor_.async_accept([this](const boost::system::error_code& error, tcp::socket socket) {
+    if (error == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (error) {
+      MEMLOOM_LOG(kWarn, "store server: accept failed: " << error.message());
+    } else if (sessions_.size() >= options_.max_connections) {
+      MEMLOOM_LOG(kWarn, "store server: refusing a connection, already "
+                             << sessions_.size() << " (ServerOptions.max_connections)");
+    } else {
+      socket.set_option(tcp::no_delay(true));
+      size_t max_queued = std::max<size_t>(4 * limits_.max_reply_bytes(), size_t{64} << 20);
+      auto session = std::make_shared<Session>(*this, next_session_id_++, std::move(socket),
+                                               options_.max_frame_bytes, options_.heartbeat_timeout,
+                                               max_queued);
+      sessions_.emplace(session->peer_id(), session);
+      connection_count_.store(sessions_.size());
+      session->start();
+    }
+    accept_next();
+  });
+}
+
+void ServerImpl::on_session_closed(const std::shared_ptr<Session>& session,
+                                   const std::string& reason) {
+  if (sessions_.erase(session->peer_id()) == 0) return;
+  connection_count_.store(sessions_.size());
+  engine_.forget(*session);
+  if (!session->hello_done) {
+    MEMLOOM_LOG(kDebug, "store server: closed " << session->remote() << ": " << reason);
+    return;
+  }
+  if (session->rank >= 0 || !session->group.empty()) {
+    MEMLOOM_LOG(kInfo, "store server: rank " << session->rank << " of group '" << session->group
+                                             << "' (" << session->remote()
+                                             << ") is down: " << reason);
+  } else {
+    MEMLOOM_LOG(kDebug, "store server: client " << session->remote() << " left: " << reason);
+  }
+  engine_.announce_rank_down(session->rank, session->group);
+}
+
+void ServerImpl::dispatch(const std::shared_ptr<Session>& session, const FrameHeader& header,
+                          std::string&& payload) {
+  uint16_t type = header.type;
+  if (!protocol::is_request(type)) {
+    raise(Status::kCommunication,
+          "store protocol violation: message type " + std::to_string(type) + " is not a request");
+  }
+  bool is_hello = type == static_cast<uint16_t>(MessageType::kHello);
+  if (is_hello == session->hello_done) {
+    raise(Status::kCommunication, is_hello
+                                      ? "store protocol violation: a second hello"
+                                      : "store protocol violation: the first frame is " +
+                                            std::string(protocol::type_name(type)) + ", not hello");
+  }
+  PayloadReader reader(payload, protocol::type_name(type));
+  handle_request(session, type, header.request_id, reader);
+}
+
+void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_t type, uint64_t id,
+                                PayloadReader& reader) {
+  auto reply = [&](MessageType request) { return FrameWriter(protocol::reply_type(request), id); };
+  // Decoding errors above this call close the connection; refusals inside `run` become kError.
+  auto run = [&](auto&& operation) {
+    try {
+      operation();
+    } catch (const Error& refusal) {
+      session->send(FrameWriter(MessageType::kError, id)
+                        .u32(static_cast<uint32_t>(refusal.status()))
+                        .str(refusal.what())
+                        .finish());
+    }
+  };
+
+  switch (static_cast<MessageType>(type)) {
+    case MessageType::kHello: {
+      int64_t rank = reader.i64();
+      std::string group = reader.str();
+      uint64_t heartbeat_ms = reader.u64();
+      reader.finish();
+      if (group.size() > limits_.max_key_bytes) {
+        raise(Status::kCommunication,
+              "store protocol violation: the hello's group name is longer "
+              "than max_key_bytes");
+      }
+      session->hello_done = true;
+      session->rank = rank;
+      session->group = std::move(group);
+      if (heartbeat_ms > 0) {
+        session->set_heartbeat_timeout(std::chrono::milliseconds(
+            std::min<uint64_t>(heartbeat_ms, uint64_t{24} * 3600 * 1000)));
+      }
+      session->send(reply(MessageType::kHello)
+                        .u16(protocol::kVersion)
+                        .u64(limits_.max_frame_bytes)
+                        .u64(limits_.max_key_bytes)
+                        .u64(limits_.max_value_bytes)
+                        .finish());
+      return;
+    }
+    case MessageType::kHeartbeat:
+      reader.finish();
+      return session->send(reply(MessageType::kHeartbeat).finish());
+    case MessageType::kSet: {
+      std::string key = reader.str();
+      std::string value = reader.str();
+      reader.finish();
+      return run([&] {
+        engine_.set(key, std::move(value));
+        session->send(reply(MessageType::kSet).finish());
+      });
+    }
+    case MessageType::kGet: {
+      std::string key = reader.str();
+      uint64_t timeout_ms = reader.u64();
+      reader.finish();
+      auto timeout = std::chrono::milliseconds(std::min<uint64_t>(timeout_ms, INT32_MAX));
+      return run([&] { engine_.get(session, id, key, timeout); });
+    }
+    case MessageType::kAdd: {
+      std::string key = reader.str();
+      int64_t delta = reader.i64();
+      reader.finish();
+      return run(
+          [&] { session->send(reply(MessageType::kAdd).i64(engine_.add(key, delta)).finish()); });
+    }
+    case MessageType::kCompareAndSwap: {
+      std::string key = reader.str();
+      std::string expected = reader.str();
+      std::string desired = reader.str();
+      bool expected_missing = reader.boolean();
+      reader.finish();
+      return run([&] {
+        auto result = engine_.compare_and_swap(key, expected, std::move(desired), expected_missing);
+        session->send(reply(MessageType::kCompareAndSwap)
+                          .u8(result.swapped)
+                          .u8(result.current_exists)
+                          .str(result.current)
+                          .finish());
+      });
+    }
+    case MessageType::kAppend: {
+      std::string key = reader.str();
+      std::string value = reader.str();
+      reader.finish();
+      return run([&] {
+        session->send(reply(MessageType::kAppend).u64(engine_.append(key, value)).finish());
+      });
+    }
+    case MessageType::kRemove: {
+      std::string key = reader.str();
+      reader.finish();
+      return run(
+          [&] { session->send(reply(MessageType::kRemove).u8(engine_.remove(key)).finish()); });
+    }
+    case MessageType::kRemovePrefix: {
+      std::string prefix = reader.str();
+      reader.finish();
+      return run([&] {
+        session->send(
+            reply(MessageType::kRemovePrefix).u64(engine_.remove_prefix(prefix)).finish());
+      });
+    }
+    case MessageType::kWatchKey:
+    case MessageType::kWatchRankDown: {
+      uint64_t watch_id = reader.u64();
+      std::string name = reader.str();
+      reader.finish();
+      return run([&] {
+        if (type == static_cast<uint16_t>(MessageType::kWatchKey)) {
+          engine_.watch_key(session, watch_id, name);
+        } else {
+          engine_.watch_rank_down(session, watch_id, name);
+        }
+        session->send(reply(static_cast<MessageType>(type)).finish());
+      });
+    }
+    case MessageType::kUnwatch: {
+      uint64_t watch_id = reader.u64();
+      reader.finish();
+      engine_.unwatch(*session, watch_id);
+      return session->send(reply(MessageType::kUnwatch).finish());
+    }
+    case MessageType::kEvent:
+    case MessageType::kError:
+      break;
+  }
+  raise(Status::kCommunication,
+        "store protocol violation: unhandled message type " + std::to_string(type));
+}
+
+void ServerImpl::stop() {
+  std::lock_guard<std::mutex> lock(stop_mutex_);
+  if (stopped_) return;
+  stopped_ = true;
+  asio::post(io_, [this] {
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+    for (auto& [id, session] : sessions_) session->close("the server is stopping");
+    engine_.clear();
+    io_.stop();
+  });
+  if (thread_.joinable()) thread_.join();
+  // The I/O thread is gone: what is left is only touched here.
+  for (auto& [id, session] : sessions_) session->detach();
+  sessions_.clear();
+  engine_.clear();
+  connection_count_.store(0);
+}
+
+}  // namespace
+
+std::unique_ptr<Server> Server::start(const ServerOptions& options) {
+  return std::make_unique<ServerImpl>(options);
+}
+
+}  // namespace memloom::store

@@ -1,0 +1,280 @@
+#include "src/store/store_engine.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+
+#include "memloom/error.h"
+#include "src/store/client.h"
+
+namespace memloom::store {
+namespace {
+
+using protocol::FrameWriter;
+using protocol::MessageType;
+
+std::string event_frame(uint64_t watch_id, WatchEventKind kind, const std::string& key,
+                        const std::string& value, int64_t rank, const std::string& group) {
+  return FrameWriter(MessageType::kEvent, 0)
+      .u64(watch_id)
+      .u8(static_cast<uint8_t>(kind))
+      .str(key)
+      .str(value)
+      .i64(rank)
+      .str(group)
+      .finish();
+}
+
+int64_t parse_counter(const std::string& key, const std::string& text) {
+  int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
+    raise(Status::kInvalidValue, "store add: the value of '" + key +
+                                     "' is not a decimal integer: '" + text.substr(0, 64) +
+                                     (text.size() > 64 ? "...'" : "'"));
+  }
+  return value;
+}
+
+}  // namespace
+
+StoreEngine::StoreEngine(boost::asio::any_io_executor executor, protocol::Limits limits)
+    : executor_(std::move(executor)), limits_(limits) {}
+
+StoreEngine::~StoreEngine() {
+  clear();
+}
+
+void StoreEngine::check_key(const std::string& key) const {
+  if (key.size() > limits_.max_key_bytes) {
+    raise(Status::kInvalidInput, "store key of " + std::to_string(key.size()) +
+                                     " bytes exceeds the limit of " +
+                                     std::to_string(limits_.max_key_bytes));
+  }
+}
+
+void StoreEngine::check_value_size(size_t bytes, const std::string& key) const {
+  if (bytes > limits_.max_value_bytes) {
+    raise(Status::kInvalidInput, "store value of " + std::to_string(bytes) + " bytes for '" + key +
+                                     "' exceeds the limit of " +
+                                     std::to_string(limits_.max_value_bytes));
+  }
+}
+
+std::string StoreEngine::get_reply(uint64_t request_id, const std::string* value) {
+  return FrameWriter(protocol::reply_type(MessageType::kGet), request_id)
+      .u8(value != nullptr)
+      .str(value != nullptr ? *value : std::string())
+      .finish();
+}
+
+void StoreEngine::set(const std::string& key, std::string value) {
+  check_key(key);
+  check_value_size(value.size(), key);
+  auto& slot = table_[key];
+  slot = std::move(value);
+  on_changed(key, slot);
+}
+
+void StoreEngine::get(const std::shared_ptr<Peer>& peer, uint64_t request_id,
+                      const std::string& key, std::chrono::milliseconds timeout) {
+  check_key(key);
+  auto found = table_.find(key);
+  if (found != table_.end()) return peer->send(get_reply(request_id, &found->second));
+  if (timeout.count() <= 0) return peer->send(get_reply(request_id, nullptr));
+
+  uint64_t id = next_parked_id_++;
+  ParkedGet parked{peer, request_id, key, std::make_unique<boost::asio::steady_timer>(executor_)};
+  parked.timer->expires_after(timeout);
+  parked.timer->async_wait([this, id](const boost::system::error_code& error) {
+    if (!error) expire(id);
+  });
+  parked_.emplace(id, std::move(parked));
+  parked_by_key_.emplace(key, id);
+}
+
+void StoreEngine::expire(uint64_t parked_id) {
+  auto found = parked_.find(parked_id);
+  if (found == parked_.end()) return;  // answered by a write in the meantime
+  ParkedGet& parked = found->second;
+  auto [begin, end] = parked_by_key_.equal_range(parked.key);
+  for (auto it = begin; it != end; ++it) {
+    if (it->second == parked_id) {
+      parked_by_key_.erase(it);
+      break;
+    }
+  }
+  parked.peer->send(get_reply(parked.request_id, nullptr));
+  parked_.erase(found);
+}
+
+int64_t StoreEngine::add(const std::string& key, int64_t delta) {
+  check_key(key);
+  auto found = table_.find(key);
+  int64_t current = found == table_.end() ? 0 : parse_counter(key, found->second);
+  int64_t result = 0;
+  if (__builtin_add_overflow(current, delta, &result)) {
+    raise(Status::kInvalidValue, "store add: '" + key + "' would overflow int64 (" +
+                                     std::to_string(current) + " + " + std::to_string(delta) + ")");
+  }
+  auto& slot = table_[key];
+  slot = std::to_string(result);
+  on_changed(key, slot);
+  return result;
+}
+
+CompareAndSwapResult StoreEngine::compare_and_swap(const std::string& key,
+                                                   const std::string& expected, std::string desired,
+                                                   bool expected_missing) {
+  check_key(key);
+  check_value_size(desired.size(), key);
+  CompareAndSwapResult result;
+  auto found = table_.find(key);
+  bool matches =
+      expected_missing ? found == table_.end() : found != table_.end() && found->second == expected;
+  if (!matches) {
+    result.current_exists = found != table_.end();
+    if (result.current_exists) result.current = found->second;
+    return result;
+  }
+  auto& slot = table_[key];
+  slot = std::move(desired);
+  result.swapped = true;
+  result.current_exists = true;
+  result.current = slot;
+  on_changed(key, slot);
+  return result;
+}
+
+size_t StoreEngine::append(const std::string& key, const std::string& value) {
+  check_key(key);
+  auto found = table_.find(key);
+  size_t old_size = found == table_.end() ? 0 : found->second.size();
+  check_value_size(old_size + value.size(), key);
+  auto& slot = table_[key];
+  slot.append(value);
+  on_changed(key, slot);
+  return slot.size();
+}
+
+bool StoreEngine::remove(const std::string& key) {
+  check_key(key);
+  if (table_.erase(key) == 0) return false;
+  on_removed(key);
+  return true;
+}
+
+size_t StoreEngine::remove_prefix(const std::string& prefix) {
+  check_key(prefix);
+  std::vector<std::string> removed;
+  auto it = table_.lower_bound(prefix);
+  while (it != table_.end() && it->first.compare(0, prefix.size(), prefix) == 0) {
+    removed.push_back(it->first);
+    it = table_.erase(it);
+  }
+  for (const auto& key : removed) on_removed(key);
+  return removed.size();
+}
+
+void StoreEngine::on_changed(const std::string& key, const std::string& value) {
+  auto [begin, end] = parked_by_key_.equal_range(key);
+  for (auto it = begin; it != end; ++it) {
+    auto parked = parked_.find(it->second);
+    if (parked == parked_.end()) continue;
+    parked->second.peer->send(get_reply(parked->second.request_id, &value));
+    parked_.erase(parked);  // destroying the timer cancels it
+  }
+  parked_by_key_.erase(key);
+
+  auto watches = key_watches_.find(key);
+  if (watches == key_watches_.end()) return;
+  for (const Watch& watch : watches->second) {
+    watch.peer->send(event_frame(watch.watch_id, WatchEventKind::kChanged, key, value, -1, ""));
+  }
+}
+
+void StoreEngine::on_removed(const std::string& key) {
+  auto watches = key_watches_.find(key);
+  if (watches == key_watches_.end()) return;
+  for (const Watch& watch : watches->second) {
+    watch.peer->send(event_frame(watch.watch_id, WatchEventKind::kRemoved, key, "", -1, ""));
+  }
+}
+
+void StoreEngine::register_watch(const std::shared_ptr<Peer>& peer, uint64_t watch_id,
+                                 WatchTarget target, const std::string& name) {
+  check_key(name);
+  WatchIndexKey index_key{peer->peer_id(), watch_id};
+  if (watch_index_.count(index_key) != 0) {
+    raise(Status::kInvalidInput, "store watch id " + std::to_string(watch_id) + " is in use");
+  }
+  auto& watches = target == WatchTarget::kKey ? key_watches_ : group_watches_;
+  watches[name].push_back(Watch{peer, watch_id});
+  watch_index_.emplace(index_key, WatchIndexEntry{target, name});
+}
+
+void StoreEngine::watch_key(const std::shared_ptr<Peer>& peer, uint64_t watch_id,
+                            const std::string& key) {
+  register_watch(peer, watch_id, WatchTarget::kKey, key);
+}
+
+void StoreEngine::watch_rank_down(const std::shared_ptr<Peer>& peer, uint64_t watch_id,
+                                  const std::string& group) {
+  register_watch(peer, watch_id, WatchTarget::kGroup, group);
+}
+
+void StoreEngine::unwatch(const Peer& peer, uint64_t watch_id) {
+  auto index = watch_index_.find({peer.peer_id(), watch_id});
+  if (index == watch_index_.end()) return;  // unknown ids are ignored: unwatch is idempotent
+  auto& watches = index->second.target == WatchTarget::kKey ? key_watches_ : group_watches_;
+  auto list = watches.find(index->second.name);
+  if (list != watches.end()) {
+    std::erase_if(list->second, [&](const Watch& watch) {
+      return watch.watch_id == watch_id && watch.peer->peer_id() == peer.peer_id();
+    });
+    if (list->second.empty()) watches.erase(list);
+  }
+  watch_index_.erase(index);
+}
+
+void StoreEngine::announce_rank_down(int64_t rank, const std::string& group) {
+  auto watches = group_watches_.find(group);
+  if (watches == group_watches_.end()) return;
+  for (const Watch& watch : watches->second) {
+    watch.peer->send(event_frame(watch.watch_id, WatchEventKind::kRankDown, "", "", rank, group));
+  }
+}
+
+void StoreEngine::forget(const Peer& peer) {
+  uint64_t id = peer.peer_id();
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    if (it->second.peer->peer_id() != id) {
+      ++it;
+      continue;
+    }
+    auto [begin, end] = parked_by_key_.equal_range(it->second.key);
+    for (auto entry = begin; entry != end; ++entry) {
+      if (entry->second == it->first) {
+        parked_by_key_.erase(entry);
+        break;
+      }
+    }
+    it = parked_.erase(it);
+  }
+  auto first = watch_index_.lower_bound({id, 0});
+  std::vector<uint64_t> watch_ids;
+  for (auto it = first; it != watch_index_.end() && it->first.first == id; ++it) {
+    watch_ids.push_back(it->first.second);
+  }
+  for (uint64_t watch_id : watch_ids) unwatch(peer, watch_id);
+}
+
+void StoreEngine::clear() {
+  parked_.clear();
+  parked_by_key_.clear();
+  key_watches_.clear();
+  group_watches_.clear();
+  watch_index_.clear();
+}
+
+}  // namespace memloom::store

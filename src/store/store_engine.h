@@ -1,0 +1,109 @@
+// The server's state and semantics, apart from sockets and framing: the key/value table, gets
+// parked until their key appears, key watches and rank-down watches. Single-threaded: the server
+// calls it only from its I/O thread. Requests that break a limit throw memloom::Error, which the
+// server turns into a kError reply (the connection stays up).
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "src/store/protocol.h"
+
+namespace memloom::store {
+
+// One connected client, as the engine sees it: something frames can be sent to.
+class Peer {
+ public:
+  virtual ~Peer() = default;
+  virtual uint64_t peer_id() const = 0;
+  virtual void send(std::string frame) = 0;
+};
+
+struct CompareAndSwapResult {
+  bool swapped = false;
+  bool current_exists = false;
+  std::string current;
+};
+
+class StoreEngine {
+ public:
+  StoreEngine(boost::asio::any_io_executor executor, protocol::Limits limits);
+  ~StoreEngine();
+  StoreEngine(const StoreEngine&) = delete;
+  StoreEngine& operator=(const StoreEngine&) = delete;
+
+  void set(const std::string& key, std::string value);
+  // Replies to (peer, request_id) now if the key exists or timeout is 0, else parks the request
+  // until a write creates the key or the timeout passes (then replies "not found").
+  void get(const std::shared_ptr<Peer>& peer, uint64_t request_id, const std::string& key,
+           std::chrono::milliseconds timeout);
+  int64_t add(const std::string& key, int64_t delta);
+  CompareAndSwapResult compare_and_swap(const std::string& key, const std::string& expected,
+                                        std::string desired, bool expected_missing);
+  size_t append(const std::string& key, const std::string& value);
+  bool remove(const std::string& key);
+  size_t remove_prefix(const std::string& prefix);
+
+  void watch_key(const std::shared_ptr<Peer>& peer, uint64_t watch_id, const std::string& key);
+  void watch_rank_down(const std::shared_ptr<Peer>& peer, uint64_t watch_id,
+                       const std::string& group);
+  void unwatch(const Peer& peer, uint64_t watch_id);
+
+  // Tells every rank-down watcher of `group` that `rank` is gone.
+  void announce_rank_down(int64_t rank, const std::string& group);
+  // Drops everything the peer registered (its parked gets and watches) once it disconnected.
+  void forget(const Peer& peer);
+  // Drops all peers and parked gets (server shutdown).
+  void clear();
+
+  size_t key_count() const { return table_.size(); }
+  size_t parked_count() const { return parked_.size(); }
+
+  static std::string get_reply(uint64_t request_id, const std::string* value);
+
+ private:
+  struct ParkedGet {
+    std::shared_ptr<Peer> peer;
+    uint64_t request_id = 0;
+    std::string key;
+    std::unique_ptr<boost::asio::steady_timer> timer;
+  };
+  struct Watch {
+    std::shared_ptr<Peer> peer;
+    uint64_t watch_id = 0;
+  };
+  enum class WatchTarget { kKey, kGroup };
+  struct WatchIndexEntry {
+    WatchTarget target;
+    std::string name;
+  };
+  using WatchIndexKey = std::pair<uint64_t, uint64_t>;  // (peer id, watch id)
+
+  void check_key(const std::string& key) const;
+  void check_value_size(size_t bytes, const std::string& key) const;
+  // Called after every write: answers parked gets and notifies key watchers.
+  void on_changed(const std::string& key, const std::string& value);
+  void on_removed(const std::string& key);
+  void expire(uint64_t parked_id);
+  void register_watch(const std::shared_ptr<Peer>& peer, uint64_t watch_id, WatchTarget target,
+                      const std::string& name);
+
+  boost::asio::any_io_executor executor_;
+  protocol::Limits limits_;
+  std::map<std::string, std::string> table_;  // ordered, for remove_prefix
+  uint64_t next_parked_id_ = 1;
+  std::map<uint64_t, ParkedGet> parked_;
+  std::unordered_multimap<std::string, uint64_t> parked_by_key_;
+  std::unordered_map<std::string, std::vector<Watch>> key_watches_;
+  std::unordered_map<std::string, std::vector<Watch>> group_watches_;
+  std::map<WatchIndexKey, WatchIndexEntry> watch_index_;
+};
+
+}  // namespace memloom::store
