@@ -7,5 +7,4 @@ bash ci/install-deps.sh
 MEMLOOM_BUILD_TYPE=Release bash ci/build.sh -DMEMLOOM_BUILD_TESTS=OFF
 build_dir="${MEMLOOM_BUILD_DIR:-build}"
 export MEMLOOM_BACKEND=emulated
-exec "$build_dir/memloom-run" -n 4 --nodes 2 --timeout 120 -- \
-  "$build_dir/examples/wholememory_hello/wholememory_hello"
+exec "$build_dir/bin/memloom-run" -n 4 --nodes 2 --timeout 120 -- "$build_dir/bin/wholememory_hello"

@@ -1,0 +1,154 @@
+#include "src/wholememory/runtime.h"
+
+#include <cstdlib>
+
+#include "memloom/error.h"
+#include "src/core/environment.h"
+#include "src/core/log.h"
+
+namespace memloom::wholememory {
+namespace {
+
+// Handle values start high and step by 16 so they look like (and never equal) small integers or
+// each other; they are never reused within a process, so a stale handle stays invalid.
+constexpr uintptr_t kFirstId = 0x57000;
+constexpr uintptr_t kIdStep = 16;
+
+std::string hex(uintptr_t value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%#lx", static_cast<unsigned long>(value));
+  return text;
+}
+
+}  // namespace
+
+Runtime& Runtime::instance() {
+  // Never destroyed: tearing down mappings and groups from a static destructor would race with the
+  // backend's own static teardown. finalize() releases everything explicitly.
+  static Runtime* runtime = new Runtime();
+  return *runtime;
+}
+
+void Runtime::initialize() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  initialized_ = true;
+}
+
+void Runtime::finalize() {
+  std::map<uintptr_t, Allocation> allocations;
+  std::map<uintptr_t, std::shared_ptr<Communicator>> comms;
+  std::map<std::string, std::shared_ptr<store::Client>> clients;
+  std::unique_ptr<store::Server> server;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    allocations.swap(allocations_);
+    comms.swap(comms_);
+    clients.swap(clients_);
+    server.swap(server_);
+    initialized_ = false;
+  }
+  // Outside the lock, in dependency order: memory, then communicators, clients, the store.
+  allocations.clear();
+  comms.clear();
+  clients.clear();
+  server.reset();
+}
+
+void Runtime::require_initialized() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!initialized_) raise(Status::kLogic, "wholememory_init has not been called");
+}
+
+std::string Runtime::store_url_for_new_id() {
+  const std::string configured = core::Environment::read().store_url;
+  if (!configured.empty()) return configured;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!server_) {
+    // Listen where other nodes reach this process (MEMLOOM_HOST_ADDR), loopback by default.
+    store::ServerOptions options;
+    const char* host = std::getenv("MEMLOOM_HOST_ADDR");
+    if (host != nullptr && *host != '\0') {
+      const std::string address = host;
+      const bool ipv6 = address.find(':') != std::string::npos && address.front() != '[';
+      options.listen_url = "tcp://" + (ipv6 ? "[" + address + "]" : address) + ":0";
+    }
+    server_ = store::Server::start(options);
+    MEMLOOM_LOG(kInfo, "WholeMemory: hosting the config store at " << server_->url());
+  }
+  return server_->url();
+}
+
+std::shared_ptr<store::Client> Runtime::store_client(const std::string& url) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = clients_.find(url);
+    if (found != clients_.end() && found->second->connected()) return found->second;
+  }
+  // Connecting may wait for the store; do not hold the lock meanwhile.
+  std::shared_ptr<store::Client> client = store::Client::connect(url);
+  std::lock_guard<std::mutex> lock(mutex_);
+  clients_[url] = client;
+  return client;
+}
+
+uintptr_t Runtime::next_id_locked() {
+  last_id_ = last_id_ == 0 ? kFirstId : last_id_ + kIdStep;
+  return last_id_;
+}
+
+wholememory_comm_t Runtime::add_comm(std::shared_ptr<Communicator> comm) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uintptr_t id = next_id_locked();
+  comms_.emplace(id, std::move(comm));
+  return reinterpret_cast<wholememory_comm_t>(id);
+}
+
+std::shared_ptr<Communicator> Runtime::comm(wholememory_comm_t handle) const {
+  MEMLOOM_CHECK_ARG(handle != nullptr, "the communicator is null");
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = comms_.find(reinterpret_cast<uintptr_t>(handle));
+  if (found == comms_.end()) {
+    raise(Status::kInvalidInput,
+          "communicator " + hex(reinterpret_cast<uintptr_t>(handle)) +
+              " is not a live communicator (destroyed, finalized or garbage)");
+  }
+  return found->second;
+}
+
+void Runtime::remove_comm(wholememory_comm_t handle) {
+  std::shared_ptr<Communicator> removed;  // destroyed outside the lock
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = comms_.find(reinterpret_cast<uintptr_t>(handle));
+  if (found == comms_.end()) return;
+  removed = std::move(found->second);
+  comms_.erase(found);
+}
+
+wholememory_handle_t Runtime::add_allocation(Allocation allocation) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uintptr_t id = next_id_locked();
+  allocations_.emplace(id, std::move(allocation));
+  return reinterpret_cast<wholememory_handle_t>(id);
+}
+
+Allocation Runtime::allocation(wholememory_handle_t handle) const {
+  MEMLOOM_CHECK_ARG(handle != nullptr, "the WholeMemory handle is null");
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = allocations_.find(reinterpret_cast<uintptr_t>(handle));
+  if (found == allocations_.end()) {
+    raise(Status::kInvalidInput, "WholeMemory handle " + hex(reinterpret_cast<uintptr_t>(handle)) +
+                                     " is not a live allocation (freed, finalized or garbage)");
+  }
+  return found->second;
+}
+
+void Runtime::remove_allocation(wholememory_handle_t handle) {
+  Allocation removed;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = allocations_.find(reinterpret_cast<uintptr_t>(handle));
+  if (found == allocations_.end()) return;
+  removed = std::move(found->second);
+  allocations_.erase(found);
+}
+
+}  // namespace memloom::wholememory

@@ -1,0 +1,66 @@
+// The process-wide state behind the WholeMemory C API: whether it is initialised, the config store
+// this process hosts, one store client per store, and the registries that turn opaque C handles
+// into objects. Handles are registry ids, never pointers, so a freed or garbage handle is
+// recognised and refused instead of being dereferenced.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "src/store/client.h"
+#include "src/store/server.h"
+#include "src/wholememory/communicator.h"
+#include "src/wholememory/memory_handle.h"
+#include "wholememory/wholememory.h"
+
+namespace memloom::wholememory {
+
+// A live allocation and the communicator handles it hands out.
+struct Allocation {
+  std::shared_ptr<MemoryHandle> memory;
+  wholememory_comm_t comm = nullptr;        // the communicator passed to wholememory_malloc
+  wholememory_comm_t local_comm = nullptr;  // HIERARCHY only
+  wholememory_comm_t cross_comm = nullptr;  // HIERARCHY only
+};
+
+class Runtime {
+ public:
+  static Runtime& instance();
+
+  void initialize();
+  // Drops every allocation and communicator of this process (locally) and stops the hosted store.
+  void finalize();
+  // Throws kLogic when wholememory_init has not been called.
+  void require_initialized() const;
+
+  // The store a new unique id names: MEMLOOM_STORE_URL, else a store this process starts (once)
+  // at MEMLOOM_HOST_ADDR (default 127.0.0.1), any free port, and keeps until finalize.
+  std::string store_url_for_new_id();
+  std::shared_ptr<store::Client> store_client(const std::string& url);
+
+  wholememory_comm_t add_comm(std::shared_ptr<Communicator> comm);
+  // Throws kInvalidInput for a handle that is not a live communicator.
+  std::shared_ptr<Communicator> comm(wholememory_comm_t handle) const;
+  void remove_comm(wholememory_comm_t handle);
+
+  wholememory_handle_t add_allocation(Allocation allocation);
+  // Throws kInvalidInput for a handle that is not a live allocation.
+  Allocation allocation(wholememory_handle_t handle) const;
+  void remove_allocation(wholememory_handle_t handle);
+
+ private:
+  Runtime() = default;
+  uintptr_t next_id_locked();
+
+  mutable std::mutex mutex_;
+  bool initialized_ = false;
+  std::unique_ptr<store::Server> server_;
+  std::map<std::string, std::shared_ptr<store::Client>> clients_;
+  uintptr_t last_id_ = 0;
+  std::map<uintptr_t, std::shared_ptr<Communicator>> comms_;
+  std::map<uintptr_t, Allocation> allocations_;
+};
+
+}  // namespace memloom::wholememory
