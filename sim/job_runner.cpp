@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "memloom/error.h"
 #include "sim/exit_codes.h"
+#include "sim/inherited_fds.h"
 #include "sim/job_cleanup.h"
 #include "sim/job_supervisor.h"
 #include "sim/launcher_signals.h"
@@ -63,6 +65,8 @@ void ensure_descriptor_limit(int ranks) {
 }
 
 int run_job_or_throw(const LaunchOptions& options) {
+  // First, before the launcher opens anything of its own.
+  const std::vector<FdRange> private_fds = fds_not_inherited(open_fds_above_stderr());
   std::string program_path;
   try {
     program_path = find_program(options.command.front());
@@ -95,7 +99,7 @@ int run_job_or_throw(const LaunchOptions& options) {
 
   JobOutcome outcome;
   {
-    JobSupervisor supervisor(options, identity, program_path, signals);
+    JobSupervisor supervisor(options, identity, program_path, signals, private_fds);
     outcome = supervisor.run();
   }
   if (!outcome.report.empty()) print_error(outcome.report);

@@ -1,6 +1,7 @@
 #include "sim/job_supervisor.h"
 
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,11 +51,22 @@ std::vector<std::string> current_environment() {
 }  // namespace
 
 JobSupervisor::JobSupervisor(const LaunchOptions& options, const JobIdentity& identity,
-                             std::string program_path, LauncherSignals& signals)
+                             std::string program_path, LauncherSignals& signals,
+                             std::vector<FdRange> private_fds)
     : options_(options),
       identity_(identity),
       program_path_(std::move(program_path)),
-      signals_(signals) {}
+      signals_(signals),
+      private_fds_(std::move(private_fds)) {
+  // Bounds the fallback of mark_close_on_exec on kernels without CLOSE_RANGE_CLOEXEC.
+  constexpr rlim_t kCap = 1u << 20;
+  rlimit limit{};
+  rlim_t open_max = kCap;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    open_max = std::min<rlim_t>(limit.rlim_cur, kCap);
+  }
+  max_fd_ = static_cast<unsigned>(open_max > 0 ? open_max - 1 : 0);
+}
 
 JobSupervisor::~JobSupervisor() {
   // RankProcess's destructor kills and reaps; kill all first so they die together.
@@ -92,6 +104,8 @@ void JobSupervisor::spawn_ranks() {
     request.environment = merge_environment(base_environment, rank_variables(placement, identity_));
     request.capture_output = options_.tag_output;
     request.child_signal_mask = signals_.original_mask();
+    request.close_on_exec = private_fds_;
+    request.max_fd = max_fd_;
     ranks_.push_back(RankProcess::spawn(request));
     if (options_.tag_output) {
       std::string prefix = "[rank " + std::to_string(rank) + "] ";

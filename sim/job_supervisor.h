@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/inherited_fds.h"
 #include "sim/launch_options.h"
 #include "sim/launcher_signals.h"
 #include "sim/output_prefixer.h"
@@ -30,8 +31,9 @@ class JobSupervisor {
  public:
   // program_path: the resolved PROGRAM (see find_program). The supervisor writes the ranks'
   // output to its own stdout/stderr.
+  // private_fds: the launcher's own descriptors, kept from the ranks (see inherited_fds.h).
   JobSupervisor(const LaunchOptions& options, const JobIdentity& identity, std::string program_path,
-                LauncherSignals& signals);
+                LauncherSignals& signals, std::vector<FdRange> private_fds);
   ~JobSupervisor();  // any rank still alive (after an exception) is killed and reaped
 
   // Starts the ranks and supervises them until every one has ended. Throws memloom::Error if a
@@ -72,6 +74,8 @@ class JobSupervisor {
   JobIdentity identity_;
   std::string program_path_;
   LauncherSignals& signals_;
+  std::vector<FdRange> private_fds_;
+  unsigned max_fd_ = 1023;
 
   std::vector<std::unique_ptr<RankProcess>> ranks_;
   std::vector<RankOutput> outputs_;

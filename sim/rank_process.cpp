@@ -74,6 +74,7 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
     ::dup2(stdout_write, STDOUT_FILENO);
     ::dup2(stderr_write, STDERR_FILENO);
   }
+  mark_close_on_exec(request.close_on_exec, request.max_fd);
   ::execve(request.program_path.c_str(), argv, envp);
   int error = errno;
   ssize_t ignored = ::write(error_write, &error, sizeof(error));

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/inherited_fds.h"
+
 namespace memloom::sim {
 
 struct RankSpawnRequest {
@@ -19,6 +21,8 @@ struct RankSpawnRequest {
   std::vector<std::string> environment;  // "NAME=value" entries
   bool capture_output = true;            // stdout/stderr go to pipes the launcher reads
   sigset_t child_signal_mask{};          // restored in the child before exec
+  std::vector<FdRange> close_on_exec;    // launcher-private descriptors (see inherited_fds.h)
+  unsigned max_fd = 1023;                // the highest descriptor number that may be open
 };
 
 class RankProcess {

@@ -1,7 +1,9 @@
 #include "hw/emulated/cpu_kernel_runner.h"
 
 #include <array>
+#include <cstddef>
 #include <string>
+#include <type_traits>
 
 #include "memloom/error.h"
 #include "src/ops/fill_kernel.h"
@@ -17,8 +19,10 @@ void run_range_of(const void* args, size_t begin, size_t end) {
 
 template <class Kernel>
 constexpr CpuKernel make_cpu_kernel(const char* name, size_t min_chunk) {
-  return CpuKernel{name, sizeof(typename Kernel::Args), alignof(typename Kernel::Args), min_chunk,
-                   &run_range_of<Kernel>};
+  // Streams keep launch arguments in max_align_t storage.
+  static_assert(alignof(typename Kernel::Args) <= alignof(std::max_align_t));
+  static_assert(std::is_trivially_copyable_v<typename Kernel::Args>);
+  return CpuKernel{name, sizeof(typename Kernel::Args), min_chunk, &run_range_of<Kernel>};
 }
 
 // Indexed by KernelId; the static_assert keeps it in step with hw/hal/kernels.h.

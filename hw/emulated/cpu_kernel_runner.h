@@ -11,8 +11,7 @@ namespace memloom::emulated {
 
 struct CpuKernel {
   const char* name;
-  size_t args_size;   // sizeof the kernel's Args; a launch must pass exactly this many bytes
-  size_t args_align;  // alignof the kernel's Args
+  size_t args_size;  // sizeof the kernel's Args; a launch must pass exactly this many bytes
   size_t
       min_chunk;  // items per chunk below which splitting across threads costs more than it saves
   void (*run_range)(const void* args, size_t begin, size_t end);

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -54,11 +56,37 @@ class FdCloser {
   raise_errno(what + " of " + format_bytes(size), error);
 }
 
+// MemAvailable of /proc/meminfo in bytes, or SIZE_MAX when it cannot be read.
+size_t host_memory_available() {
+  FILE* file = std::fopen("/proc/meminfo", "re");
+  if (file == nullptr) return SIZE_MAX;
+  char line[256];
+  size_t kib = SIZE_MAX;
+  while (std::fgets(line, sizeof(line), file) != nullptr) {
+    unsigned long long value = 0;
+    if (std::sscanf(line, "MemAvailable: %llu kB", &value) == 1) {
+      kib = static_cast<size_t>(value);
+      break;
+    }
+  }
+  std::fclose(file);
+  return kib == SIZE_MAX ? SIZE_MAX : kib * 1024;
+}
+
 }  // namespace
 
 std::unique_ptr<MemfdSegment> MemfdSegment::create(hal::MemoryKind kind, int device, size_t size,
                                                    std::shared_ptr<CapacityCharge> charge) {
   // The name only shows in /proc/<pid>/fd and /proc/<pid>/maps, where it helps debugging.
+  // Committing memory the host does not have would not fail cleanly: the kernel would keep
+  // reclaiming and end in the OOM killer. Refuse what cannot fit up front.
+  const size_t available = host_memory_available();
+  if (size > available) {
+    raise(Status::kOutOfMemory, "cannot allocate " + format_bytes(size) + " of emulated " +
+                                    (kind == hal::MemoryKind::kDevice ? "device" : "host") +
+                                    " memory: the host has " + format_bytes(available) +
+                                    " available");
+  }
   const std::string name = kind == hal::MemoryKind::kDevice ? "memloom-dev" + std::to_string(device)
                                                             : std::string("memloom-host");
   const int raw = ::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING);

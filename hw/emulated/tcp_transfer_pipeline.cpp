@@ -129,9 +129,11 @@ void run_transfer(int fd, std::vector<TransferBatch>& batches, const std::string
   IovCursor sending;
   bool sending_started = false;
   // The answer being received.
-  enum class Phase { kHeader, kMessage, kPayload } phase = Phase::kHeader;
+  enum class Phase { kHeader, kMessage, kPayload, kTrailer } phase = Phase::kHeader;
   wire::ResponseHeader response{};
   size_t header_got = 0;
+  wire::ResponseTrailer trailer{};
+  size_t trailer_got = 0;
   std::string message;
   size_t message_got = 0;
   IovCursor receiving;
@@ -179,12 +181,15 @@ void run_transfer(int fd, std::vector<TransferBatch>& batches, const std::string
                    sizeof(response) - header_got, MSG_DONTWAIT);
       } else if (phase == Phase::kMessage) {
         n = ::recv(fd, message.data() + message_got, message.size() - message_got, MSG_DONTWAIT);
-      } else {
+      } else if (phase == Phase::kPayload) {
         iovec slice[kMaxIovPerCall];
         msghdr header{};
         header.msg_iov = slice;
         header.msg_iovlen = receiving.slice(slice);
         n = ::recvmsg(fd, &header, MSG_DONTWAIT);
+      } else {
+        n = ::recv(fd, reinterpret_cast<char*>(&trailer) + trailer_got,
+                   sizeof(trailer) - trailer_got, MSG_DONTWAIT);
       }
       if (n == 0) connection_failed(peer, "the peer closed the connection");
       if (n < 0) {
@@ -211,15 +216,21 @@ void run_transfer(int fd, std::vector<TransferBatch>& batches, const std::string
         } else {
           receiving = IovCursor{&batches[answered].receive, 0, 0};
           receiving.advance(0);
-          phase = Phase::kPayload;
-          batch_done = receiving.done();
+          phase = receiving.done() ? Phase::kTrailer : Phase::kPayload;
+          trailer_got = 0;
         }
       } else if (phase == Phase::kMessage) {
         message_got += static_cast<size_t>(n);
         batch_done = message_got == message.size();
-      } else {
+      } else if (phase == Phase::kPayload) {
         receiving.advance(static_cast<size_t>(n));
-        batch_done = receiving.done();
+        if (receiving.done()) phase = Phase::kTrailer;
+      } else {
+        trailer_got += static_cast<size_t>(n);
+        if (trailer_got == sizeof(trailer)) {
+          if (trailer.batch_id != batches[answered].id) connection_failed(peer, "malformed answer");
+          batch_done = true;
+        }
       }
       if (!batch_done) continue;
       if (response.status != 0 && refused_status == Status::kSuccess) {

@@ -195,7 +195,8 @@ bool TcpTransportServer::answer(int connection) {
                                         : wire::write_exact(connection, memory, op.bytes, stall);
     if (!ok) return false;
   }
-  return true;
+  wire::ResponseTrailer trailer{request.batch_id};
+  return wire::write_exact(connection, &trailer, sizeof(trailer), stall);
 }
 
 }  // namespace memloom::emulated

@@ -50,6 +50,10 @@ struct ResponseHeader {
   uint64_t read_bytes;
 };
 
+struct ResponseTrailer {
+  uint64_t batch_id;
+};
+
 struct Endpoint {
   sockaddr_storage address{};
   socklen_t length = 0;

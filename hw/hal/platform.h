@@ -9,6 +9,7 @@
 #include "hw/hal/memory_domain.h"
 #include "hw/hal/stream.h"
 #include "hw/hal/transport.h"
+#include "memloom/error.h"
 
 namespace memloom::hal {
 
@@ -24,6 +25,12 @@ class Platform {
 
   virtual MemoryDomain& memory_domain() = 0;
   virtual std::unique_ptr<Stream> create_stream(int device) = 0;
+  // A Stream over one the caller owns and keeps alive (an API's user-supplied stream): a
+  // cudaStream_t on the CUDA backend. The returned object never destroys it.
+  virtual std::unique_ptr<Stream> adopt_stream(void* native_handle) {
+    (void)native_handle;
+    raise(Status::kNotSupported, name() + " backend: adopting a native stream is not supported");
+  }
   // Collective: every member of `group` calls it with the same spec.
   virtual std::unique_ptr<Collectives> create_collectives(const GroupSpec& group,
                                                           Bootstrap& bootstrap,

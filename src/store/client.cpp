@@ -94,7 +94,6 @@ class ClientImpl : public Client {
   std::shared_ptr<FrameChannel<tcp::socket>> channel_;  // I/O thread only
   asio::steady_timer connect_timer_{io_};               // I/O thread only
   asio::steady_timer heartbeat_timer_{io_};             // I/O thread only
-  Clock::time_point last_frame_;                        // I/O thread only
   std::optional<tcp::socket> connecting_;               // I/O thread only
   std::string connect_error_;                           // I/O thread only
   std::promise<void> connect_result_;
@@ -307,7 +306,6 @@ void ClientImpl::on_connected(tcp::socket socket) {
   boost::system::error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
   channel_ = std::make_shared<FrameChannel<tcp::socket>>(std::move(socket), kHandshakeFrameBytes);
-  last_frame_ = Clock::now();
   channel_->start([this](const FrameHeader& header,
                          std::string&& payload) { on_frame(header, std::move(payload)); },
                   [this](const std::string& reason) { on_closed(reason); });
@@ -321,7 +319,6 @@ void ClientImpl::on_connected(tcp::socket socket) {
 }
 
 void ClientImpl::on_frame(const FrameHeader& header, std::string&& payload) {
-  last_frame_ = Clock::now();
   if (header.type == static_cast<uint16_t>(MessageType::kEvent)) {
     PayloadReader reader(payload, "event");
     WatchId id = reader.u64();
@@ -368,7 +365,7 @@ void ClientImpl::on_closed(const std::string& reason) {
 void ClientImpl::heartbeat_tick() {
   if (!channel_ || !channel_->is_open()) return;
   // The server answers every heartbeat, so silence means it is gone or frozen.
-  auto silence = Clock::now() - last_frame_;
+  auto silence = Clock::now() - channel_->last_activity();
   if (silence > options_.heartbeat_timeout + options_.heartbeat_interval) {
     return channel_->close(
         "the server sent nothing for " +

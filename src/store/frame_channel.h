@@ -7,6 +7,8 @@
 // client). Asynchronous operations hold a shared_ptr to the channel, so it lives until they end.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -22,6 +24,9 @@ namespace memloom::store {
 template <class Stream>
 class FrameChannel : public std::enable_shared_from_this<FrameChannel<Stream>> {
  public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr size_t kReadChunkBytes = size_t{1} << 20;
+
   // A complete, header-checked frame. Throwing memloom::Error from it closes the channel with
   // the error's message (that is how payload decoding errors end a connection).
   using FrameHandler = std::function<void(const protocol::FrameHeader&, std::string&& payload)>;
@@ -71,6 +76,9 @@ class FrameChannel : public std::enable_shared_from_this<FrameChannel<Stream>> {
   }
 
   bool is_open() const { return !closed_; }
+  // When the last header or payload chunk arrived (or the channel started): liveness checks use
+  // it, so a peer busy sending one large frame is not mistaken for a silent one.
+  Clock::time_point last_activity() const { return last_activity_; }
   size_t queued_bytes() const { return queued_bytes_; }
   void set_max_incoming_frame_bytes(size_t bytes) { max_incoming_ = bytes; }
   Stream& stream() { return stream_; }
@@ -82,6 +90,7 @@ class FrameChannel : public std::enable_shared_from_this<FrameChannel<Stream>> {
         [self = this->shared_from_this()](const boost::system::error_code& error, size_t) {
           if (self->closed_) return;
           if (error) return self->close(describe_read_error(error, "a frame header"));
+          self->last_activity_ = Clock::now();
           try {
             self->header_ = protocol::decode_header(self->header_bytes_, self->max_incoming_);
           } catch (const Error& violation) {
@@ -91,24 +100,41 @@ class FrameChannel : public std::enable_shared_from_this<FrameChannel<Stream>> {
         });
   }
 
+  // The payload is read in chunks and the buffer grows as bytes arrive, so a header that only
+  // claims a large frame costs no memory, and a large frame in transit counts as activity.
   void read_payload() {
-    payload_.resize(header_.payload_bytes);
+    payload_.clear();
+    if (header_.payload_bytes == 0) return deliver();
+    read_payload_chunk();
+  }
+
+  void read_payload_chunk() {
+    size_t offset = payload_.size();
+    size_t chunk = std::min(kReadChunkBytes, header_.payload_bytes - offset);
+    payload_.resize(offset + chunk);
     boost::asio::async_read(
-        stream_, boost::asio::buffer(payload_),
+        stream_, boost::asio::buffer(payload_.data() + offset, chunk),
         [self = this->shared_from_this()](const boost::system::error_code& error, size_t) {
           if (self->closed_) return;
           if (error == boost::asio::error::eof) {
             return self->close("the peer closed the connection in the middle of a frame");
           }
           if (error) return self->close(describe_read_error(error, "a frame payload"));
-          try {
-            self->on_frame_(self->header_, std::move(self->payload_));
-          } catch (const Error& failure) {
-            return self->close(failure.what());
-          }
-          self->payload_.clear();
-          if (!self->closed_) self->read_header();
+          self->last_activity_ = Clock::now();
+          if (self->payload_.size() < self->header_.payload_bytes)
+            return self->read_payload_chunk();
+          self->deliver();
         });
+  }
+
+  void deliver() {
+    try {
+      on_frame_(header_, std::move(payload_));
+    } catch (const Error& failure) {
+      return close(failure.what());
+    }
+    payload_.clear();
+    if (!closed_) read_header();
   }
 
   void write_next() {
@@ -138,6 +164,7 @@ class FrameChannel : public std::enable_shared_from_this<FrameChannel<Stream>> {
   std::deque<std::string> outbox_;
   size_t queued_bytes_ = 0;
   bool closed_ = false;
+  Clock::time_point last_activity_ = Clock::now();
 };
 
 }  // namespace memloom::store

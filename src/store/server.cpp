@@ -57,8 +57,6 @@ class Session : public Peer, public std::enable_shared_from_this<Session> {
   // Only once the I/O thread has stopped.
   void detach() { channel_->detach(); }
 
-  // Any complete frame proves the client alive, not only heartbeats.
-  void saw_frame() { last_frame_ = Clock::now(); }
   void set_heartbeat_timeout(std::chrono::milliseconds timeout) {
     heartbeat_timeout_ = timeout;
     arm_heartbeat_timer();
@@ -85,7 +83,6 @@ class Session : public Peer, public std::enable_shared_from_this<Session> {
   asio::steady_timer heartbeat_timer_;
   std::chrono::milliseconds heartbeat_timeout_;
   size_t max_queued_bytes_;
-  Clock::time_point last_frame_ = Clock::now();
 };
 
 class ServerImpl : public Server {
@@ -127,7 +124,6 @@ void Session::start() {
   auto self = shared_from_this();
   channel_->start(
       [self](const FrameHeader& header, std::string&& payload) {
-        self->saw_frame();
         self->server_.dispatch(self, header, std::move(payload));
       },
       [self](const std::string& reason) {
@@ -138,11 +134,12 @@ void Session::start() {
 }
 
 void Session::arm_heartbeat_timer() {
-  heartbeat_timer_.expires_at(last_frame_ + heartbeat_timeout_);
+  // Any traffic proves the client alive, not only heartbeats.
+  heartbeat_timer_.expires_at(channel_->last_activity() + heartbeat_timeout_);
   heartbeat_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& error) {
     auto self = weak.lock();
     if (error || !self || !self->channel_->is_open()) return;
-    if (Clock::now() < self->last_frame_ + self->heartbeat_timeout_) {
+    if (Clock::now() < self->channel_->last_activity() + self->heartbeat_timeout_) {
       return self->arm_heartbeat_timer();
     }
     self->channel_->close("no frame (heartbeat) within " +

@@ -307,7 +307,12 @@ TEST_P(CollectivesFailure, DeadRankFailsEveryBarrierPromptly) {
       options_for(failure.ranks, failure.nodes), [&](const RankContext& context) {
         Member member = join_group(context);
         member.group->barrier(call_deadline());
-        if (context.rank == failure.victim) ::raise(SIGKILL);
+        if (context.rank == failure.victim) {
+          // Returning from a collective does not mean the others have: messages this rank
+          // queued for other nodes may still be in flight. Let them land, then die.
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          ::raise(SIGKILL);
+        }
         auto start = Clock::now();
         try {
           member.group->barrier(call_deadline());

@@ -1,10 +1,13 @@
-// HAL conformance: MemoryDomain in one process (segments, VA ranges, export/import, user memory).
-// Multi-process sharing is in memory_sharing_test.cpp.
+// HAL conformance: MemoryDomain (segments, VA ranges, export/import, user memory, capacity), in one
+// process and shared between forked ranks that meet through the config store.
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <sstream>
 
+#include "src/core/store_bootstrap.h"
+#include "src/store/client.h"
 #include "tests/hal/hal_test_helpers.h"
 #include "tests/support/multi_process.h"
 
@@ -151,6 +154,17 @@ TEST(MemoryDomain, RejectsBadSizesAndOffsets) {
   EXPECT_STATUS(Status::kInvalidInput, domain().unmap_anywhere(anywhere, 2 * g));
   EXPECT_STATUS(Status::kSuccess, domain().unmap_anywhere(anywhere, g));
   EXPECT_STATUS(Status::kInvalidInput, domain().unmap_anywhere(anywhere, g));  // twice
+}
+
+// Requests no device or host could hold fail at once with kOutOfMemory, committing nothing.
+TEST(MemoryDomain, ImpossibleAllocationsFailCleanly) {
+  const int device = platform().current_device();
+  const size_t g = domain().granularity(MemoryKind::kDevice);
+  const size_t too_big = round_up(platform().device_capacity(device) + g);
+  EXPECT_STATUS(Status::kOutOfMemory, domain().allocate(MemoryKind::kDevice, device, too_big));
+  EXPECT_STATUS(
+      Status::kOutOfMemory,
+      domain().allocate(MemoryKind::kHost, -1, round_up(size_t{1} << 50, MemoryKind::kHost)));
 }
 
 TEST(MemoryDomain, ReservesAtAFreeFixedAddress) {
@@ -312,6 +326,170 @@ TEST(MemoryDomain, DeviceCapacityRunsOutAndComesBack) {
     range.reset();
     EXPECT_STATUS(Status::kSuccess, domain().allocate(MemoryKind::kDevice, device, quarter));
   });
+  EXPECT_ALL_RANKS_PASS(results);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sharing between processes: ranks exchange descriptors through the config store and fds through
+// the FdBroker, exactly as the core does.
+
+std::string to_hex(const std::vector<uint8_t>& bytes) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string text;
+  for (uint8_t b : bytes) {
+    text.push_back(kDigits[b >> 4]);
+    text.push_back(kDigits[b & 15]);
+  }
+  return text;
+}
+
+std::vector<uint8_t> from_hex(const std::string& text) {
+  std::vector<uint8_t> bytes;
+  for (size_t i = 0; i + 1 < text.size(); i += 2) {
+    bytes.push_back(static_cast<uint8_t>(std::stoi(text.substr(i, 2), nullptr, 16)));
+  }
+  return bytes;
+}
+
+// What a rank of a sharing test needs: its store connection and a bootstrap over it.
+struct RankRendezvous {
+  std::unique_ptr<store::Client> client;
+  std::unique_ptr<core::StoreBootstrap> bootstrap;
+  int rank;
+  int size;
+
+  explicit RankRendezvous(const testing::RankContext& context)
+      : client(store::Client::connect(context.store_url)),
+        bootstrap(std::make_unique<core::StoreBootstrap>(
+            *client, store::KeyPrefix(context.job_id + "/hal/"))),
+        rank(context.rank),
+        size(context.world_size) {}
+
+  void barrier(const std::string& name) {
+    bootstrap->put(name + "/" + std::to_string(rank), "1");
+    for (int r = 0; r < size; ++r) bootstrap->wait_get(name + "/" + std::to_string(r), soon());
+  }
+
+  // Exports `segment` to the other ranks; returns the fd token to withdraw once they imported it.
+  std::string publish(const hal::Segment& segment) {
+    hal::ExportedSegment exported = domain().export_segment(segment);
+    std::string token;
+    if (exported.fd >= 0) {
+      token = bootstrap->publish_fd(exported.fd);
+      ::close(exported.fd);
+    }
+    bootstrap->put("segment/" + std::to_string(rank), to_hex(exported.descriptor) + " " + token);
+    return token;
+  }
+
+  std::unique_ptr<hal::Segment> import(int from) {
+    std::istringstream entry(bootstrap->wait_get("segment/" + std::to_string(from), soon()));
+    std::string descriptor, token;
+    entry >> descriptor >> token;
+    hal::ExportedSegment exported;
+    exported.descriptor = from_hex(descriptor);
+    if (!token.empty()) exported.fd = bootstrap->fetch_fd(token, soon());
+    return domain().import_segment(std::move(exported));
+  }
+};
+
+testing::MultiProcessOptions sharing_options(int ranks) {
+  testing::MultiProcessOptions options;
+  options.ranks = ranks;
+  options.timeout = std::chrono::seconds(60);
+  return options;
+}
+
+// Rank 0 allocates and writes; rank 1 imports, checks and writes back; rank 0 sees that write.
+void export_import_between_two_ranks(MemoryKind kind) {
+  auto results =
+      testing::run_ranks(sharing_options(2), [kind](const testing::RankContext& context) {
+        fresh_platform();
+        RankRendezvous meet(context);
+        auto stream = platform().create_stream(platform().current_device());
+        const size_t half = domain().granularity(kind);
+        if (context.rank == 0) {
+          MappedSegment mine(kind, 2 * half);
+          launch_fill(*stream, mine.address, half, 1);
+          stream->synchronize(soon());
+          const std::string token = meet.publish(*mine.segment);
+          meet.barrier("written-by-0");
+          meet.barrier("written-by-1");
+          meet.bootstrap->withdraw_fd(token);
+          EXPECT_EQ(first_pattern_mismatch(read_back(*stream, mine.address + half, half), 2), -1);
+        } else {
+          auto imported = meet.import(0);
+          EXPECT_EQ(imported->size(), 2 * half);
+          EXPECT_EQ(imported->kind(), kind);
+          auto* view = static_cast<uint8_t*>(domain().map_anywhere(*imported));
+          meet.barrier("written-by-0");
+          EXPECT_EQ(first_pattern_mismatch(read_back(*stream, view, half), 1), -1);
+          launch_fill(*stream, view + half, half, 2);
+          stream->synchronize(soon());
+          meet.barrier("written-by-1");
+          domain().unmap_anywhere(view, 2 * half);
+        }
+      });
+  EXPECT_ALL_RANKS_PASS(results);
+}
+
+TEST(MemorySharing, DeviceSegmentAcrossProcesses) {
+  export_import_between_two_ranks(MemoryKind::kDevice);
+}
+
+TEST(MemorySharing, HostSegmentAcrossProcesses) {
+  export_import_between_two_ranks(MemoryKind::kHost);
+}
+
+// Four ranks each allocate one segment; every rank maps all four back to back in one VaRange at the
+// same fixed address (the global virtual address space of BM and SHM), then reads what the others
+// wrote through it.
+TEST(MemorySharing, FourRanksMapOneRangeAtTheSameAddress) {
+  constexpr int kRanks = 4;
+  auto results =
+      testing::run_ranks(sharing_options(kRanks), [](const testing::RankContext& context) {
+        fresh_platform();
+        RankRendezvous meet(context);
+        auto stream = platform().create_stream(platform().current_device());
+        const size_t slot = 4 * domain().granularity(MemoryKind::kDevice);
+        // In the middle of the 47-bit user address space: away from the heap and from the top-down
+        // mmap area, so free in each forked rank (the core picks candidates the same way).
+        void* const fixed = reinterpret_cast<void*>(0x3a0000000000ull);
+        auto range = domain().reserve(kRanks * slot, fixed);
+        ASSERT_EQ(range->base(), fixed);
+        auto* base = static_cast<uint8_t*>(range->base());
+
+        auto mine = domain().allocate(MemoryKind::kDevice, platform().current_device(), slot);
+        range->map(context.rank * slot, *mine);
+        launch_fill(*stream, base + context.rank * slot, slot, 100 + context.rank);
+        stream->synchronize(soon());
+        const std::string token = meet.publish(*mine);
+        std::vector<std::unique_ptr<hal::Segment>> peers;
+        for (int r = 0; r < kRanks; ++r) {
+          if (r == context.rank) continue;
+          peers.push_back(meet.import(r));
+          range->map(r * slot, *peers.back());
+        }
+        meet.barrier("mapped");
+        meet.bootstrap->withdraw_fd(token);
+        for (int r = 0; r < kRanks; ++r) {
+          EXPECT_EQ(first_pattern_mismatch(read_back(*stream, base + r * slot, slot), 100 + r), -1)
+              << "slot " << r << " seen by rank " << context.rank;
+        }
+        meet.barrier("read");
+        // Each rank now overwrites the next rank's slot through the shared addresses.
+        const int next = (context.rank + 1) % kRanks;
+        launch_fill(*stream, base + next * slot, slot, 200 + context.rank);
+        stream->synchronize(soon());
+        meet.barrier("overwritten");
+        for (int r = 0; r < kRanks; ++r) {
+          const int writer = (r + kRanks - 1) % kRanks;
+          EXPECT_EQ(first_pattern_mismatch(read_back(*stream, base + r * slot, slot), 200 + writer),
+                    -1)
+              << "slot " << r << " seen by rank " << context.rank;
+        }
+        meet.barrier("done");
+      });
   EXPECT_ALL_RANKS_PASS(results);
 }
 

@@ -2,10 +2,12 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,6 +76,13 @@ LauncherRun run_memloom_run(const std::vector<std::string>& args,
     if (::getppid() != test_pid) ::_exit(120);
     ::dup2(out_pipe[1], STDOUT_FILENO);
     ::dup2(err_pipe[1], STDERR_FILENO);
+    // The test's own descriptors (a store server's sockets) are not the launcher's business.
+    ::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC);
+    if (options.inherited_fd >= 3) {
+      int null_fd = ::open("/dev/null", O_RDONLY);
+      ::dup2(null_fd, options.inherited_fd);  // dup2 leaves the new descriptor without CLOEXEC
+      if (null_fd != options.inherited_fd) ::close(null_fd);
+    }
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(121);
   }

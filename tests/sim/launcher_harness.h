@@ -26,6 +26,8 @@ struct LauncherRunOptions {
   // Called with memloom-run's pid and all stdout so far, after every chunk of stdout.
   std::function<void(pid_t, const std::string&)> on_stdout;
   std::map<std::string, std::string> env;  // added to (or replacing) the test's environment
+  // memloom-run gets only stdin/stdout/stderr, plus /dev/null as this descriptor if >= 3.
+  int inherited_fd = -1;
 };
 
 // Runs `memloom-run args...` and waits (bounded) for it to exit and close its output.

@@ -246,6 +246,27 @@ TEST(MemloomRun, UsesAnExternalStore) {
   expect_job_cleaned_up(run, 3);
 }
 
+TEST(MemloomRun, RanksGetInheritedDescriptorsButNotTheLaunchersOwn) {
+  // The embedded store's sockets and the other ranks' pipes stay in the launcher; descriptor 41,
+  // which memloom-run received from its parent, is passed on.
+  LauncherRunOptions options;
+  options.inherited_fd = 41;
+  LauncherRun run = run_memloom_run(sh_job({"-n", "3"}, "ls -l /proc/$$/fd"), options);
+  ASSERT_EQ(run.exit_code, 0) << describe(run);
+  for (int rank = 0; rank < 3; ++rank) {
+    std::vector<std::string> lines = rank_lines(run.out, rank);
+    std::set<std::string> fds;
+    for (const std::string& line : lines) {
+      size_t arrow = line.find(" -> ");
+      if (arrow == std::string::npos) continue;
+      fds.insert(
+          line.substr(line.rfind(' ', arrow - 1) + 1, arrow - line.rfind(' ', arrow - 1) - 1));
+    }
+    EXPECT_EQ(fds, (std::set<std::string>{"0", "1", "2", "41"})) << run.out;
+  }
+  expect_job_cleaned_up(run, 3);
+}
+
 TEST(MemloomRun, RemovesTheJobsShmEntriesOnly) {
   const std::string unrelated = "/dev/shm/memloom.unrelated-" + std::to_string(::getpid());
   { std::ofstream(unrelated) << "keep"; }

@@ -139,6 +139,25 @@ TEST_F(StoreOperations, OversizedKeysAndValuesAreRefusedWithoutDroppingTheConnec
   EXPECT_EQ(client->get("k", 0ms)->size(), 100u);
 }
 
+TEST_F(StoreOperations, ValuesGrownByAppendPastTheFrameLimitCanStillBeReadAndWatched) {
+  ServerOptions options;
+  options.max_frame_bytes = 4096;
+  options.max_value_bytes = 64 * 1024;
+  start_server(options);
+  auto client = connect();
+  auto watcher = connect();
+  EventLog log;
+  watcher->watch_key("grown", log.callback());
+  std::string chunk(3000, 'g');
+  for (int i = 0; i < 20; ++i) client->append("grown", chunk);
+  EXPECT_EQ(client->get("grown", 0ms)->size(), 60000u);
+  auto events = log.wait_for(20, 3000ms);
+  ASSERT_EQ(events.size(), 20u);
+  EXPECT_EQ(events.back().value.size(), 60000u);
+  EXPECT_TRUE(client->connected());
+  EXPECT_TRUE(watcher->connected());
+}
+
 TEST_F(StoreOperations, LargeValuesRoundTrip) {
   auto client = connect();
   std::string big(8 << 20, 'x');

@@ -22,6 +22,10 @@ struct BadInput {
   bool shutdown_after = false;
 };
 
+void PrintTo(const BadInput& input, std::ostream* out) {
+  *out << input.name;
+}
+
 std::string with_byte(std::string frame, size_t offset, char value) {
   frame[offset] = value;
   return frame;

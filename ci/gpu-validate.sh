@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Validates the CUDA backend on a GPU machine in one go: unpacks the carried Debian packages
+# (.deps/debs: ZeroMQ and friends, which the GPU image lacks), configures and builds memloom with
+# the CUDA module for sm_90, then runs the whole ctest suite with MEMLOOM_BACKEND=cuda and, as a
+# control, with MEMLOOM_BACKEND=emulated. Everything is logged under $OUT (./gpu-logs when OUT is
+# unset); the exit status is 0 only when both runs pass.
+#
+# Made for the lent GPU machines (root, no network, CUDA at /usr/local/cuda, NCCL in
+# /usr/lib/x86_64-linux-gnu) and sized for one 10-minute call: GPU_VALIDATE_BUDGET_S (default 570)
+# bounds the whole script, and each ctest run stops starting tests when its share is spent.
+#
+#   ci/gpu-validate.sh                 # build + both runs
+#   GPU_VALIDATE_TESTS=Regex ci/gpu-validate.sh   # only tests matching the regex
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+start=$(date +%s)
+budget=${GPU_VALIDATE_BUDGET_S:-570}
+out=${OUT:-$repo/gpu-logs}
+mkdir -p "$out"
+build_dir=${MEMLOOM_BUILD_DIR:-$repo/build-gpu}
+jobs=${MEMLOOM_JOBS:-16}
+test_jobs=${GPU_VALIDATE_TEST_JOBS:-8}
+tests_regex=${GPU_VALIDATE_TESTS:-}
+summary=$out/summary.txt
+: >"$summary"
+
+note() { echo "gpu-validate: $*" | tee -a "$summary"; }
+elapsed() { echo $(($(date +%s) - start)); }
+remaining() { echo $((budget - $(elapsed))); }
+
+# ---- environment -------------------------------------------------------------------------------
+{
+  echo "== date"; date -u
+  echo "== host"; uname -a; nproc; grep MemTotal /proc/meminfo
+  echo "== nvidia-smi"; nvidia-smi 2>&1 || true
+  echo "== topology"; nvidia-smi topo -m 2>&1 || true
+  echo "== nvcc"; /usr/local/cuda/bin/nvcc --version 2>&1 || true
+  echo "== cmake"; cmake --version 2>&1 | head -1
+  echo "== compilers"; c++ --version 2>&1 | head -1
+  echo "== nccl"; ls -l /usr/lib/x86_64-linux-gnu/libnccl* /usr/include/nccl.h 2>&1 || true
+  echo "== NCCL/NVLS environment"; env | grep -E '^(NCCL|NVSHMEM|TORCH_SYMM|CUDA_VISIBLE)' || true
+} >"$out/env.txt" 2>&1
+
+# NVLink multicast stays off whatever starts below (the backend also sets it when unset).
+export NCCL_NVLS_ENABLE=0
+
+# ---- dependencies: the carried .debs, unpacked beside the tree (never into /) ----------------
+deps_root=$repo/.deps/root
+mkdir -p "$deps_root"
+for deb in "$repo"/.deps/debs/*.deb; do
+  [[ -e "$deb" ]] || continue
+  dpkg -x "$deb" "$deps_root" || note "could not unpack $(basename "$deb")"
+done
+deps_lib=$deps_root/usr/lib/x86_64-linux-gnu
+# Debian keeps OpenSSL's per-architecture headers apart; FindOpenSSL expects them beside the rest.
+if [[ -d $deps_root/usr/include/x86_64-linux-gnu/openssl ]]; then
+  cp -n "$deps_root"/usr/include/x86_64-linux-gnu/openssl/* "$deps_root"/usr/include/openssl/ 2>/dev/null
+fi
+# libssl-dev's link targets come from the runtime package, which the system already has.
+for lib in ssl crypto; do
+  if [[ ! -e $deps_lib/lib$lib.so && -e /usr/lib/x86_64-linux-gnu/lib$lib.so.3 ]]; then
+    ln -sf /usr/lib/x86_64-linux-gnu/lib$lib.so.3 "$deps_lib/lib$lib.so"
+  fi
+done
+cmake_args=(
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  -DMEMLOOM_WITH_CUDA=ON
+  -DMEMLOOM_CUDA_ARCHITECTURES=90
+  -DMEMLOOM_BUILD_BENCH=OFF
+  -DMEMLOOM_DEPS_ROOT="$deps_root"
+  -DCMAKE_PREFIX_PATH="$deps_root/usr"
+)
+if [[ ! -e /usr/include/openssl/ssl.h ]]; then cmake_args+=(-DOPENSSL_ROOT_DIR="$deps_root/usr"); fi
+if [[ ! -e /usr/include/nccl.h && ! -e /usr/local/cuda/include/nccl.h && -e .deps/nccl/include/nccl.h ]]; then
+  cmake_args+=(-DNCCL_INCLUDE_DIR="$repo/.deps/nccl/include")
+fi
+if command -v ninja >/dev/null; then cmake_args+=(-G Ninja); fi
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$deps_lib
+
+# ---- build ---------------------------------------------------------------------------------------
+note "configuring ($(elapsed) s)"
+if ! cmake -S "$repo" -B "$build_dir" "${cmake_args[@]}" >"$out/build.log" 2>&1; then
+  note "FAILED: configure (see build.log)"
+  exit 1
+fi
+note "building with -j$jobs ($(elapsed) s)"
+keep_going=(-k 0)
+[[ -e $build_dir/build.ninja ]] || keep_going=(-k)
+if ! cmake --build "$build_dir" -j "$jobs" -- "${keep_going[@]}" >>"$out/build.log" 2>&1; then
+  note "build had failures (see build.log); testing what was built"
+  grep -E "FAILED|error:" "$out/build.log" | head -20 | tee -a "$summary"
+  build_ok=0
+else
+  build_ok=1
+fi
+if [[ ! -e $build_dir/libmemloom_cuda.so ]]; then
+  note "FAILED: the CUDA module was not built"
+  exit 1
+fi
+note "build done ($(elapsed) s)"
+
+# ---- tests ---------------------------------------------------------------------------------------
+# run_suite NAME SECONDS [env...]: ctest with the given environment, stopping new tests after
+# SECONDS; writes ctest-NAME.log and junit-NAME.xml.
+run_suite() {
+  local name=$1 seconds=$2
+  shift 2
+  local stop
+  stop=$(date -d "+$seconds seconds" +%H:%M:%S)
+  local filter=()
+  [[ -n $tests_regex ]] && filter=(-R "$tests_regex")
+  note "ctest $name: up to $seconds s, -j$test_jobs ($(elapsed) s)"
+  env "$@" timeout --kill-after=10 $((seconds + 30)) \
+    ctest --test-dir "$build_dir" -j "$test_jobs" --timeout 240 --stop-time "$stop" \
+    --output-on-failure --output-junit "$out/junit-$name.xml" "${filter[@]}" \
+    >"$out/ctest-$name.log" 2>&1
+  local rc=$?
+  grep -E "tests passed|tests failed|Total Test time" "$out/ctest-$name.log" | sed "s/^/  $name: /" |
+    tee -a "$summary"
+  grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|Not Run|SEGFAULT|Subprocess aborted|Exception)" \
+    "$out/ctest-$name.log" | head -40 | sed "s/^/  $name: /" | tee -a "$summary"
+  return $rc
+}
+
+# Does the module load and see the GPUs? (A one-line answer before the long runs.)
+smoke=$build_dir/tests/hal/hal_conformance_tests
+if [[ -x $smoke ]]; then
+  MEMLOOM_BACKEND=cuda MEMLOOM_LOG_LEVEL=debug timeout 60 "$smoke" --gtest_filter='Platform.*' \
+    >"$out/smoke.log" 2>&1
+  note "smoke (Platform.* on cuda): exit $?; $(grep -m1 -o 'backend: [a-z]*' "$out/smoke.log")"
+fi
+
+left=$(remaining)
+cuda_seconds=$((left * 2 / 3 - 40))
+run_suite cuda "$cuda_seconds" MEMLOOM_BACKEND=cuda NCCL_DEBUG=WARN
+cuda_rc=$?
+left=$(remaining)
+emulated_rc=1
+if ((left > 60)); then
+  run_suite emulated $((left - 45)) MEMLOOM_BACKEND=emulated
+  emulated_rc=$?
+else
+  note "no time left for the emulated control run"
+fi
+
+leftovers=$(find /dev/shm -maxdepth 1 -name 'memloom*' 2>/dev/null | wc -l)
+note "memloom entries left in /dev/shm: $leftovers"
+note "finished in $(elapsed) s: cuda rc=$cuda_rc, emulated rc=$emulated_rc, build ok=$build_ok"
+((cuda_rc == 0 && emulated_rc == 0 && build_ok == 1 && leftovers == 0))

@@ -1,0 +1,72 @@
+#include "hw/cuda/cuda_check.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+namespace memloom::cuda {
+
+std::string describe_cu(CUresult result) {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  cuGetErrorName(result, &name);
+  cuGetErrorString(result, &text);
+  return std::string(name != nullptr ? name : "CUDA_ERROR_?") + ": " +
+         (text != nullptr ? text : "unknown error " + std::to_string(static_cast<int>(result)));
+}
+
+void raise_cu(CUresult result, const char* call) {
+  raise(result == CUDA_ERROR_OUT_OF_MEMORY ? Status::kOutOfMemory : Status::kDevice,
+        std::string(call) + " failed: " + describe_cu(result));
+}
+
+void raise_cuda(cudaError_t result, const char* call) {
+  // Clear a non-sticky error so it does not resurface on an unrelated later call.
+  (void)cudaGetLastError();
+  raise(result == cudaErrorMemoryAllocation ? Status::kOutOfMemory : Status::kDevice,
+        std::string(call) + " failed: " + cudaGetErrorName(result) + ": " +
+            cudaGetErrorString(result));
+}
+
+void raise_nccl(ncclResult_t result, const char* call, Status status) {
+  raise(status, std::string(call) + " failed: " + ncclGetErrorString(result) + " (" +
+                    std::to_string(static_cast<int>(result)) + ")");
+}
+
+DeviceGuard::DeviceGuard(int device) {
+  check_cuda(cudaGetDevice(&previous_), "cudaGetDevice");
+  // Always set: besides choosing the device, cudaSetDevice makes its primary context current on
+  // this thread, which the driver API calls (cuMem*) need.
+  check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  switched_ = previous_ != device;
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (switched_) (void)cudaSetDevice(previous_);
+}
+
+bool is_device_pointer(const void* pointer) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, pointer) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeDevice;
+}
+
+bool poll_until(const std::function<bool()>& ready, Deadline deadline) {
+  // Most waits end within microseconds; spin briefly, then back off to at most 1 ms per poll.
+  auto sleep = std::chrono::microseconds(0);
+  for (int polls = 0;; ++polls) {
+    if (ready()) return true;
+    if (deadline.expired()) return false;
+    if (polls < 64) {
+      std::this_thread::yield();
+      continue;
+    }
+    sleep = std::min(std::chrono::microseconds(1000), sleep + std::chrono::microseconds(20));
+    std::this_thread::sleep_for(std::min<std::chrono::microseconds>(sleep, deadline.remaining()));
+  }
+}
+
+}  // namespace memloom::cuda

@@ -1,0 +1,48 @@
+// The CUDA backend's Platform: VMM memory (vmm_memory_domain.h), CUDA streams (cuda_stream.h),
+// NCCL collectives (nccl_collectives.h) and a staged TCP transport (staged_tcp_transport.h).
+// Created by the module's entry point, memloom_create_platform, which the core dlopens.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hw/cuda/vmm_memory_domain.h"
+#include "hw/hal/platform.h"
+
+namespace memloom::cuda {
+
+class CudaPlatform : public hal::Platform {
+ public:
+  // Throws kNotSupported at once when no driver or no GPU is present (cuInit fails or finds 0
+  // devices), so the loader falls back to the emulated backend.
+  CudaPlatform();
+  ~CudaPlatform() override;
+
+  std::string name() const override { return "cuda"; }
+  int device_count() const override { return device_count_; }
+  size_t device_capacity(int device) const override;
+  void set_current_device(int device) override;
+  int current_device() const override { return current_device_; }
+
+  hal::MemoryDomain& memory_domain() override { return *memory_domain_; }
+  std::unique_ptr<hal::Stream> create_stream(int device) override;
+  std::unique_ptr<hal::Stream> adopt_stream(void* native_handle) override;
+  std::unique_ptr<hal::Collectives> create_collectives(const hal::GroupSpec& group,
+                                                       hal::Bootstrap& bootstrap,
+                                                       Deadline deadline) override;
+  std::unique_ptr<hal::Transport> create_transport() override;
+
+ private:
+  void check_device(int device, const char* what) const;
+  // "<host identity>/<GPU UUID>" of the current device: equal for two ranks on one GPU.
+  std::string gpu_identity() const;
+
+  int device_count_ = 0;
+  std::vector<size_t> capacities_;
+  std::atomic<int> current_device_{0};
+  std::unique_ptr<VmmMemoryDomain> memory_domain_;
+};
+
+}  // namespace memloom::cuda

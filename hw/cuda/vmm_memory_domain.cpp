@@ -1,0 +1,308 @@
+#include "hw/cuda/vmm_memory_domain.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <string>
+
+#include "hw/cuda/cuda_check.h"
+#include "hw/cuda/vmm_segment.h"
+#include "memloom/error.h"
+#include "src/core/log.h"
+
+namespace memloom::cuda {
+namespace {
+
+constexpr unsigned kHostRegisterFlags = cudaHostRegisterPortable | cudaHostRegisterMapped;
+
+std::string hex(uintptr_t address) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "0x%jx", static_cast<uintmax_t>(address));
+  return text;
+}
+
+CUmemAllocationProp device_properties(int device, bool fabric) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  prop.requestedHandleTypes =
+      fabric ? static_cast<CUmemAllocationHandleType>(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR |
+                                                      CU_MEM_HANDLE_TYPE_FABRIC)
+             : CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  return prop;
+}
+
+const hal::Segment& checked(const hal::Segment& segment, const char* operation) {
+  if (dynamic_cast<const DeviceSegment*>(&segment) == nullptr &&
+      dynamic_cast<const HostSegment*>(&segment) == nullptr) {
+    raise(Status::kInvalidInput,
+          std::string(operation) + ": the segment belongs to another backend");
+  }
+  return segment;
+}
+
+}  // namespace
+
+VmmMemoryDomain::VmmMemoryDomain(const std::atomic<int>& current_device)
+    : current_device_(current_device), access_(std::make_shared<DeviceAccess>()) {
+  granularity_ = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  bool any_fabric = false;
+  for (int device = 0; device < access_->devices(); ++device) {
+    CUmemAllocationProp prop = device_properties(device, false);
+    size_t device_granularity = 0;
+    check_cu(
+        cuMemGetAllocationGranularity(&device_granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+        "cuMemGetAllocationGranularity");
+    granularity_ = std::max(granularity_, device_granularity);
+    CUdevice handle;
+    int fabric = 0;
+    check_cu(cuDeviceGet(&handle, device), "cuDeviceGet");
+    if (cuDeviceGetAttribute(&fabric, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, handle) ==
+            CUDA_SUCCESS &&
+        fabric != 0) {
+      any_fabric = true;
+    }
+  }
+  try_fabric_ = any_fabric;
+}
+
+VmmMemoryDomain::~VmmMemoryDomain() {
+  for (const auto& [address, mapping] : anywhere_) {
+    if (mapping.device) {
+      (void)cuMemUnmap(static_cast<CUdeviceptr>(address), mapping.size);
+      (void)cuMemAddressFree(static_cast<CUdeviceptr>(address), mapping.size);
+    } else {
+      (void)cudaHostUnregister(reinterpret_cast<void*>(address));
+      ::munmap(reinterpret_cast<void*>(address), mapping.size);
+    }
+  }
+  for (const auto& [address, registration] : registered_) {
+    if (registration.pinned_here) (void)cudaHostUnregister(reinterpret_cast<void*>(address));
+  }
+}
+
+// One granularity for both kinds: offsets inside a range follow the same rule whatever is mapped.
+size_t VmmMemoryDomain::granularity(hal::MemoryKind) const {
+  return granularity_;
+}
+
+void VmmMemoryDomain::check_multiple(const char* what, size_t value) const {
+  if (value == 0 || value % granularity_ != 0) {
+    raise(Status::kInvalidInput, std::string(what) + " " + std::to_string(value) +
+                                     " is not a positive multiple of the granularity " +
+                                     std::to_string(granularity_));
+  }
+}
+
+CUmemGenericAllocationHandle VmmMemoryDomain::create_device_allocation(int device, size_t size) {
+  CUmemGenericAllocationHandle handle = 0;
+  if (try_fabric_) {
+    CUmemAllocationProp prop = device_properties(device, true);
+    CUresult result = cuMemCreate(&handle, size, &prop, 0);
+    if (result == CUDA_SUCCESS) return handle;
+    if (result == CUDA_ERROR_OUT_OF_MEMORY) raise_cu(result, "cuMemCreate");
+    MEMLOOM_LOG(kInfo, "fabric memory handles refused (" << describe_cu(result)
+                                                         << "); using POSIX fds only");
+    try_fabric_ = false;
+  }
+  CUmemAllocationProp prop = device_properties(device, false);
+  CUresult result = cuMemCreate(&handle, size, &prop, 0);
+  if (result == CUDA_ERROR_OUT_OF_MEMORY) {
+    raise(Status::kOutOfMemory, "device " + std::to_string(device) + " has no room for " +
+                                    std::to_string(size) + " more bytes (cuMemCreate)");
+  }
+  check_cu(result, "cuMemCreate");
+  return handle;
+}
+
+std::unique_ptr<hal::Segment> VmmMemoryDomain::allocate(hal::MemoryKind kind, int device,
+                                                        size_t size) {
+  check_multiple("allocation size", size);
+  if (kind == hal::MemoryKind::kHost) return HostSegment::create(size);
+  if (kind != hal::MemoryKind::kDevice) {
+    raise(Status::kInvalidInput, "unknown memory kind " + std::to_string(static_cast<int>(kind)));
+  }
+  if (device < 0 || device >= access_->devices()) {
+    raise(Status::kInvalidInput, "device " + std::to_string(device) + " does not exist (" +
+                                     std::to_string(access_->devices()) + " visible GPUs)");
+  }
+  DeviceGuard guard(device);
+  return std::make_unique<DeviceSegment>(create_device_allocation(device, size), device, size);
+}
+
+hal::ExportedSegment VmmMemoryDomain::export_segment(const hal::Segment& segment) {
+  checked(segment, "export_segment");
+  hal::ExportedSegment exported;
+  exported.descriptor =
+      SegmentDescriptor{segment.kind(), segment.device(), segment.size()}.encode();
+  if (const auto* host = dynamic_cast<const HostSegment*>(&segment)) {
+    exported.fd = ::fcntl(host->fd(), F_DUPFD_CLOEXEC, 0);
+    if (exported.fd < 0) raise_errno("duplicating a host segment's fd for export", errno);
+    return exported;
+  }
+  const auto& device = dynamic_cast<const DeviceSegment&>(segment);
+  int fd = -1;
+  check_cu(cuMemExportToShareableHandle(&fd, device.handle(),
+                                        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+           "cuMemExportToShareableHandle");
+  exported.fd = fd;
+  return exported;
+}
+
+std::unique_ptr<hal::Segment> VmmMemoryDomain::import_segment(hal::ExportedSegment exported) {
+  // We own exported.fd from here on, whether the import succeeds or not.
+  struct Owned {
+    int fd;
+    ~Owned() {
+      if (fd >= 0) ::close(fd);
+    }
+  } owned{exported.fd};
+  const SegmentDescriptor descriptor = SegmentDescriptor::decode(exported.descriptor);
+  if (owned.fd < 0) raise(Status::kInvalidInput, "import_segment: the export carries no fd");
+  if (descriptor.size == 0 || descriptor.size % granularity_ != 0) {
+    raise(Status::kInvalidInput, "imported segment of " + std::to_string(descriptor.size) +
+                                     " bytes is not a multiple of the granularity " +
+                                     std::to_string(granularity_));
+  }
+  if (descriptor.kind == hal::MemoryKind::kHost) {
+    auto segment = HostSegment::adopt(owned.fd, descriptor.size);
+    owned.fd = -1;
+    return segment;
+  }
+  DeviceGuard guard(current_device_.load());
+  CUmemGenericAllocationHandle handle = 0;
+  check_cu(cuMemImportFromShareableHandle(&handle,
+                                          reinterpret_cast<void*>(static_cast<intptr_t>(owned.fd)),
+                                          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+           "cuMemImportFromShareableHandle");
+  // The handle holds the allocation now; the fd is closed by `owned`. The owner's ordinal in
+  // this process comes from the driver: it differs when processes see different device sets.
+  CUmemAllocationProp prop{};
+  int device = descriptor.device;
+  if (cuMemGetAllocationPropertiesFromHandle(&prop, handle) == CUDA_SUCCESS &&
+      prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+    device = prop.location.id;
+  }
+  return std::make_unique<DeviceSegment>(handle, device, descriptor.size);
+}
+
+std::unique_ptr<hal::VaRange> VmmMemoryDomain::reserve(size_t size, void* fixed_address) {
+  check_multiple("reservation size", size);
+  void* base = reserve_cpu_range(size, granularity_, fixed_address);
+  return std::make_unique<VmmVaRange>(access_, base, size, granularity_);
+}
+
+void* VmmMemoryDomain::map_anywhere(const hal::Segment& segment) {
+  checked(segment, "map_anywhere");
+  const size_t size = segment.size();
+  void* address = nullptr;
+  const bool device = segment.kind() == hal::MemoryKind::kDevice;
+  if (device) {
+    DeviceGuard guard(segment.device());
+    CUdeviceptr reserved = 0;
+    check_cu(cuMemAddressReserve(&reserved, size, granularity_, 0, 0), "cuMemAddressReserve");
+    address = reinterpret_cast<void*>(static_cast<uintptr_t>(reserved));
+    try {
+      map_device_segment(*access_, address, segment);
+    } catch (...) {
+      (void)cuMemAddressFree(reserved, size);
+      throw;
+    }
+  } else {
+    DeviceGuard guard(current_device_.load());
+    address = reserve_cpu_range(size, granularity_, nullptr);
+    try {
+      map_host_segment(address, segment);
+    } catch (...) {
+      ::munmap(address, size);
+      throw;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  anywhere_.emplace(reinterpret_cast<uintptr_t>(address), AnywhereMapping{size, device});
+  return address;
+}
+
+void VmmMemoryDomain::unmap_anywhere(void* address, size_t size) {
+  const auto start = reinterpret_cast<uintptr_t>(address);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = anywhere_.find(start);
+  if (it == anywhere_.end()) {
+    raise(Status::kInvalidInput, "unmap_anywhere: nothing was mapped at " + hex(start));
+  }
+  if (it->second.size != size) {
+    raise(Status::kInvalidInput, "unmap_anywhere: the mapping at " + hex(start) + " has " +
+                                     std::to_string(it->second.size) + " bytes, not " +
+                                     std::to_string(size));
+  }
+  if (it->second.device) {
+    check_cu(cuMemUnmap(static_cast<CUdeviceptr>(start), size), "cuMemUnmap");
+    check_cu(cuMemAddressFree(static_cast<CUdeviceptr>(start), size), "cuMemAddressFree");
+  } else {
+    DeviceGuard guard(current_device_.load());
+    unmap_host_segment(address, size);
+    ::munmap(address, size);
+  }
+  anywhere_.erase(it);
+}
+
+void VmmMemoryDomain::register_user_memory(void* address, size_t size) {
+  MEMLOOM_CHECK_ARG(address != nullptr && size > 0,
+                    "register_user_memory needs a non-null address and a non-zero size");
+  const auto start = reinterpret_cast<uintptr_t>(address);
+  if (start + size < start)
+    raise(Status::kInvalidInput, "register_user_memory: range wraps around");
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto next = registered_.lower_bound(start);
+  if (next != registered_.end() && next->first == start && next->second.size == size) return;
+  auto clash = registered_.end();
+  if (next != registered_.end() && next->first < start + size) clash = next;
+  if (next != registered_.begin() &&
+      std::prev(next)->first + std::prev(next)->second.size > start) {
+    clash = std::prev(next);
+  }
+  if (clash != registered_.end()) {
+    raise(Status::kInvalidInput, "register_user_memory: [" + hex(start) + ", +" +
+                                     std::to_string(size) + ") overlaps the registered [" +
+                                     hex(clash->first) + ", +" +
+                                     std::to_string(clash->second.size) + ")");
+  }
+  DeviceGuard guard(current_device_.load());
+  bool pinned_here = false;
+  if (!is_device_pointer(address)) {
+    cudaError_t result = cudaHostRegister(address, size, kHostRegisterFlags);
+    if (result == cudaSuccess) {
+      pinned_here = true;
+    } else if (result == cudaErrorHostMemoryAlreadyRegistered) {
+      (void)cudaGetLastError();  // pinned by its owner (a mapped host segment, the user)
+    } else {
+      (void)cudaGetLastError();
+      raise(Status::kInvalidInput, "register_user_memory: [" + hex(start) + ", +" +
+                                       std::to_string(size) +
+                                       ") cannot be pinned: " + cudaGetErrorString(result));
+    }
+  }
+  registered_.emplace(start, Registration{size, pinned_here});
+}
+
+void VmmMemoryDomain::unregister_user_memory(void* address) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = registered_.find(reinterpret_cast<uintptr_t>(address));
+  if (it == registered_.end()) {
+    raise(Status::kInvalidInput,
+          "unregister_user_memory: " + hex(reinterpret_cast<uintptr_t>(address)) +
+              " is not the start of registered memory");
+  }
+  if (it->second.pinned_here) {
+    DeviceGuard guard(current_device_.load());
+    check_cuda(cudaHostUnregister(address), "cudaHostUnregister");
+  }
+  registered_.erase(it);
+}
+
+}  // namespace memloom::cuda

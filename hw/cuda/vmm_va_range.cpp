@@ -1,0 +1,257 @@
+#include "hw/cuda/vmm_va_range.h"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "hw/cuda/cuda_check.h"
+#include "hw/cuda/vmm_segment.h"
+#include "memloom/error.h"
+#include "src/core/log.h"
+
+namespace memloom::cuda {
+namespace {
+
+std::string hex(const void* address) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%p", address);
+  return text;
+}
+
+CUdeviceptr device_address(const void* address) {
+  return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(address));
+}
+
+}  // namespace
+
+DeviceAccess::DeviceAccess() {
+  check_cu(cuDeviceGetCount(&devices_), "cuDeviceGetCount");
+  by_owner_.resize(devices_);
+  for (int owner = 0; owner < devices_; ++owner) {
+    CUdevice owner_device;
+    check_cu(cuDeviceGet(&owner_device, owner), "cuDeviceGet");
+    for (int accessor = 0; accessor < devices_; ++accessor) {
+      int can = accessor == owner ? 1 : 0;
+      if (accessor != owner) {
+        CUdevice accessor_device;
+        check_cu(cuDeviceGet(&accessor_device, accessor), "cuDeviceGet");
+        check_cu(cuDeviceCanAccessPeer(&can, accessor_device, owner_device),
+                 "cuDeviceCanAccessPeer");
+      }
+      if (can == 0) continue;
+      CUmemAccessDesc desc{};
+      desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+      desc.location.id = accessor;
+      desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+      by_owner_[owner].push_back(desc);
+    }
+  }
+}
+
+const std::vector<CUmemAccessDesc>& DeviceAccess::for_owner(int owner) const {
+  if (owner < 0 || owner >= devices_) {
+    raise(Status::kInvalidInput, "device " + std::to_string(owner) + " is not visible here (" +
+                                     std::to_string(devices_) + " devices)");
+  }
+  return by_owner_[owner];
+}
+
+void* reserve_cpu_range(size_t size, size_t alignment, void* fixed_address) {
+  if (fixed_address != nullptr) {
+    if (reinterpret_cast<uintptr_t>(fixed_address) % alignment != 0) {
+      raise(Status::kInvalidInput, "fixed address " + hex(fixed_address) + " is not aligned to " +
+                                       std::to_string(alignment));
+    }
+    void* got = ::mmap(fixed_address, size, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (got == MAP_FAILED) {
+      raise(Status::kNotSupported, "the address range at " + hex(fixed_address) + " (+" +
+                                       std::to_string(size) + " bytes) is not free");
+    }
+    if (got != fixed_address) {  // kernels before 4.17 treat the flag as a hint
+      ::munmap(got, size);
+      raise(Status::kNotSupported, "the address range at " + hex(fixed_address) + " is not free");
+    }
+    return got;
+  }
+  // Over-reserve, then trim to an aligned range.
+  const size_t padded = size + alignment;
+  void* raw =
+      ::mmap(nullptr, padded, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED) raise_errno("reserving " + std::to_string(size) + " bytes", errno);
+  const auto start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + alignment - 1) / alignment * alignment;
+  if (aligned > start) ::munmap(raw, aligned - start);
+  const uintptr_t end = start + padded;
+  if (end > aligned + size) ::munmap(reinterpret_cast<void*>(aligned + size), end - aligned - size);
+  return reinterpret_cast<void*>(aligned);
+}
+
+void map_device_segment(const DeviceAccess& access, void* address, const hal::Segment& segment) {
+  const auto& device = dynamic_cast<const DeviceSegment&>(segment);
+  const CUdeviceptr at = device_address(address);
+  check_cu(cuMemMap(at, device.size(), 0, device.handle(), 0), "cuMemMap");
+  const auto& descs = access.for_owner(device.device());
+  CUresult result = cuMemSetAccess(at, device.size(), descs.data(), descs.size());
+  if (result != CUDA_SUCCESS && descs.size() > 1) {
+    // A peer that refuses the mapping must not cost the owner its own access.
+    MEMLOOM_LOG(kWarn, "granting peer devices access to a segment of device "
+                           << device.device() << " failed (" << describe_cu(result)
+                           << "); only the owning device gets access");
+    for (const auto& desc : descs) {
+      if (desc.location.id != device.device()) continue;
+      result = cuMemSetAccess(at, device.size(), &desc, 1);
+    }
+  }
+  if (result != CUDA_SUCCESS) {
+    (void)cuMemUnmap(at, device.size());
+    raise_cu(result, "cuMemSetAccess");
+  }
+}
+
+void map_host_segment(void* address, const hal::Segment& segment) {
+  const auto& host = dynamic_cast<const HostSegment&>(segment);
+  void* got =
+      ::mmap(address, host.size(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, host.fd(), 0);
+  if (got == MAP_FAILED) raise_errno("mapping a host segment at " + hex(address), errno);
+  cudaError_t result =
+      cudaHostRegister(address, host.size(), cudaHostRegisterPortable | cudaHostRegisterMapped);
+  if (result != cudaSuccess) {
+    ::mmap(address, host.size(), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+           -1, 0);
+    raise_cuda(result, "cudaHostRegister of a host segment");
+  }
+}
+
+void unmap_host_segment(void* address, size_t size) {
+  cudaError_t result = cudaHostUnregister(address);
+  if (result != cudaSuccess) {
+    (void)cudaGetLastError();
+    MEMLOOM_LOG(
+        kWarn, "cudaHostUnregister(" << hex(address) << ") failed: " << cudaGetErrorString(result));
+  }
+  if (::mmap(address, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1,
+             0) == MAP_FAILED) {
+    raise_errno("unmapping a host segment at " + hex(address), errno);
+  }
+}
+
+VmmVaRange::~VmmVaRange() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_ptr<DeviceGuard> guard;
+  try {
+    if (holds_ == Holds::kDevice) guard = std::make_unique<DeviceGuard>(context_device_);
+  } catch (const Error&) {
+    // Without a context the unmaps below fail harmlessly; process exit releases the memory.
+  }
+  for (const auto& [offset, size] : mappings_) {
+    if (holds_ == Holds::kDevice) {
+      (void)cuMemUnmap(device_address(base_ + offset), size);
+    } else {
+      (void)cudaHostUnregister(base_ + offset);
+    }
+  }
+  if (holds_ == Holds::kDevice) {
+    (void)cuMemAddressFree(device_address(base_), size_);
+  } else {
+    ::munmap(base_, size_);
+  }
+}
+
+void VmmVaRange::become_device_reservation() {
+  // The CPU reservation kept the range ours until now; hand it to the driver at the same base.
+  if (::munmap(base_, size_) != 0) raise_errno("releasing a CPU reservation", errno);
+  CUdeviceptr got = 0;
+  CUresult result = cuMemAddressReserve(&got, size_, granularity_, device_address(base_), 0);
+  if (result == CUDA_SUCCESS && got == device_address(base_)) {
+    holds_ = Holds::kDevice;
+    return;
+  }
+  if (result == CUDA_SUCCESS) (void)cuMemAddressFree(got, size_);
+  // Take the range back so this object still owns what its destructor releases.
+  void* again = ::mmap(base_, size_, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+  if (again != base_) {
+    if (again != MAP_FAILED) ::munmap(again, size_);
+    MEMLOOM_LOG(kError, "lost the address range at " << hex(base_) << " while converting it");
+  }
+  if (result != CUDA_SUCCESS) raise_cu(result, "cuMemAddressReserve");
+  raise(Status::kSystem, "the CUDA driver could not reserve the range at " + hex(base_) +
+                             " that this process had reserved (another thread took it)");
+}
+
+void VmmVaRange::map(size_t offset, const hal::Segment& segment) {
+  const size_t size = segment.size();
+  if (offset % granularity_ != 0 || size == 0 || size % granularity_ != 0) {
+    raise(Status::kInvalidInput,
+          "map: offset " + std::to_string(offset) + " and size " + std::to_string(size) +
+              " must be multiples of the granularity " + std::to_string(granularity_));
+  }
+  if (offset > size_ || size > size_ - offset) {
+    raise(Status::kInvalidInput, "map: [" + std::to_string(offset) + ", +" + std::to_string(size) +
+                                     ") lies outside the range of " + std::to_string(size_) +
+                                     " bytes");
+  }
+  const bool device = segment.kind() == hal::MemoryKind::kDevice;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto next = mappings_.lower_bound(offset);
+  bool overlaps = next != mappings_.end() && next->first < offset + size;
+  if (next != mappings_.begin() && std::prev(next)->first + std::prev(next)->second > offset) {
+    overlaps = true;
+  }
+  if (overlaps) {
+    raise(Status::kInvalidInput, "map: [" + std::to_string(offset) + ", +" + std::to_string(size) +
+                                     ") overlaps an existing mapping");
+  }
+  if ((device && holds_ == Holds::kHost) || (!device && holds_ == Holds::kDevice)) {
+    raise(Status::kNotSupported,
+          "the CUDA backend cannot map host and device segments into one address range "
+          "(device memory needs a driver reservation, pinned host memory a plain one)");
+  }
+  if (device) {
+    DeviceGuard guard(segment.device());  // the driver calls below need a current context
+    if (holds_ == Holds::kNothingYet) {
+      become_device_reservation();
+      context_device_ = segment.device();
+    }
+    map_device_segment(*access_, base_ + offset, segment);
+  } else {
+    map_host_segment(base_ + offset, segment);
+    holds_ = Holds::kHost;
+  }
+  mappings_.emplace(offset, size);
+}
+
+void VmmVaRange::unmap(size_t offset, size_t size) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto first = mappings_.find(offset);
+  if (first == mappings_.end()) {
+    raise(Status::kInvalidInput, "unmap: no mapping starts at offset " + std::to_string(offset));
+  }
+  auto last = first;
+  size_t covered = 0;
+  while (last != mappings_.end() && last->first == offset + covered && covered < size) {
+    covered += last->second;
+    ++last;
+  }
+  if (covered != size) {
+    raise(Status::kInvalidInput, "unmap: [" + std::to_string(offset) + ", +" +
+                                     std::to_string(size) +
+                                     ") does not cover whole, adjacent mappings");
+  }
+  std::unique_ptr<DeviceGuard> guard;
+  if (holds_ == Holds::kDevice) guard = std::make_unique<DeviceGuard>(context_device_);
+  for (auto it = first; it != last; ++it) {
+    if (holds_ == Holds::kDevice) {
+      check_cu(cuMemUnmap(device_address(base_ + it->first), it->second), "cuMemUnmap");
+    } else {
+      unmap_host_segment(base_ + it->first, it->second);
+    }
+  }
+  mappings_.erase(first, last);
+}
+
+}  // namespace memloom::cuda

@@ -1,0 +1,270 @@
+#include "src/smem/trans/data_server.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "memloom/error.h"
+#include "src/core/log.h"
+#include "src/smem/trans/hex_address.h"
+
+namespace memloom::smem::trans {
+namespace {
+
+Deadline forever() {
+  return Deadline::after(std::chrono::hours(24 * 365));
+}
+
+// Waits until fd is ready for `events`; false when the server stops. Throws kTimeout.
+bool wait_ready(int fd, short events, Deadline deadline, int stop_fd) {
+  switch (wait_for(fd, events, deadline, stop_fd)) {
+    case WaitResult::kReady:
+      return true;
+    case WaitResult::kStopped:
+      return false;
+    case WaitResult::kTimeout:
+      break;
+  }
+  raise(Status::kTimeout, "an initiator went silent in the middle of a frame");
+}
+
+}  // namespace
+
+DataServer::DataServer(UniqueFd listener, ServerIdentity identity, RegionTable& regions,
+                       std::chrono::milliseconds io_timeout)
+    : listener_(std::move(listener)),
+      stop_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      identity_(std::move(identity)),
+      regions_(regions),
+      io_timeout_(io_timeout) {
+  if (!stop_fd_.valid()) raise_errno("eventfd for the transfer data server", errno);
+  acceptor_ = std::thread([this] { accept_loop(); });
+}
+
+DataServer::~DataServer() {
+  stop();
+}
+
+void DataServer::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopped_) return;
+    stopped_ = true;
+  }
+  uint64_t one = 1;
+  (void)::write(stop_fd_.get(), &one, sizeof(one));
+  if (acceptor_.joinable()) acceptor_.join();
+  listener_.reset();
+  std::list<std::unique_ptr<Connection>> connections;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    connections.swap(connections_);
+  }
+  for (auto& connection : connections) {
+    if (connection->thread.joinable()) connection->thread.join();
+  }
+}
+
+void DataServer::accept_loop() {
+  while (true) {
+    WaitResult waited = wait_for(listener_.get(), POLLIN, forever(), stop_fd_.get());
+    if (waited == WaitResult::kStopped) return;
+    if (waited != WaitResult::kReady) continue;
+    int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
+        MEMLOOM_LOG(kWarn, "transfer server " << identity_.unique_id
+                                              << ": accept failed: " << std::strerror(errno));
+      }
+      continue;
+    }
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    reap_finished();
+    auto connection = std::make_unique<Connection>();
+    connection->fd.reset(fd);
+    Connection* raw = connection.get();
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopped_) return;
+    connections_.push_back(std::move(connection));
+    raw->thread = std::thread([this, raw] { serve(*raw); });
+  }
+}
+
+void DataServer::reap_finished() {
+  std::list<std::unique_ptr<Connection>> finished;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = connections_.begin(); it != connections_.end();) {
+      if ((*it)->finished.load()) {
+        finished.push_back(std::move(*it));
+        it = connections_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& connection : finished) connection->thread.join();
+}
+
+void DataServer::serve(Connection& connection) {
+  const int fd = connection.fd.get();
+  try {
+    bool greeted = false;
+    while (true) {
+      wire::FrameHeader header{};
+      if (!wait_ready(fd, POLLIN, forever(), stop_fd_.get())) break;
+      if (!recv_exact(fd, &header, sizeof(header), io_deadline(), stop_fd_.get())) break;
+      if (header.magic != wire::kFrameMagic) {
+        MEMLOOM_LOG(kWarn, "transfer server "
+                               << identity_.unique_id
+                               << ": dropping a connection that speaks another protocol");
+        break;
+      }
+      auto kind = static_cast<wire::FrameKind>(header.kind);
+      bool keep = false;
+      if (!greeted) {
+        keep = kind == wire::FrameKind::kHello && serve_hello(fd, header);
+        greeted = true;
+      } else if (kind == wire::FrameKind::kWrite || kind == wire::FrameKind::kRead) {
+        keep = serve_transfer(fd, header);
+      }
+      if (!keep) break;
+    }
+  } catch (const Error& error) {
+    // An initiator that died or went silent costs only its own connection.
+    MEMLOOM_LOG(kDebug, "transfer server " << identity_.unique_id
+                                           << ": connection closed: " << error.what());
+  } catch (const std::exception& error) {
+    MEMLOOM_LOG(kWarn, "transfer server " << identity_.unique_id
+                                          << ": connection failed: " << error.what());
+  }
+  connection.fd.reset();
+  connection.finished.store(true);
+}
+
+bool DataServer::serve_hello(int fd, const wire::FrameHeader& header) {
+  if (header.op_count != 0 || header.payload_bytes > wire::kMaxHelloBytes) return false;
+  std::string wanted(header.payload_bytes, '\0');
+  if (!recv_exact(fd, wanted.data(), wanted.size(), io_deadline(), stop_fd_.get())) return false;
+  if (wanted != identity_.unique_id) {
+    reply(fd, header, static_cast<int32_t>(Status::kNotFound),
+          "this address now serves instance '" + identity_.unique_id + "', not '" + wanted + "'");
+    return false;
+  }
+  reply(fd, header, 0, identity_.incarnation);
+  return true;
+}
+
+bool DataServer::serve_transfer(int fd, const wire::FrameHeader& header) {
+  if (header.op_count == 0 || header.op_count > wire::kMaxOpsPerFrame) return false;
+  std::vector<wire::OpDescriptor> ops(header.op_count);
+  if (!recv_exact(fd, ops.data(), ops.size() * sizeof(wire::OpDescriptor), io_deadline(),
+                  stop_fd_.get())) {
+    return false;
+  }
+  uint64_t total = 0;
+  for (const auto& op : ops) {
+    if (op.bytes > wire::kMaxFrameBytes) return false;
+    total += op.bytes;
+  }
+  if (total != header.payload_bytes || total > wire::kMaxFrameBytes) return false;
+  const bool is_write = header.kind == static_cast<uint32_t>(wire::FrameKind::kWrite);
+
+  // Check every op before touching memory: a refused frame changes nothing.
+  Status status = Status::kSuccess;
+  std::string message;
+  std::vector<RegionRef> regions;
+  if (!identity_.serves_memory) {
+    status = Status::kNotSupported;
+    message = "instance '" + identity_.unique_id +
+              "' has role SMEM_TRANS_SENDER: its memory is not a transfer target";
+  }
+  for (size_t i = 0; status == Status::kSuccess && i < ops.size(); ++i) {
+    const auto& op = ops[i];
+    bool known = false;
+    for (const auto& region : regions)
+      known = known || region.contains(op.remote_address, op.bytes);
+    if (known) continue;
+    auto region = op.bytes == 0 ? std::nullopt : regions_.find(op.remote_address, op.bytes);
+    if (!region) {
+      status = Status::kInvalidInput;
+      message = "[" + hex_address(op.remote_address) + ", +" + std::to_string(op.bytes) +
+                ") is not inside memory registered by '" + identity_.unique_id + "'";
+    } else {
+      regions.push_back(*region);
+    }
+  }
+  if (status != Status::kSuccess) {
+    if (is_write) drain(fd, total);
+    reply(fd, header, static_cast<int32_t>(status), message);
+    return true;
+  }
+
+  std::vector<const RegionRef*> held;
+  for (const auto& region : regions) held.push_back(&region);
+  std::vector<iovec> iovs;
+  iovs.reserve(ops.size());
+  for (const auto& op : ops) {
+    iovs.push_back(
+        iovec{reinterpret_cast<void*>(static_cast<uintptr_t>(op.remote_address)), op.bytes});
+  }
+  IovCursor cursor(std::move(iovs));
+  if (is_write) {
+    // Each receive holds the regions only while the kernel copies what has already arrived.
+    while (!cursor.done()) {
+      if (!wait_ready(fd, POLLIN, io_deadline(), stop_fd_.get())) return false;
+      RegionHolds holds(regions_.slots(), held);
+      if (!holds.acquired()) {
+        drain(fd, cursor.remaining_bytes());
+        reply(fd, header, static_cast<int32_t>(Status::kInvalidInput),
+              "a target region of '" + identity_.unique_id +
+                  "' was deregistered during the transfer");
+        return true;
+      }
+      recv_some(fd, cursor);
+    }
+    reply(fd, header, 0, "");
+    return true;
+  }
+  wire::ReplyHeader ok{wire::kReplyMagic, 0, total, header.sequence};
+  if (!send_exact(fd, &ok, sizeof(ok), io_deadline(), stop_fd_.get())) return false;
+  while (!cursor.done()) {
+    if (!wait_ready(fd, POLLOUT, io_deadline(), stop_fd_.get())) return false;
+    RegionHolds holds(regions_.slots(), held);
+    // The success reply is already on its way: closing is the only honest way to fail now.
+    if (!holds.acquired()) return false;
+    send_some(fd, cursor);
+  }
+  return true;
+}
+
+void DataServer::reply(int fd, const wire::FrameHeader& header, int32_t status,
+                       const std::string& payload) {
+  wire::ReplyHeader out{wire::kReplyMagic, status, payload.size(), header.sequence};
+  std::vector<iovec> iovs{iovec{&out, sizeof(out)}};
+  if (!payload.empty()) iovs.push_back(iovec{const_cast<char*>(payload.data()), payload.size()});
+  IovCursor cursor(std::move(iovs));
+  while (!cursor.done()) {
+    if (send_some(fd, cursor) > 0) continue;
+    if (!wait_ready(fd, POLLOUT, io_deadline(), stop_fd_.get())) return;
+  }
+}
+
+void DataServer::drain(int fd, uint64_t bytes) {
+  std::vector<char> scratch(std::min<uint64_t>(bytes, 1u << 16));
+  while (bytes > 0) {
+    IovCursor cursor({iovec{scratch.data(), std::min<uint64_t>(bytes, scratch.size())}});
+    if (!wait_ready(fd, POLLIN, io_deadline(), stop_fd_.get()))
+      raise(Status::kCommunication, "stopping");
+    bytes -= recv_some(fd, cursor);
+  }
+}
+
+}  // namespace memloom::smem::trans

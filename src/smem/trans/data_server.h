@@ -1,0 +1,68 @@
+// The data server of a TRANS instance: accepts initiators on the instance's uniqueId address and
+// serves their read/write frames (wire_format.h) against the instance's RegionTable, one thread
+// per connection. It exists beside the HAL Transport because a TRANS instance must listen on the
+// exact address its uniqueId names, and it must check every request against the live registry
+// (hal::Transport binds an address of its own choosing and exposes ranges without roles).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "src/smem/trans/region_table.h"
+#include "src/smem/trans/socket_io.h"
+#include "src/smem/trans/wire_format.h"
+
+namespace memloom::smem::trans {
+
+struct ServerIdentity {
+  std::string unique_id;
+  std::string incarnation;     // changes every time an instance of this uniqueId starts
+  bool serves_memory = false;  // RECEIVER or BOTH
+};
+
+class DataServer {
+ public:
+  // Serves on `listener` (from listen_on) until stop() or destruction. A connection that stays
+  // silent for io_timeout in the middle of a frame is dropped.
+  DataServer(UniqueFd listener, ServerIdentity identity, RegionTable& regions,
+             std::chrono::milliseconds io_timeout);
+  ~DataServer();
+  DataServer(const DataServer&) = delete;
+  DataServer& operator=(const DataServer&) = delete;
+  // Closes the listener and every connection, and joins the threads.
+  void stop();
+
+ private:
+  struct Connection {
+    UniqueFd fd;
+    std::thread thread;
+    std::atomic<bool> finished{false};
+  };
+
+  void accept_loop();
+  void reap_finished();
+  void serve(Connection& connection);
+  // Handles one read or write frame; returns false when the connection must close.
+  bool serve_transfer(int fd, const wire::FrameHeader& header);
+  bool serve_hello(int fd, const wire::FrameHeader& header);
+  void reply(int fd, const wire::FrameHeader& header, int32_t status, const std::string& payload);
+  void drain(int fd, uint64_t bytes);
+  Deadline io_deadline() const { return Deadline::after(io_timeout_); }
+
+  UniqueFd listener_;
+  UniqueFd stop_fd_;  // an eventfd: readable once stop() began
+  ServerIdentity identity_;
+  RegionTable& regions_;
+  std::chrono::milliseconds io_timeout_;
+  std::thread acceptor_;
+  std::mutex mutex_;
+  std::list<std::unique_ptr<Connection>> connections_;
+  bool stopped_ = false;
+};
+
+}  // namespace memloom::smem::trans

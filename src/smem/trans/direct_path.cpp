@@ -1,0 +1,197 @@
+#include "src/smem/trans/direct_path.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "memloom/error.h"
+#include "src/core/fd_broker.h"
+#include "src/smem/trans/hex_address.h"
+#include "src/smem/trans/wire_format.h"
+
+namespace memloom::smem::trans {
+namespace {
+
+constexpr size_t kMaxWindowPieces = 1024;
+constexpr uint64_t kMaxWindowBytes = 64ull << 20;
+
+int open_pidfd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+#else
+  (void)pid;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+}  // namespace
+
+struct DirectPath::Mapping {
+  uint64_t generation = 0;
+  void* base = nullptr;
+  size_t size = 0;
+  ~Mapping() {
+    if (base != nullptr) ::munmap(base, size);
+  }
+};
+
+DirectPath::DirectPath(std::string peer_name, pid_t pid, int table_fd)
+    : peer_name_(std::move(peer_name)), pid_(pid), view_(table_fd) {
+  pidfd_.reset(open_pidfd(pid));
+  if (!pidfd_.valid() && errno == ESRCH) {
+    raise(Status::kCommunication,
+          "peer '" + peer_name_ + "' (pid " + std::to_string(pid) + ") has exited");
+  }
+}
+
+DirectPath::~DirectPath() = default;
+
+bool DirectPath::alive() const {
+  if (view_.closed()) return false;
+  if (pidfd_.valid()) {
+    pollfd exited{pidfd_.get(), POLLIN, 0};
+    return ::poll(&exited, 1, 0) == 0;
+  }
+  return ::kill(pid_, 0) == 0 || errno != ESRCH;
+}
+
+std::shared_ptr<DirectPath::Mapping> DirectPath::mapping_for(const RegionRef& region,
+                                                             Deadline deadline) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = mappings_.find(region.slot);
+  if (it != mappings_.end() && it->second->generation == region.generation) return it->second;
+  UniqueFd fd;
+  try {
+    fd.reset(core::FdBroker::fetch(region.token, deadline));
+  } catch (const Error& error) {
+    if (error.status() != Status::kNotFound) throw;
+    raise(Status::kInvalidInput, "memory of '" + peer_name_ + "' at " +
+                                     hex_address(region.address) +
+                                     " was freed during the transfer");
+  }
+  auto mapping = std::make_shared<Mapping>();
+  void* base = ::mmap(nullptr, region.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  if (base == MAP_FAILED) raise_errno("mapping memory of peer '" + peer_name_ + "'", errno);
+  mapping->generation = region.generation;
+  mapping->base = base;
+  mapping->size = region.size;
+  mappings_[region.slot] = mapping;
+  return mapping;
+}
+
+void DirectPath::forget_stale_mappings(const RegionSnapshot& snapshot) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (snapshot.version == mappings_version_) return;
+  mappings_version_ = snapshot.version;
+  for (auto it = mappings_.begin(); it != mappings_.end();) {
+    bool live = false;
+    for (const auto& region : snapshot.regions) {
+      live = live || (region.slot == it->first && region.generation == it->second->generation);
+    }
+    // Copies in flight keep their own reference; the memory is unmapped after the last one.
+    it = live ? std::next(it) : mappings_.erase(it);
+  }
+}
+
+DirectPath::Outcome DirectPath::run(Direction direction, const std::vector<Piece>& pieces,
+                                    Deadline deadline) {
+  if (!alive())
+    raise(Status::kCommunication, "peer '" + peer_name_ + "' has exited or was destroyed");
+  auto snapshot = view_.snapshot();
+  forget_stale_mappings(*snapshot);
+  std::vector<const RegionRef*> region_of(pieces.size());
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    region_of[i] = snapshot->find(pieces[i].remote, pieces[i].bytes);
+    if (region_of[i] == nullptr) {
+      raise(Status::kInvalidInput, "[" + hex_address(pieces[i].remote) + ", +" +
+                                       std::to_string(pieces[i].bytes) +
+                                       ") is not inside memory registered by '" + peer_name_ + "'");
+    }
+  }
+  std::vector<iovec> local;
+  std::vector<iovec> remote;
+  std::vector<const RegionRef*> window_regions;
+  for (size_t begin = 0; begin < pieces.size();) {
+    size_t end = begin;
+    uint64_t bytes = 0;
+    window_regions.clear();
+    while (end < pieces.size() && end - begin < kMaxWindowPieces &&
+           (end == begin || bytes + pieces[end].bytes <= kMaxWindowBytes)) {
+      bytes += pieces[end].bytes;
+      window_regions.push_back(region_of[end]);
+      ++end;
+    }
+    // Mappings are taken before the hold: fetching an fd waits on the peer, a hold must not.
+    std::vector<std::shared_ptr<Mapping>> mapped(end - begin);
+    for (size_t i = begin; i < end; ++i) {
+      if (!region_of[i]->token.empty()) mapped[i - begin] = mapping_for(*region_of[i], deadline);
+    }
+    local.clear();
+    remote.clear();
+    {
+      RegionHolds holds(view_.slots(), window_regions);
+      if (!holds.acquired()) {
+        raise(Status::kInvalidInput,
+              "a region of '" + peer_name_ + "' was deregistered during the transfer");
+      }
+      for (size_t i = begin; i < end; ++i) {
+        const Piece& piece = pieces[i];
+        if (const auto& mapping = mapped[i - begin]) {
+          char* there = static_cast<char*>(mapping->base) + (piece.remote - region_of[i]->address);
+          if (direction == Direction::kWrite) {
+            std::memcpy(there, piece.local, piece.bytes);
+          } else {
+            std::memcpy(piece.local, there, piece.bytes);
+          }
+        } else {
+          local.push_back(iovec{piece.local, piece.bytes});
+          remote.push_back(
+              iovec{reinterpret_cast<void*>(static_cast<uintptr_t>(piece.remote)), piece.bytes});
+        }
+      }
+      if (!local.empty() && !cross_memory_copy(direction, local, remote))
+        return Outcome::kCrossMemoryDenied;
+    }
+    begin = end;
+  }
+  // A peer that died mid-copy may leave memory nobody will read: report it like a broken link.
+  if (!alive())
+    raise(Status::kCommunication, "peer '" + peer_name_ + "' exited during the transfer");
+  return Outcome::kDone;
+}
+
+bool DirectPath::cross_memory_copy(Direction direction, std::vector<iovec>& local,
+                                   std::vector<iovec>& remote) {
+  size_t expected = 0;
+  for (const auto& io : local) expected += io.iov_len;
+  ssize_t copied =
+      direction == Direction::kWrite
+          ? ::process_vm_writev(pid_, local.data(), local.size(), remote.data(), remote.size(), 0)
+          : ::process_vm_readv(pid_, local.data(), local.size(), remote.data(), remote.size(), 0);
+  if (copied < 0) {
+    int error = errno;
+    if (error == EPERM) return false;
+    if (error == ESRCH) raise(Status::kCommunication, "peer '" + peer_name_ + "' has exited");
+    if (error == EFAULT) {
+      raise(Status::kInvalidInput, "a local buffer of the transfer is not mapped in this process");
+    }
+    raise(Status::kSystem, std::string("cross-memory copy with peer '") + peer_name_ +
+                               "' failed: " + std::strerror(error));
+  }
+  if (static_cast<size_t>(copied) != expected) {
+    raise(Status::kInvalidInput, "copied " + std::to_string(copied) + " of " +
+                                     std::to_string(expected) +
+                                     " bytes: a local buffer, or memory registered by '" +
+                                     peer_name_ + "', is not mapped");
+  }
+  return true;
+}
+
+}  // namespace memloom::smem::trans

@@ -1,0 +1,51 @@
+#include "src/smem/trans/peer_directory.h"
+
+#include "memloom/error.h"
+#include "src/core/fd_broker.h"
+
+namespace memloom::smem::trans {
+
+PeerDirectory::PeerDirectory(std::shared_ptr<store::Client> store, std::string my_node,
+                             bool map_tables)
+    : store_(std::move(store)), my_node_(std::move(my_node)), map_tables_(map_tables) {}
+
+std::shared_ptr<Peer> PeerDirectory::find(const std::string& unique_id, Deadline deadline) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = peers_.find(unique_id);
+    if (it != peers_.end()) {
+      if (!it->second->direct || it->second->direct->alive()) return it->second;
+      peers_.erase(it);  // exited or destroyed: maybe a new instance took the name
+    }
+  }
+  // Looked up once, without waiting: a peer that is not published is an error, not a wait.
+  auto published = store_->get(peer_key(unique_id), std::chrono::milliseconds(0));
+  if (!published) {
+    raise(Status::kNotFound,
+          "no transfer instance named '" + unique_id + "' is registered in the config store");
+  }
+  auto peer = std::make_shared<Peer>(unique_id, PeerRecord::decode(*published));
+  if (map_tables_ && peer->record.node == my_node_) {
+    int table_fd = -1;
+    try {
+      table_fd = core::FdBroker::fetch(peer->record.table_token, deadline);
+    } catch (const Error& error) {
+      raise(error.status() == Status::kTimeout ? Status::kTimeout : Status::kCommunication,
+            "transfer instance '" + unique_id + "' (pid " + std::to_string(peer->record.pid) +
+                ") is gone: " + error.what());
+    }
+    peer->direct = std::make_unique<DirectPath>(unique_id, peer->record.pid, table_fd);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, inserted] = peers_.emplace(unique_id, peer);
+  if (!inserted) it->second = peer;
+  return peer;
+}
+
+void PeerDirectory::forget(const std::string& unique_id, const std::shared_ptr<Peer>& peer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = peers_.find(unique_id);
+  if (it != peers_.end() && it->second == peer) peers_.erase(it);
+}
+
+}  // namespace memloom::smem::trans

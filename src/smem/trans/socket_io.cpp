@@ -1,0 +1,182 @@
+#include "src/smem/trans/socket_io.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <string>
+
+#include "memloom/error.h"
+
+namespace memloom::smem::trans {
+namespace {
+
+constexpr size_t kMaxIovPerCall = IOV_MAX < 1024 ? IOV_MAX : 1024;
+
+[[noreturn]] void connection_failed(const char* what, int error) {
+  raise(Status::kCommunication,
+        std::string(what) + " failed: " + std::strerror(error) + " (the peer may have exited)");
+}
+
+}  // namespace
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
+  if (this != &other) reset(std::exchange(other.fd_, -1));
+  return *this;
+}
+
+void UniqueFd::reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+WaitResult wait_for(int fd, short events, Deadline deadline, int stop_fd) {
+  while (true) {
+    pollfd fds[2] = {{fd, events, 0}, {stop_fd, POLLIN, 0}};
+    int rc = ::poll(fds, stop_fd >= 0 ? 2 : 1, deadline.poll_timeout_ms(1000));
+    if (rc < 0 && errno != EINTR) raise_errno("poll", errno);
+    if (rc > 0) {
+      if (stop_fd >= 0 && fds[1].revents != 0) return WaitResult::kStopped;
+      if (fds[0].revents != 0) return WaitResult::kReady;
+    }
+    if (deadline.expired()) return WaitResult::kTimeout;
+  }
+}
+
+UniqueFd listen_on(const EndpointAddress& address) {
+  UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) raise_errno("socket", errno);
+  int one = 1;
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (address.family() == AF_INET6)
+    ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+  if (::bind(fd.get(), address.address(), address.length) != 0) {
+    int error = errno;
+    if (error == EADDRINUSE) {
+      raise(Status::kInvalidValue, "cannot listen on " + address.text +
+                                       ": the address is in use (is another instance named '" +
+                                       address.text + "' running?)");
+    }
+    if (error == EADDRNOTAVAIL) {
+      raise(Status::kInvalidInput,
+            "cannot listen on " + address.text + ": not an address of this host");
+    }
+    raise(Status::kSystem, "cannot listen on " + address.text + ": " + std::strerror(error));
+  }
+  if (::listen(fd.get(), 512) != 0) raise_errno("listen on " + address.text, errno);
+  return fd;
+}
+
+UniqueFd connect_to(const EndpointAddress& address, Deadline deadline) {
+  UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) raise_errno("socket", errno);
+  int one = 1;
+  ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  if (::connect(fd.get(), address.address(), address.length) != 0) {
+    if (errno != EINPROGRESS) {
+      raise(Status::kCommunication,
+            "cannot connect to " + address.text + ": " + std::strerror(errno));
+    }
+    if (wait_for(fd.get(), POLLOUT, deadline) != WaitResult::kReady) {
+      raise(Status::kTimeout, "timed out connecting to " + address.text);
+    }
+    int error = 0;
+    socklen_t length = sizeof(error);
+    ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &length);
+    if (error != 0) {
+      raise(Status::kCommunication,
+            "cannot connect to " + address.text + ": " + std::strerror(error));
+    }
+  }
+  return fd;
+}
+
+bool send_exact(int fd, const void* data, size_t bytes, Deadline deadline, int stop_fd) {
+  IovCursor cursor({iovec{const_cast<void*>(data), bytes}});
+  while (!cursor.done()) {
+    if (send_some(fd, cursor) > 0) continue;
+    WaitResult waited = wait_for(fd, POLLOUT, deadline, stop_fd);
+    if (waited == WaitResult::kStopped) return false;
+    if (waited == WaitResult::kTimeout) raise(Status::kTimeout, "timed out sending to a peer");
+  }
+  return true;
+}
+
+bool recv_exact(int fd, void* data, size_t bytes, Deadline deadline, int stop_fd) {
+  IovCursor cursor({iovec{data, bytes}});
+  while (!cursor.done()) {
+    if (recv_some(fd, cursor) > 0) continue;
+    WaitResult waited = wait_for(fd, POLLIN, deadline, stop_fd);
+    if (waited == WaitResult::kStopped) return false;
+    if (waited == WaitResult::kTimeout) raise(Status::kTimeout, "timed out receiving from a peer");
+  }
+  return true;
+}
+
+IovCursor::IovCursor(std::vector<iovec> iovs) : iovs_(std::move(iovs)) {
+  for (const auto& io : iovs_) remaining_ += io.iov_len;
+  while (index_ < iovs_.size() && iovs_[index_].iov_len == 0) ++index_;
+}
+
+iovec* IovCursor::next(size_t* count) {
+  *count = std::min(kMaxIovPerCall, iovs_.size() - index_);
+  return iovs_.data() + index_;
+}
+
+void IovCursor::advance(size_t bytes) {
+  remaining_ -= bytes;
+  while (bytes > 0) {
+    iovec& current = iovs_[index_];
+    size_t step = std::min(bytes, current.iov_len);
+    current.iov_base = static_cast<char*>(current.iov_base) + step;
+    current.iov_len -= step;
+    bytes -= step;
+    if (current.iov_len == 0) ++index_;
+  }
+  while (index_ < iovs_.size() && iovs_[index_].iov_len == 0) ++index_;
+}
+
+size_t send_some(int fd, IovCursor& cursor) {
+  if (cursor.done()) return 0;
+  msghdr message{};
+  size_t count = 0;
+  message.msg_iov = cursor.next(&count);
+  message.msg_iovlen = count;
+  ssize_t sent = ::sendmsg(fd, &message, MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (sent < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
+    if (errno == EFAULT)
+      raise(Status::kInvalidInput, "a source buffer of the transfer is not mapped");
+    connection_failed("send", errno);
+  }
+  cursor.advance(static_cast<size_t>(sent));
+  return static_cast<size_t>(sent);
+}
+
+size_t recv_some(int fd, IovCursor& cursor) {
+  if (cursor.done()) return 0;
+  msghdr message{};
+  size_t count = 0;
+  message.msg_iov = cursor.next(&count);
+  message.msg_iovlen = count;
+  ssize_t got = ::recvmsg(fd, &message, MSG_DONTWAIT);
+  if (got < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
+    if (errno == EFAULT)
+      raise(Status::kInvalidInput, "a destination buffer of the transfer is not mapped");
+    connection_failed("receive", errno);
+  }
+  if (got == 0) {
+    raise(Status::kCommunication, "the peer closed the connection (it may have exited)");
+  }
+  cursor.advance(static_cast<size_t>(got));
+  return static_cast<size_t>(got);
+}
+
+}  // namespace memloom::smem::trans

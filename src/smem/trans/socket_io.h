@@ -1,0 +1,73 @@
+// Non-blocking socket plumbing for the TRANS data path: every wait is bounded by a Deadline and
+// can be interrupted by a stop descriptor, so no thread of the engine blocks forever.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "memloom/deadline.h"
+#include "src/smem/trans/endpoint_address.h"
+
+namespace memloom::smem::trans {
+
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { reset(); }
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+enum class WaitResult { kReady, kTimeout, kStopped };
+
+// Waits for `events` on fd, or for stop_fd (-1: none) to become readable, until the deadline.
+WaitResult wait_for(int fd, short events, Deadline deadline, int stop_fd = -1);
+
+// A listening, non-blocking TCP socket bound to exactly `address`. Throws kInvalidInput when the
+// address is not one of this host's, kInvalidValue when another socket already holds it.
+UniqueFd listen_on(const EndpointAddress& address);
+
+// A connected, non-blocking TCP socket (TCP_NODELAY). Throws kCommunication when nothing listens
+// there, kTimeout at the deadline.
+UniqueFd connect_to(const EndpointAddress& address, Deadline deadline);
+
+// Sends/receives exactly `bytes` on a non-blocking socket. Throw kCommunication when the peer
+// closes or resets, kTimeout at the deadline; return false only when stop_fd fired.
+bool send_exact(int fd, const void* data, size_t bytes, Deadline deadline, int stop_fd = -1);
+bool recv_exact(int fd, void* data, size_t bytes, Deadline deadline, int stop_fd = -1);
+
+// A position in a list of iovecs, consumed by sendmsg/recvmsg calls of at most IOV_MAX entries.
+class IovCursor {
+ public:
+  explicit IovCursor(std::vector<iovec> iovs);
+  bool done() const { return index_ == iovs_.size(); }
+  size_t remaining_bytes() const { return remaining_; }
+  // The next entries to pass to one sendmsg/recvmsg call (the first one already advanced).
+  iovec* next(size_t* count);
+  void advance(size_t bytes);
+
+ private:
+  std::vector<iovec> iovs_;
+  size_t index_ = 0;
+  size_t remaining_ = 0;
+};
+
+// One non-blocking sendmsg/recvmsg over the cursor. Returns the bytes moved (0 if the socket had
+// no room/data); throws kCommunication if the connection closed or failed.
+size_t send_some(int fd, IovCursor& cursor);
+size_t recv_some(int fd, IovCursor& cursor);
+
+}  // namespace memloom::smem::trans

@@ -1,0 +1,34 @@
+// The initiator's side of the TCP data path to one peer: a small pool of connections, and the
+// frame pipeline that runs a batch over one of them (see wire_format.h).
+#pragma once
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "memloom/deadline.h"
+#include "src/smem/trans/endpoint_address.h"
+#include "src/smem/trans/socket_io.h"
+#include "src/smem/trans/transfer_piece.h"
+
+namespace memloom::smem::trans {
+
+class TcpChannel {
+ public:
+  explicit TcpChannel(EndpointAddress peer);
+  // Runs every piece, in order. Throws the peer's refusal (kInvalidInput for memory it has not
+  // registered, ...) prefixed with its name, kCommunication when the connection breaks, kTimeout
+  // at the deadline. Safe to call from several threads (each uses its own connection).
+  void run(Direction direction, const std::vector<Piece>& pieces, Deadline deadline);
+
+ private:
+  UniqueFd checkout(Deadline deadline);
+  void checkin(UniqueFd connection);
+  void pipeline(int fd, Direction direction, const std::vector<Piece>& pieces, Deadline deadline);
+
+  EndpointAddress peer_;
+  std::mutex mutex_;
+  std::vector<UniqueFd> idle_;
+};
+
+}  // namespace memloom::smem::trans

@@ -1,0 +1,99 @@
+// One TRANS instance: its identity in the config store, the registry of memory it serves, its data
+// server, and the peers it transfers with. The C facade (smem_trans_api.cpp) checks arguments and
+// calls this; everything here throws memloom::Error.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "memloom/deadline.h"
+#include "src/smem/trans/data_server.h"
+#include "src/smem/trans/memfd_segment.h"
+#include "src/smem/trans/peer_directory.h"
+#include "src/smem/trans/region_table.h"
+#include "src/smem/trans/transfer_piece.h"
+#include "src/store/client.h"
+#include "src/store/server.h"
+
+namespace memloom::smem::trans {
+
+// Data paths an instance may use (from smem_trans_config_t::dataOpType).
+struct DataPaths {
+  bool direct = true;   // SMEMB_DATA_OP_SDMA: same-node copies
+  bool network = true;  // HOST_TCP, HOST_RDMA, HOST_URMA or DEVICE_RDMA: TCP
+};
+
+struct EngineOptions {
+  bool initiates = true;  // SENDER or BOTH
+  bool serves = false;    // RECEIVER or BOTH
+  std::chrono::milliseconds timeout{120000};
+  DataPaths paths;
+  bool start_store = false;
+};
+
+// One entry of a read or write: `bytes` between local and the peer's address `remote`.
+struct TransferEntry {
+  char* local;
+  uint64_t remote;
+  uint64_t bytes;
+};
+
+class Engine {
+ public:
+  static std::shared_ptr<Engine> create(const std::string& store_url, const std::string& unique_id,
+                                        const EngineOptions& options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Unpublishes the instance and stops serving; later calls fail. Idempotent.
+  void shutdown();
+  const std::string& unique_id() const { return unique_id_; }
+
+  // All ranges or none.
+  void register_memory(const std::vector<std::pair<void*, size_t>>& ranges);
+  void deregister_memory(void* address);
+  void* allocate(size_t bytes);
+  void release(void* address);
+
+  // Throws kNotSupported if this instance's role does not initiate transfers.
+  void check_initiator() const;
+  // Resolves the peer now (kNotFound, kCommunication), for errors at submission time.
+  void check_peer(const std::string& peer_id);
+  // Runs every entry with `peer_id`, in order, before returning.
+  void transfer(Direction direction, const std::string& peer_id,
+                const std::vector<TransferEntry>& entries);
+
+ private:
+  Engine(std::string unique_id, EngineOptions options);
+  Deadline deadline() const { return Deadline::after(options_.timeout); }
+  std::chrono::milliseconds hold_wait() const;
+  void check_open() const;
+
+  const std::string unique_id_;
+  const EngineOptions options_;
+  std::unique_ptr<store::Server> store_server_;
+  std::shared_ptr<store::Client> store_;
+  std::unique_ptr<RegionTable> regions_;
+  std::string table_token_;
+  std::unique_ptr<DataServer> server_;
+  std::unique_ptr<PeerDirectory> peers_;
+  mutable std::mutex mutex_;
+  bool shut_down_ = false;
+  bool published_ =
+      false;  // the store holds our record (a failed create must not remove another's)
+  struct Allocation {
+    std::unique_ptr<MemfdSegment> segment;
+    std::string token;
+    size_t bytes;
+  };
+  std::map<void*, Allocation> allocations_;
+};
+
+}  // namespace memloom::smem::trans

@@ -1,0 +1,31 @@
+// What every data path moves: pieces of at most wire::kMaxPieceBytes between a local buffer and an
+// address in a peer's registered memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace memloom::smem::trans {
+
+enum class Direction { kRead, kWrite };
+
+struct Piece {
+  uint64_t remote;  // an address in the peer's process
+  char* local;      // destination of a read, source of a write
+  uint64_t bytes;
+};
+
+// Cuts `bytes` at (local, remote) into pieces of at most max_piece bytes, appended to `out`.
+inline void append_pieces(std::vector<Piece>& out, char* local, uint64_t remote, uint64_t bytes,
+                          uint64_t max_piece) {
+  while (bytes > 0) {
+    uint64_t step = bytes < max_piece ? bytes : max_piece;
+    out.push_back(Piece{remote, local, step});
+    local += step;
+    remote += step;
+    bytes -= step;
+  }
+}
+
+}  // namespace memloom::smem::trans

@@ -1,0 +1,140 @@
+// The Transport as the core gets it, from the Platform: on the CUDA backend the staged TCP
+// transport, whose either side may be device memory (staged through pinned buffers).
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "tests/cuda/backend_test_helpers.h"
+
+namespace memloom::backend_test {
+namespace {
+
+using hal::MemoryKind;
+using Op = hal::TransferOp;
+using Direction = hal::TransferOp::Direction;
+
+class PlatformTransport : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto& domain = platform().memory_domain();
+    server = platform().create_transport();
+    requester = platform().create_transport();
+    stream = platform().create_stream(platform().current_device());
+    segment = domain.allocate(MemoryKind::kDevice, platform().current_device(), kBytes);
+    remote_device = static_cast<uint8_t*>(domain.map_anywhere(*segment));
+    local_segment = domain.allocate(MemoryKind::kDevice, platform().current_device(), kBytes);
+    local_device = static_cast<uint8_t*>(domain.map_anywhere(*local_segment));
+    host.assign(kBytes, 0);
+    domain.register_user_memory(host.data(), host.size());
+    server->expose(remote_device, kBytes);
+  }
+  void TearDown() override {
+    auto& domain = platform().memory_domain();
+    server->withdraw(remote_device);
+    domain.unregister_user_memory(host.data());
+    domain.unmap_anywhere(remote_device, kBytes);
+    domain.unmap_anywhere(local_device, kBytes);
+  }
+  static hal::Platform& platform() { return core::platform(); }
+  uint64_t remote(size_t offset) { return reinterpret_cast<uint64_t>(remote_device + offset); }
+  // Reads device memory back through a stream copy.
+  std::vector<uint8_t> device_bytes(const void* device, size_t bytes) {
+    stream->copy(host.data(), device, bytes);
+    stream->synchronize(soon());
+    return std::vector<uint8_t>(host.begin(), host.begin() + static_cast<long>(bytes));
+  }
+
+  // The index of the first byte where `got` differs from `want`, or -1.
+  static long first_difference(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want) {
+    if (got.size() != want.size()) return 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (got[i] != want[i]) return static_cast<long>(i);
+    }
+    return -1;
+  }
+
+  // 20 MiB: several staging chunks; a multiple of any backend's granularity.
+  static constexpr size_t kBytes = 20u << 20;
+  std::unique_ptr<hal::Transport> server, requester;
+  std::unique_ptr<hal::Stream> stream;
+  std::unique_ptr<hal::Segment> segment, local_segment;
+  uint8_t* remote_device = nullptr;
+  uint8_t* local_device = nullptr;
+  std::vector<uint8_t> host;
+};
+
+TEST_F(PlatformTransport, HostToRemoteDeviceAndBackToLocalDevice) {
+  for (size_t bytes : {size_t{1}, size_t{4097}, size_t{(9u << 20) + 3}, kBytes - 4096}) {
+    const size_t offset = kBytes - bytes;  // ends exactly at the end of the exposed range
+    std::vector<uint8_t> data(bytes);
+    for (size_t i = 0; i < bytes; ++i) data[i] = pattern(bytes, i);
+    requester->transfer(server->address(),
+                        {Op{Direction::kWrite, remote(offset), data.data(), bytes}}, soon());
+    EXPECT_EQ(first_difference(device_bytes(remote_device + offset, bytes), data), -1)
+        << bytes << " B write";
+    requester->transfer(server->address(),
+                        {Op{Direction::kRead, remote(offset), local_device, bytes}}, soon());
+    EXPECT_EQ(first_difference(device_bytes(local_device, bytes), data), -1)
+        << bytes << " B read into device memory";
+  }
+}
+
+TEST_F(PlatformTransport, DeviceToRemoteDeviceInABatch) {
+  // Local device memory holds a pattern; 64 pieces go out in one call and come back in another.
+  std::vector<uint8_t> data(kBytes);
+  for (size_t i = 0; i < kBytes; ++i) data[i] = pattern(3, i);
+  std::memcpy(host.data(), data.data(), kBytes);
+  stream->copy(local_device, host.data(), kBytes);
+  stream->synchronize(soon());
+  const size_t piece = kBytes / 64;
+  std::vector<Op> writes, reads;
+  for (size_t p = 0; p < 64; ++p) {
+    writes.push_back(Op{Direction::kWrite, remote(p * piece), local_device + p * piece, piece});
+  }
+  requester->transfer(server->address(), writes, soon());
+  EXPECT_EQ(first_difference(device_bytes(remote_device, kBytes), data), -1);
+  std::vector<uint8_t> back(kBytes);
+  for (size_t p = 0; p < 64; ++p) {
+    reads.push_back(Op{Direction::kRead, remote(p * piece), back.data() + p * piece, piece});
+  }
+  requester->transfer(server->address(), reads, soon());
+  EXPECT_EQ(first_difference(back, data), -1);
+}
+
+TEST_F(PlatformTransport, RefusedRangesFailAndTheConnectionSurvives) {
+  std::vector<uint8_t> bytes(8192, 1);
+  EXPECT_EQ(status_of([&] {
+              requester->transfer(server->address(),
+                                  {Op{Direction::kWrite, remote(kBytes - 100), bytes.data(), 200}},
+                                  soon());
+            }),
+            Status::kInvalidInput);
+  EXPECT_EQ(status_of([&] {
+              requester->transfer(
+                  server->address(),
+                  {Op{Direction::kRead, reinterpret_cast<uint64_t>(bytes.data()), bytes.data(), 8}},
+                  soon());
+            }),
+            Status::kInvalidInput);
+  requester->transfer(server->address(), {Op{Direction::kWrite, remote(0), bytes.data(), 8192}},
+                      soon());
+  EXPECT_EQ(first_difference(device_bytes(remote_device, 8192), bytes), -1);
+}
+
+TEST_F(PlatformTransport, AGonePeerIsACommunicationError) {
+  const std::string address = server->address();
+  server->withdraw(remote_device);
+  server.reset();
+  std::vector<uint8_t> bytes(64);
+  EXPECT_EQ(status_of([&] {
+              requester->transfer(address, {Op{Direction::kRead, 4096, bytes.data(), 64}}, soon());
+            }),
+            Status::kCommunication);
+  server = platform().create_transport();  // for TearDown
+  server->expose(remote_device, kBytes);
+}
+
+}  // namespace
+}  // namespace memloom::backend_test
