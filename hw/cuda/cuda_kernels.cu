@@ -9,6 +9,7 @@
 #include "hw/cuda/cuda_check.h"
 #include "memloom/error.h"
 #include "src/ops/fill_kernel.h"
+#include "src/ops/row_copy_kernel.h"
 
 namespace memloom::cuda {
 namespace {
@@ -71,6 +72,8 @@ constexpr CudaKernel make_cuda_kernel(const char* name) {
 // Indexed by KernelId; the static_assert keeps it in step with hw/hal/kernels.h.
 constexpr std::array<CudaKernel, static_cast<size_t>(hal::KernelId::kCount)> kKernels = {
     make_cuda_kernel<ops::FillPatternKernel>("fill_pattern"),
+    make_cuda_kernel<ops::GatherKernel>("gather"),
+    make_cuda_kernel<ops::ScatterKernel>("scatter"),
 };
 static_assert(kKernels.size() == static_cast<size_t>(hal::KernelId::kCount),
               "every KernelId needs a CUDA launcher");
