@@ -249,9 +249,19 @@ void ShmGroup::wait_generation_change(uint32_t generation, Deadline deadline) {
     if (control_->generation.load(std::memory_order_acquire) != generation) return;
     cpu_relax();
   }
+  auto completed = [&] {
+    return control_->generation.load(std::memory_order_acquire) != generation;
+  };
   while (true) {
-    if (control_->generation.load(std::memory_order_acquire) != generation) return;
-    check_health(deadline);
+    if (completed()) return;
+    try {
+      check_health(deadline);
+    } catch (const Error&) {
+      // The barrier may have completed while we checked, and a member that passed it may
+      // already have exited: a completed barrier is a success whatever happened after it.
+      if (completed()) return;
+      throw;
+    }
     // The sleeper count and the generation are both seq_cst: either the arriving member sees
     // this sleeper and wakes it, or the kernel sees the new generation and does not sleep.
     control_->sleepers.fetch_add(1, std::memory_order_seq_cst);

@@ -352,6 +352,30 @@ INSTANTIATE_TEST_SUITE_P(Victims, CollectivesFailure,
                                   std::to_string(info.param.victim);
                          });
 
+// Nobody shares a node with the victim, so nobody can see its pid die: the others learn it from
+// the deadline (kTimeout on the rank that waited for it, the poison on the others).
+TEST(Collectives, RankAloneOnItsNodeDiesAndTheOthersFailAtTheirDeadline) {
+  auto results = testing::run_ranks(options_for(3, 3), [&](const RankContext& context) {
+    Member member = join_group(context);
+    member.group->barrier(call_deadline());
+    if (context.rank == 2) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      ::raise(SIGKILL);
+    }
+    auto start = Clock::now();
+    try {
+      member.group->barrier(Deadline::after(std::chrono::milliseconds(500)));
+      ADD_FAILURE() << "barrier succeeded without rank 2";
+    } catch (const Error& error) {
+      EXPECT_TRUE(error.status() == Status::kTimeout || error.status() == Status::kCommunication)
+          << error.what();
+    }
+    EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(2000));
+  });
+  EXPECT_EQ(results[2].signal, SIGKILL);
+  EXPECT_TRUE(results[0].exit_code == 0 && results[1].exit_code == 0) << testing::describe(results);
+}
+
 TEST(Collectives, AbortFromAnotherThreadWakesEveryRank) {
   auto results = testing::run_ranks(options_for(4, 2), [&](const RankContext& context) {
     Member member = join_group(context);
