@@ -93,7 +93,9 @@ void* reserve_cpu_range(size_t size, size_t alignment, void* fixed_address) {
 }
 
 void map_device_segment(const DeviceAccess& access, void* address, const hal::Segment& segment) {
-  const auto& device = dynamic_cast<const DeviceSegment&>(segment);
+  const auto* cuda_segment = dynamic_cast<const DeviceSegment*>(&segment);
+  if (cuda_segment == nullptr) raise(Status::kInvalidInput, "map: not a CUDA device segment");
+  const DeviceSegment& device = *cuda_segment;
   const CUdeviceptr at = device_address(address);
   check_cu(cuMemMap(at, device.size(), 0, device.handle(), 0), "cuMemMap");
   const auto& descs = access.for_owner(device.device());
@@ -115,7 +117,9 @@ void map_device_segment(const DeviceAccess& access, void* address, const hal::Se
 }
 
 void map_host_segment(void* address, const hal::Segment& segment) {
-  const auto& host = dynamic_cast<const HostSegment&>(segment);
+  const auto* cuda_segment = dynamic_cast<const HostSegment*>(&segment);
+  if (cuda_segment == nullptr) raise(Status::kInvalidInput, "map: not a CUDA host segment");
+  const HostSegment& host = *cuda_segment;
   void* got =
       ::mmap(address, host.size(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, host.fd(), 0);
   if (got == MAP_FAILED) raise_errno("mapping a host segment at " + hex(address), errno);
