@@ -193,8 +193,44 @@ std::unique_ptr<hal::Segment> VmmMemoryDomain::import_segment(hal::ExportedSegme
 
 std::unique_ptr<hal::VaRange> VmmMemoryDomain::reserve(size_t size, void* fixed_address) {
   check_multiple("reservation size", size);
-  void* base = reserve_cpu_range(size, granularity_, fixed_address);
-  return std::make_unique<VmmVaRange>(access_, base, size, granularity_);
+  const auto at = reinterpret_cast<uintptr_t>(fixed_address);
+  if (at % granularity_ != 0) {
+    raise(Status::kInvalidInput, "fixed address " + hex(at) +
+                                     " is not aligned to the granularity " +
+                                     std::to_string(granularity_));
+  }
+  const int context = current_device_.load();
+  DeviceGuard guard(context);
+  using Holds = VmmVaRange::Holds;
+  if (fixed_address == nullptr) {
+    // Placed by the driver: ready for device memory without asking it for an address.
+    CUdeviceptr got = 0;
+    check_cu(cuMemAddressReserve(&got, size, granularity_, 0, 0), "cuMemAddressReserve");
+    return std::make_unique<VmmVaRange>(access_, driver_ranges_,
+                                        reinterpret_cast<void*>(static_cast<uintptr_t>(got)), size,
+                                        granularity_, Holds::kDriverReservation, context);
+  }
+  if (driver_ranges_->overlaps(at, size)) {
+    raise(Status::kNotSupported,
+          "the address range at " + hex(at) + " (+" + std::to_string(size) + " bytes) is not free");
+  }
+  // A plain reservation first: it serves host segments for sure and becomes a driver reservation
+  // when a device segment comes. Where the driver already holds the CPU side (address space it
+  // keeps after releasing it), its own reservation at the address is the way in.
+  try {
+    void* base = reserve_cpu_range(size, granularity_, fixed_address);
+    return std::make_unique<VmmVaRange>(access_, driver_ranges_, base, size, granularity_,
+                                        Holds::kCpuReservation, context);
+  } catch (const Error& error) {
+    if (error.status() != Status::kNotSupported) throw;
+    std::string why;
+    if (reserve_driver_range_at(fixed_address, size, granularity_, &why)) {
+      return std::make_unique<VmmVaRange>(access_, driver_ranges_, fixed_address, size,
+                                          granularity_, Holds::kDriverReservation, context);
+    }
+    raise(Status::kNotSupported,
+          std::string(error.what()) + "; nor will the CUDA driver reserve it (" + why + ")");
+  }
 }
 
 void* VmmMemoryDomain::map_anywhere(const hal::Segment& segment) {

@@ -83,6 +83,7 @@ HierarchicalCollectives::HierarchicalCollectives(const hal::GroupSpec& group,
 }
 
 HierarchicalCollectives::~HierarchicalCollectives() {
+  if (mesh_ && shm_->aborted()) mesh_->drop_unsent_at_close();
   mesh_.reset();  // stops the receiver thread, which touches shm_
   shm_.reset();
 }

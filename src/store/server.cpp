@@ -6,10 +6,10 @@
 #include <map>
 #include <mutex>
 #include <thread>
-#include "src/store/asio.h"
 
 #include "memloom/error.h"
 #include "src/core/log.h"
+#include "src/store/asio.h"
 #include "src/store/frame_channel.h"
 #include "src/store/protocol.h"
 #include "src/store/store_engine.h"
@@ -31,13 +31,13 @@ class ServerImpl;
 // One client connection. Its identity (rank, group) arrives with the hello frame.
 class Session : public Peer, public std::enable_shared_from_this<Session> {
  public:
-  Session(ServerImpl& server, uint64_t id, tcp::socket socket, size_t max_frame_bytes,
-          std::chrono::milliseconds heartbeat_timeout, size_t max_queued_bytes)
+  Session(ServerImpl& server, uint64_t id, std::shared_ptr<FrameConnection> channel,
+          const asio::any_io_executor& executor, std::chrono::milliseconds heartbeat_timeout,
+          size_t max_queued_bytes)
       : server_(server),
         id_(id),
-        remote_(describe_remote(socket)),
-        channel_(std::make_shared<FrameChannel<tcp::socket>>(std::move(socket), max_frame_bytes)),
-        heartbeat_timer_(channel_->stream().get_executor()),
+        channel_(std::move(channel)),
+        heartbeat_timer_(executor),
         heartbeat_timeout_(heartbeat_timeout),
         max_queued_bytes_(max_queued_bytes) {}
 
@@ -62,24 +62,17 @@ class Session : public Peer, public std::enable_shared_from_this<Session> {
     arm_heartbeat_timer();
   }
 
-  const std::string& remote() const { return remote_; }
+  const std::string& remote() const { return channel_->remote(); }
   bool hello_done = false;
   int64_t rank = -1;
   std::string group;
 
  private:
-  static std::string describe_remote(const tcp::socket& socket) {
-    boost::system::error_code error;
-    auto endpoint = socket.remote_endpoint(error);
-    if (error) return "?";
-    return format_tcp_url(endpoint.address().to_string(), endpoint.port());
-  }
   void arm_heartbeat_timer();
 
   ServerImpl& server_;
   uint64_t id_;
-  std::string remote_;
-  std::shared_ptr<FrameChannel<tcp::socket>> channel_;
+  std::shared_ptr<FrameConnection> channel_;
   asio::steady_timer heartbeat_timer_;
   std::chrono::milliseconds heartbeat_timeout_;
   size_t max_queued_bytes_;
@@ -204,11 +197,12 @@ void ServerImpl::accept_next() {
       MEMLOOM_LOG(kWarn, "store server: refusing a connection, already "
                              << sessions_.size() << " (ServerOptions.max_connections)");
     } else {
-      socket.set_option(tcp::no_delay(true));
+      // A TLS layer would run its handshake here and hand over the encrypted stream instead.
+      auto connection = make_tcp_connection(std::move(socket), options_.max_frame_bytes);
       size_t max_queued = std::max<size_t>(4 * limits_.max_reply_bytes(), size_t{64} << 20);
-      auto session = std::make_shared<Session>(*this, next_session_id_++, std::move(socket),
-                                               options_.max_frame_bytes, options_.heartbeat_timeout,
-                                               max_queued);
+      auto session =
+          std::make_shared<Session>(*this, next_session_id_++, std::move(connection),
+                                    io_.get_executor(), options_.heartbeat_timeout, max_queued);
       sessions_.emplace(session->peer_id(), session);
       connection_count_.store(sessions_.size());
       session->start();

@@ -18,6 +18,9 @@ namespace {
 
 class TransStream : public ::testing::TestWithParam<uint32_t> {
  protected:
+  // Instances go before the memory they serve (members are destroyed after TearDown).
+  void TearDown() override { smem_trans_uninit(0); }
+
   void SetUp() override {
     smem_trans_config_t config = make_config(SMEM_TRANS_BOTH, GetParam());
     receiver_id_ = free_unique_id();

@@ -25,6 +25,9 @@ class TransTransfer : public ::testing::TestWithParam<PathCase> {
  protected:
   static constexpr size_t kTargetBytes = 96u << 20;
 
+  // Instances go before the memory they serve (members are destroyed after TearDown).
+  void TearDown() override { smem_trans_uninit(0); }
+
   void SetUp() override {
     smem_trans_config_t config = make_config(SMEM_TRANS_BOTH, GetParam().data_ops);
     receiver_id_ = free_unique_id();

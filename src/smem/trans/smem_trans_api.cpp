@@ -1,6 +1,7 @@
 // The MemFabric TRANS C API: argument checks, the handle registry, and the mapping of errors to
 // SMEM_* codes (through smem::guarded, like every smem entry point). The work is in Engine.
 #include <climits>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -74,9 +75,18 @@ std::string check_peer_id(const char* unique_id) {
   return unique_id;
 }
 
+template <typename Enum>
+int enum_value(const Enum& field) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int value = 0;
+  std::memcpy(&value, &field, sizeof(value));
+  return value;
+}
+
 EngineOptions engine_options(const smem_trans_config_t* config) {
   MEMLOOM_CHECK_ARG(config != nullptr, "config is null");
-  const int role = static_cast<int>(config->role);
+  // Enum fields are read as integers: a caller's out-of-range value must be refused, not assumed.
+  const int role = enum_value(config->role);
   MEMLOOM_CHECK_ARG(
       role == SMEM_TRANS_SENDER || role == SMEM_TRANS_RECEIVER || role == SMEM_TRANS_BOTH,
       "config.role must be SMEM_TRANS_SENDER, SMEM_TRANS_RECEIVER or SMEM_TRANS_BOTH, got " +
@@ -84,7 +94,7 @@ EngineOptions engine_options(const smem_trans_config_t* config) {
   MEMLOOM_CHECK_ARG(config->initTimeout > 0, "config.initTimeout must be at least 1 second");
   MEMLOOM_CHECK_ARG(config->flags == 0, "config.flags are reserved and must be 0, got " +
                                             std::to_string(config->flags));
-  const auto ops = static_cast<uint32_t>(config->dataOpType);
+  const auto ops = static_cast<uint32_t>(enum_value(config->dataOpType));
   MEMLOOM_CHECK_ARG(ops != 0 && (ops & ~kKnownDataOps) == 0,
                     "config.dataOpType must be a combination of SMEMB_DATA_OP_* flags, got " +
                         std::to_string(ops));
