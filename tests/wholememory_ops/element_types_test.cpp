@@ -171,6 +171,7 @@ TEST(RowCopyKernel, GatherAddressesChunkedTablesAndRecordsBadIndices) {
   args.columns = 3;
   args.chunk_columns = 2;  // two items per row, the second one narrower
   args.chunks_per_row = 2;
+  args.rows = 2;
   unsigned long long bad = 0;
   args.bad_index = &bad;
   for (size_t item = 0; item < 4; ++item) GatherKernel::body(args, item);

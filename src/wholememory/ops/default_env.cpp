@@ -1,7 +1,8 @@
 // memloom's default environment functions (get_default_env_func in wholememory/env_func_ptrs.h).
 // Device memory comes from the backend's memory domain (so the same code serves CUDA and the
-// emulated devices), host memory from the C heap, pinned memory from the heap registered with the
-// backend. The callbacks are C functions: failures are logged and reported as a null pointer.
+// emulated devices), through a cache of freed blocks (device_block_cache.h); host memory from the C
+// heap, pinned memory from the heap registered with the backend. The callbacks are C functions:
+// failures are logged and reported as a null pointer.
 #include <cstdlib>
 #include <exception>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "src/core/log.h"
 #include "src/core/platform_loader.h"
 #include "src/core/shared_segments.h"
+#include "src/wholememory/ops/device_block_cache.h"
 #include "wholememory/env_func_ptrs.h"
 
 namespace {
@@ -19,8 +21,7 @@ namespace {
 struct DefaultAllocation {
   wholememory_memory_allocation_type_t type = WHOLEMEMORY_MA_NONE;
   void* pointer = nullptr;
-  std::unique_ptr<memloom::hal::Segment> segment;  // device memory
-  size_t mapped_bytes = 0;
+  memloom::wholememory::DeviceBlock block;  // device memory
 };
 
 constexpr size_t kHostAlignment = 64;
@@ -38,8 +39,8 @@ void release(DefaultAllocation& allocation) {
   auto& domain = memloom::core::platform().memory_domain();
   switch (allocation.type) {
     case WHOLEMEMORY_MA_DEVICE:
-      domain.unmap_anywhere(allocation.pointer, allocation.mapped_bytes);
-      allocation.segment.reset();
+      memloom::wholememory::DeviceBlockCache::instance().give(std::move(allocation.block));
+      allocation.block = {};
       break;
     case WHOLEMEMORY_MA_PINNED:
       domain.unregister_user_memory(allocation.pointer);
@@ -62,16 +63,11 @@ void* allocate(wholememory_tensor_description_t* desc, wholememory_memory_alloca
     auto& domain = memloom::core::platform().memory_domain();
     allocation->type = type;
     switch (type) {
-      case WHOLEMEMORY_MA_DEVICE: {
-        auto& platform = memloom::core::platform();
-        const size_t size =
-            memloom::core::round_up(rounded, domain.granularity(memloom::hal::MemoryKind::kDevice));
-        allocation->segment =
-            domain.allocate(memloom::hal::MemoryKind::kDevice, platform.current_device(), size);
-        allocation->pointer = domain.map_anywhere(*allocation->segment);
-        allocation->mapped_bytes = size;
+      case WHOLEMEMORY_MA_DEVICE:
+        allocation->block = memloom::wholememory::DeviceBlockCache::instance().take(
+            bytes, memloom::core::platform().current_device());
+        allocation->pointer = allocation->block.pointer;
         break;
-      }
       case WHOLEMEMORY_MA_HOST:
         allocation->pointer = std::aligned_alloc(kHostAlignment, rounded);
         break;
@@ -95,7 +91,6 @@ void* allocate(wholememory_tensor_description_t* desc, wholememory_memory_alloca
     return allocation->pointer;
   } catch (const std::exception& error) {
     MEMLOOM_LOG(kError, "default env malloc failed: " << error.what());
-    allocation->segment.reset();
     allocation->pointer = nullptr;
     return nullptr;
   }

@@ -73,6 +73,7 @@ void enqueue_row_copy(hal::Stream& stream, Direction direction, const ops::RowTa
     args.chunk_columns = columns;
   }
   args.chunks_per_row = (columns + args.chunk_columns - 1) / args.chunk_columns;
+  args.rows = indices.count;
   args.bad_index = bad_index;
   hal::KernelLaunch launch{};
   launch.id = direction == Direction::kGather ? hal::KernelId::kGather : hal::KernelId::kScatter;
