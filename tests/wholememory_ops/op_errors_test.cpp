@@ -111,6 +111,32 @@ TEST(OpErrors, IndexPastTheTableFailsEveryRankOfAnExchange) {
   EXPECT_ALL_RANKS_PASS(results);
 }
 
+// A rank whose operands are refused before the exchange starts tells the others, who are already
+// waiting in it: every rank fails at once instead of at its deadline.
+TEST(OpErrors, OperandsRefusedOnOneRankFailEveryRankOfAnExchange) {
+  auto results = run_with_comm(ranks_on_nodes(4, 2), [&](const testing::RankContext& me,
+                                                         wholememory_comm_t comm) {
+    for (auto type : {WHOLEMEMORY_MT_DISTRIBUTED, WHOLEMEMORY_MT_HIERARCHY}) {
+      auto desc = matrix_desc(40, 4, 4, 0, WHOLEMEMORY_DT_FLOAT);
+      wholememory_tensor_t table = nullptr;
+      OPS_ASSERT_OK(wholememory_create_tensor(&table, &desc, comm, type, WHOLEMEMORY_ML_HOST));
+      SmallGather gather(-7);
+      auto narrow = matrix_desc(3, 3, 4, 0, WHOLEMEMORY_DT_FLOAT);
+      wholememory_tensor_t wrong = nullptr;
+      OPS_ASSERT_OK(wholememory_make_tensor_from_pointer(&wrong, gather.output.data(), &narrow));
+      const auto start = std::chrono::steady_clock::now();
+      EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT,
+                wholememory_gather(table, gather.index_tensor,
+                                   me.rank == 2 ? wrong : gather.output_tensor, nullptr, nullptr));
+      EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+      OPS_EXPECT_OK(wholememory_destroy_tensor(wrong));
+      OPS_EXPECT_OK(wholememory_communicator_barrier(comm));
+      OPS_EXPECT_OK(wholememory_destroy_tensor(table));
+    }
+  });
+  EXPECT_ALL_RANKS_PASS(results);
+}
+
 TEST(OpErrors, OperandsOfTheWrongKindOrShapeAreRefused) {
   auto results = run_with_comm(ranks_on_nodes(1, 1), [&](const testing::RankContext&,
                                                          wholememory_comm_t comm) {

@@ -57,8 +57,7 @@ void distributed_gather(const ExchangeOperands& operands) {
 
   std::lock_guard<std::mutex> lock(comm.collective_mutex());
   const Deadline deadline = collective_deadline();
-  agree_on_request(comm.group(), "wholememory_gather", requests.first_bad, table.rows,
-                   describe_exchange("gather", operands), deadline);
+  join_exchange(operands, "wholememory_gather", requests.first_bad, deadline);
   abort_peers_on_failure(comm.group(), [&] {
     RequestRound round(comm.group().collectives(), requests.keys, requests.destinations, deadline);
     // Serve the entries other ranks asked me for.
@@ -94,8 +93,7 @@ void distributed_scatter(const ExchangeOperands& operands) {
 
   std::lock_guard<std::mutex> lock(comm.collective_mutex());
   const Deadline deadline = collective_deadline();
-  agree_on_request(comm.group(), "wholememory_scatter", requests.first_bad, table.rows,
-                   describe_exchange("scatter", operands), deadline);
+  join_exchange(operands, "wholememory_scatter", requests.first_bad, deadline);
   abort_peers_on_failure(comm.group(), [&] {
     RequestRound round(comm.group().collectives(), requests.keys, requests.destinations, deadline);
     // Pack my input rows in slot order, converted to the table's element type.

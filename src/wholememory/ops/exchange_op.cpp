@@ -127,6 +127,12 @@ void agree_on_request(core::Group& group, const char* operation, int64_t first_b
   std::vector<Report> all(group.size());
   group.collectives().allgather(&mine, all.data(), sizeof(Report), deadline);
   for (int r = 0; r < group.size(); ++r) {
+    if (all[r].first_bad == kRefusedOperands) {
+      raise(Status::kInvalidInput, std::string(operation) + ": rank " + std::to_string(r) +
+                                       " passed operands it refused; no rank moved any row");
+    }
+  }
+  for (int r = 0; r < group.size(); ++r) {
     if (all[r].first_bad >= 0) {
       raise(Status::kInvalidInput,
             std::string(operation) + ": " +
@@ -143,6 +149,14 @@ void agree_on_request(core::Group& group, const char* operation, int64_t first_b
                                        shape + ")");
     }
   }
+}
+
+void join_exchange(const ExchangeOperands& operands, const char* operation, int64_t first_bad,
+                   Deadline deadline) {
+  if (operands.joined != nullptr) *operands.joined = true;
+  const std::string kind = std::string(operation).substr(std::string(operation).find('_') + 1);
+  agree_on_request(operands.memory->comm().group(), operation, first_bad, operands.table.rows,
+                   describe_exchange(kind.c_str(), operands), deadline);
 }
 
 std::string describe_exchange(const char* operation, const ExchangeOperands& operands) {

@@ -30,6 +30,9 @@ struct ExchangeOperands {
   OpStream* stream = nullptr;
   int device = 0;
   wholememory_env_func_t* env = nullptr;
+  // Set once this rank has entered the operation's first collective step (agree_on_request), so
+  // a failure before it knows the peers are still to be told.
+  bool* joined = nullptr;
 };
 
 // Where storage entries (rows of the table's storage) live: rank partitions, and for HIERARCHY
@@ -89,10 +92,18 @@ void abort_peers_on_failure(core::Group& group, Body&& body) {
   }
 }
 
+// `first_bad` of a rank whose operands were refused before it could look at its indices.
+constexpr int64_t kRefusedOperands = -2;
+
 // Collective over `group`: fails every rank together when any rank found an index past the table
-// (`first_bad` >= 0 on that rank), or when ranks run different operations or row shapes.
+// (`first_bad` >= 0 on that rank) or had its operands refused (kRefusedOperands), or when ranks
+// run different operations or row shapes.
 void agree_on_request(core::Group& group, const char* operation, int64_t first_bad, int64_t rows,
                       const std::string& shape, Deadline deadline);
+
+// The first collective step of an exchanging operation: marks `operands` as joined, then agrees.
+void join_exchange(const ExchangeOperands& operands, const char* operation, int64_t first_bad,
+                   Deadline deadline);
 
 // A description of the operation every rank must agree on.
 std::string describe_exchange(const char* operation, const ExchangeOperands& operands);

@@ -130,8 +130,7 @@ void hierarchy_gather(const ExchangeOperands& operands) {
 
   std::scoped_lock lock(comm.collective_mutex(), local_comm->collective_mutex());
   const Deadline deadline = collective_deadline();
-  agree_on_request(comm.group(), "wholememory_gather", requests.first_bad, table.rows,
-                   describe_exchange("gather", operands), deadline);
+  join_exchange(operands, "wholememory_gather", requests.first_bad, deadline);
   abort_peers_on_failure(comm.group(), [&] {
     // 1. Indices to the gateways of my node.
     RequestRound inside(hierarchy.local.collectives(), requests.keys, requests.destinations,
@@ -190,8 +189,7 @@ void hierarchy_scatter(const ExchangeOperands& operands) {
 
   std::scoped_lock lock(comm.collective_mutex(), local_comm->collective_mutex());
   const Deadline deadline = collective_deadline();
-  agree_on_request(comm.group(), "wholememory_scatter", requests.first_bad, table.rows,
-                   describe_exchange("scatter", operands), deadline);
+  join_exchange(operands, "wholememory_scatter", requests.first_bad, deadline);
   abort_peers_on_failure(comm.group(), [&] {
     // 1. Keys and rows (converted to the table's type) to the gateways of my node.
     RequestRound inside(hierarchy.local.collectives(), requests.keys, requests.destinations,

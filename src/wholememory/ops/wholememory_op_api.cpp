@@ -1,6 +1,7 @@
 // The WholeMemory operation C API (wholememory/wholememory_op.h): checks the tensors, then runs
 // the gather or scatter through the table's mappings (mapped_ops.h) or by exchanging rows with the
 // other ranks (exchange_op.h), depending on the table's memory type.
+#include <mutex>
 #include <string>
 
 #include "memloom/error.h"
@@ -102,7 +103,7 @@ wm::OpStream& resolve_stream(void* stream, std::shared_ptr<wm::OpStream>* holder
   return **holder;
 }
 
-void run(Operation op, wholememory_env_func_t* env, void* stream_handle) {
+void run(Operation op, wholememory_env_func_t* env, void* stream_handle, bool* joined) {
   std::shared_ptr<wm::OpStream> holder;
   wm::OpStream& stream = resolve_stream(stream_handle, &holder);
   const int device = memloom::core::platform().current_device();
@@ -143,11 +144,42 @@ void run(Operation op, wholememory_env_func_t* env, void* stream_handle) {
   operands.stream = &stream;
   operands.device = device;
   operands.env = wm::checked_env(env);
+  operands.joined = joined;
   const bool hierarchy = memory->spec().type == WHOLEMEMORY_MT_HIERARCHY;
   if (op.direction == Direction::kGather) {
     hierarchy ? wm::hierarchy_gather(operands) : wm::distributed_gather(operands);
   } else {
     hierarchy ? wm::hierarchy_scatter(operands) : wm::distributed_scatter(operands);
+  }
+}
+
+// A rank that fails before joining an exchange (bad operands, no temporary memory, an earlier
+// error of its stream) leaves its peers waiting in it: it joins with a refusal, so that every rank
+// fails now rather than at its deadline.
+void refuse_exchange(const char* operation, wholememory_tensor_t table_handle) noexcept {
+  try {
+    const Tensor table = TensorRegistry::instance().get(table_handle);
+    if (!table.is_wholememory) return;
+    const auto memory = wm::Runtime::instance().allocation(table.handle).memory;
+    if (memory->has_global_reference()) return;
+    auto& comm = memory->comm();
+    std::lock_guard<std::mutex> lock(comm.collective_mutex());
+    wm::agree_on_request(comm.group(), operation, wm::kRefusedOperands, 0, "",
+                         wm::collective_deadline());
+  } catch (...) {
+    // The refusal fails here as well; the caller reports this rank's own error.
+  }
+}
+
+void run_operation(const char* operation, Direction direction, wholememory_tensor_t table,
+                   wholememory_tensor_t indices, wholememory_tensor_t rows,
+                   wholememory_env_func_t* env, void* stream) {
+  bool joined = false;
+  try {
+    run(check_operation(direction, table, indices, rows), env, stream, &joined);
+  } catch (...) {
+    if (!joined) refuse_exchange(operation, table);
+    throw;
   }
 }
 
@@ -162,8 +194,8 @@ wholememory_error_code_t wholememory_gather(wholememory_tensor_t wholememory_ten
                                             int gather_sms) {
   (void)gather_sms;  // launches are sized by the backend
   return wm::guarded("wholememory_gather", [&] {
-    run(check_operation(Direction::kGather, wholememory_tensor, indices_tensor, output_tensor),
-        p_env_fns, stream);
+    run_operation("wholememory_gather", Direction::kGather, wholememory_tensor, indices_tensor,
+                  output_tensor, p_env_fns, stream);
   });
 }
 
@@ -174,8 +206,8 @@ wholememory_error_code_t wholememory_scatter(wholememory_tensor_t input_tensor,
                                              int scatter_sms) {
   (void)scatter_sms;
   return wm::guarded("wholememory_scatter", [&] {
-    run(check_operation(Direction::kScatter, wholememory_tensor, indices_tensor, input_tensor),
-        p_env_fns, stream);
+    run_operation("wholememory_scatter", Direction::kScatter, wholememory_tensor, indices_tensor,
+                  input_tensor, p_env_fns, stream);
   });
 }
 
