@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "memloom/error.h"
 #include "src/core/platform_loader.h"
 #include "src/core/shared_segments.h"
@@ -87,7 +89,10 @@ void DeviceBlockCache::give(DeviceBlock block) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     forget_if_forked();
-    if (kept_bytes_ + block.bytes <= kMaxKeptBytes && kept_->size() < kMaxKeptBlocks) {
+    // Kept blocks count against the device's capacity, so keep at most a quarter of it.
+    const size_t limit =
+        std::min(kMaxKeptBytes, core::platform().device_capacity(block.device) / 4);
+    if (kept_bytes_ + block.bytes <= limit && kept_->size() < kMaxKeptBlocks) {
       kept_bytes_ += block.bytes;
       kept_->push_back(std::move(block));
       return;

@@ -1,7 +1,8 @@
 // Device memory blocks for the default environment functions, kept for reuse after they are
 // freed. Operations that exchange rows ask for large temporary buffers on every call; a fresh
 // allocation costs a backend allocation and mapping (and on the emulated backend, first-touch page
-// faults over the whole buffer), so freed blocks are kept (up to a limit) and handed out again.
+// faults over the whole buffer), so freed blocks are kept (up to 2 GiB, and a quarter of the
+// device's capacity) and handed out again.
 #pragma once
 
 #include <sys/types.h>
