@@ -38,12 +38,18 @@ MatrixShape matrix_shape(const wholememory_tensor_description_t& desc, const cha
   MEMLOOM_CHECK_ARG(
       shape.rows >= 0 && shape.columns > 0,
       name + " has sizes " + std::to_string(shape.rows) + " x " + std::to_string(shape.columns));
-  MEMLOOM_CHECK_ARG(
-      shape.stride >= shape.columns && shape.column_offset() + shape.columns <= shape.stride,
-      name + "'s rows overlap: " + std::to_string(shape.columns) + " columns from column " +
-          std::to_string(shape.column_offset()) + " do not fit a row stride of " +
-          std::to_string(shape.stride));
+  MEMLOOM_CHECK_ARG(shape.stride >= shape.columns,
+                    name + "'s rows overlap: " + std::to_string(shape.columns) +
+                        " columns in a row stride of " + std::to_string(shape.stride));
   return shape;
+}
+
+void check_rows_within_entries(const MatrixShape& shape, const char* what) {
+  MEMLOOM_CHECK_ARG(shape.column_offset() + shape.columns <= shape.stride,
+                    std::string(what) +
+                        "'s rows cross entries of its storage: " + std::to_string(shape.columns) +
+                        " columns from column " + std::to_string(shape.column_offset()) +
+                        " of a row stride of " + std::to_string(shape.stride));
 }
 
 TensorRegistry& TensorRegistry::instance() {

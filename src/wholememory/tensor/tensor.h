@@ -44,6 +44,10 @@ struct MatrixShape {
 // `what` otherwise) and returns it as a matrix.
 MatrixShape matrix_shape(const wholememory_tensor_description_t& desc, const char* what);
 
+// A WholeMemory tensor's rows must each lie inside one entry of its storage (entries never
+// straddle ranks); kInvalidInput otherwise.
+void check_rows_within_entries(const MatrixShape& shape, const char* what);
+
 class TensorRegistry {
  public:
   static TensorRegistry& instance();

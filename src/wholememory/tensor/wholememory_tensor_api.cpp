@@ -42,6 +42,7 @@ bool valid_dtype(wholememory_dtype_t dtype) {
 // A WholeMemory tensor's storage must hold whole entries per rank: an entry never straddles two
 // ranks' partitions, and the tensor ends inside the allocation.
 void check_fits_allocation(const MatrixShape& shape, const MemoryHandle& memory) {
+  memloom::wholememory::check_rows_within_entries(shape, "the tensor");
   const size_t entry = shape.entry_bytes();
   MEMLOOM_CHECK_ARG(memory.spec().granularity % entry == 0,
                     "tensor entries of " + std::to_string(entry) +
