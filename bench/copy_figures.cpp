@@ -1,0 +1,77 @@
+#include "bench/copy_figures.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "bench/bench_timing.h"
+#include "smem/host/smem.h"
+
+namespace memloom::bench {
+
+Figures time_puts_and_gets(const std::function<void(size_t)>& put,
+                           const std::function<void(size_t)>& get) {
+  Figures figures;
+  for (size_t bytes : kCopySizes) {
+    // memcpy is timed just before and just after, in this process, and its better time kept:
+    // the reference sees the same moment of the machine's load as the copies it is compared with.
+    const double memcpy_before = memcpy_seconds(bytes);
+    figures["put " + std::to_string(bytes)] = best_seconds_per_op([&] { put(bytes); });
+    figures["get " + std::to_string(bytes)] = best_seconds_per_op([&] { get(bytes); });
+    figures["memcpy " + std::to_string(bytes)] = std::min(memcpy_before, memcpy_seconds(bytes));
+  }
+  return figures;
+}
+
+ReferenceRun run_openshmem_reference(int64_t barrier_iterations) {
+  std::vector<std::string> args{std::to_string(barrier_iterations)};
+  for (size_t bytes : kCopySizes) args.push_back(std::to_string(bytes));
+  return run_reference_program(Launcher::kOpenShmem, "memloom-ref-shmem-putget", 2, args, 300);
+}
+
+void keep_best(ReferenceRun& best, const ReferenceRun& other) {
+  if (!other.available) return;
+  if (!best.available) {
+    best = other;
+    return;
+  }
+  for (const auto& [name, seconds] : other.figures) {
+    auto it = best.figures.find(name);
+    if (it == best.figures.end() || seconds < it->second) best.figures[name] = seconds;
+  }
+}
+
+CopyDisplay display_copy(size_t bytes, double seconds) {
+  if (bytes >= (1u << 20)) return {static_cast<double>(bytes) / seconds / 1e9, "GB/s"};
+  return {seconds * 1e6, "us"};
+}
+
+void report_copies(const std::string& api, const Figures& ours, const ReferenceRun& shmem,
+                   VerdictTally& tally) {
+  for (size_t bytes : kCopySizes) {
+    const double memcpy_time = ours.at("memcpy " + std::to_string(bytes));
+    const bool largest = bytes == kLargestCopy;
+    for (const char* op : {"put", "get"}) {
+      const std::string key = std::string(op) + " " + std::to_string(bytes);
+      const double seconds = ours.at(key);
+      const CopyDisplay shown = display_copy(bytes, seconds);
+      const std::string name = api + " " + op + " " + format_bytes(bytes);
+      tally.add(report_against(name, shown.value, shown.unit, memcpy_time / seconds, "memcpy",
+                               largest ? std::optional<double>(0.85) : std::nullopt));
+      const std::string reference = std::string(op) + "mem " + std::to_string(bytes);
+      std::optional<double> theirs = shmem.figure(reference);
+      tally.add(report_against(name, shown.value, shown.unit,
+                               theirs ? std::optional<double>(*theirs / seconds) : std::nullopt,
+                               "OpenSHMEM " + std::string(op) + "mem",
+                               largest ? std::optional<double>(1.5) : std::nullopt, shmem.why));
+    }
+  }
+}
+
+void check_smem(int32_t code, const std::string& what) {
+  if (code != 0) {
+    throw std::runtime_error(what + " failed (" + std::to_string(code) +
+                             "): " + smem_get_last_err_msg());
+  }
+}
+
+}  // namespace memloom::bench
