@@ -75,6 +75,17 @@ Figures copy_rank(const RankInfo& info, bool all_sizes) {
       figures["get " + std::to_string(kLargestCopy)] =
           best_seconds_per_op([&] { get(kLargestCopy); });
     }
+    // The copies really reach rank 1's memory: a pattern put now is checked there below.
+    fill_pattern(local.data(), kVerifyBytes, 0x3c);
+    put(kVerifyBytes);
+  }
+  info.barrier();  // rank 0 has put the pattern
+  if (info.rank == 1) {
+    std::vector<char> seen(kVerifyBytes);
+    void* mine = smem_bm_ptr_by_mem_type(session.handle(), SMEM_MEM_TYPE_DEVICE, 1);
+    smem_copy_params params{mine, seen.data(), kVerifyBytes};
+    check_smem(smem_bm_copy(session.handle(), &params, SMEMB_COPY_G2H, 0), "smem_bm_copy");
+    expect_pattern(seen.data(), kVerifyBytes, 0x3c, "bm put");
   }
   info.barrier();  // rank 1 leaves only after rank 0 is done
   return figures;

@@ -79,6 +79,10 @@ Figures copy_rank(const RankInfo& info) {
           asm volatile("" : : "r"(local.data()) : "memory");
         });
   }
+  // The copies really reach rank 1's memory: rank 0 puts a pattern, rank 1 finds it in its slot.
+  if (info.rank == 0) fill_pattern(session.slot(1), kVerifyBytes, 0x5a);
+  check_smem(smem_shm_control_barrier(session.handle()), "smem_shm_control_barrier");
+  if (info.rank == 1) expect_pattern(session.slot(1), kVerifyBytes, 0x5a, "shm put");
   // Rank 1 keeps its slot until rank 0 is done with it.
   check_smem(smem_shm_control_barrier(session.handle()), "smem_shm_control_barrier");
   return figures;

@@ -16,8 +16,10 @@ inline double seconds_now() {
 // Best seconds per call of op(): the count per sample doubles until a sample lasts at least
 // sample_seconds (so the clock's own cost vanishes for tiny operations), then `samples` samples
 // of that count are taken. op() runs once first (page faults, connections) and is not timed.
+// Short samples, many of them: on a loaded machine a 5 ms sample often runs between two
+// preemptions, a 20 ms one almost never does.
 template <typename Op>
-double best_seconds_per_op(Op&& op, int samples = 7, double sample_seconds = 0.02) {
+double best_seconds_per_op(Op&& op, int samples = 15, double sample_seconds = 0.005) {
   op();
   int64_t count = 1;
   double best = 1e30;

@@ -61,6 +61,7 @@ Figures target_rank(const RankInfo& info) {
   info.rendezvous->publish(kPoolMailbox, reinterpret_cast<uintptr_t>(pool));
   info.rendezvous->publish(kTargetPortMailbox, std::stoull(id.substr(id.rfind(':') + 1)));
   info.barrier();  // the initiator has finished
+  expect_pattern(pool, kVerifyBytes, 0x71, "trans write");
   check_smem(smem_trans_free(session.handle(), pool), "smem_trans_free");
   return {};
 }
@@ -124,6 +125,15 @@ Figures initiator_rank(const RankInfo& info) {
           "smem_trans_read");
     }
   });
+  // The transfers really move the bytes: a pattern written is read back here and checked by
+  // the target in its own memory.
+  fill_pattern(local.data(), kVerifyBytes, 0x71);
+  check_smem(smem_trans_write(handle, local.data(), target.c_str(), pool, kVerifyBytes, 0),
+             "smem_trans_write");
+  std::vector<char> back(kVerifyBytes);
+  check_smem(smem_trans_read(handle, back.data(), target.c_str(), pool, kVerifyBytes, 0),
+             "smem_trans_read");
+  expect_pattern(back.data(), kVerifyBytes, 0x71, "trans read");
   info.barrier();  // the target may go
   return figures;
 }

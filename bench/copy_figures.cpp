@@ -67,6 +67,21 @@ void report_copies(const std::string& api, const Figures& ours, const ReferenceR
   }
 }
 
+void fill_pattern(void* data, size_t bytes, int seed) {
+  auto* out = static_cast<unsigned char*>(data);
+  for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<unsigned char>(seed + i * 7 + (i >> 12));
+}
+
+void expect_pattern(const void* data, size_t bytes, int seed, const std::string& what) {
+  const auto* in = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < bytes; ++i) {
+    if (in[i] != static_cast<unsigned char>(seed + i * 7 + (i >> 12))) {
+      throw std::runtime_error(what + ": the bytes did not arrive (first difference at offset " +
+                               std::to_string(i) + ")");
+    }
+  }
+}
+
 void check_smem(int32_t code, const std::string& what) {
   if (code != 0) {
     throw std::runtime_error(what + " failed (" + std::to_string(code) +

@@ -12,8 +12,9 @@
 #include <string.h>
 #include <time.h>
 
-#define SAMPLES 7
-#define SAMPLE_SECONDS 0.02
+#define COPY_SAMPLES 15
+#define SAMPLE_SECONDS 0.005
+#define BARRIER_SAMPLES 7
 
 static double now_seconds(void) {
   struct timespec ts;
@@ -32,7 +33,7 @@ static double time_copy(int get, char* symmetric, char* local, size_t bytes) {
     shmem_putmem(symmetric, local, bytes, 1);
     shmem_quiet();
   }
-  for (int sample = 0; sample < SAMPLES;) {
+  for (int sample = 0; sample < COPY_SAMPLES;) {
     double start = now_seconds();
     for (long i = 0; i < count; ++i) {
       if (get) {
@@ -90,7 +91,7 @@ int main(int argc, char** argv) {
 
   double best = 1e30;
   for (int i = 0; i < iterations / 10 + 1; ++i) shmem_barrier_all(); /* warm-up */
-  for (int sample = 0; sample < SAMPLES; ++sample) {
+  for (int sample = 0; sample < BARRIER_SAMPLES; ++sample) {
     double start = now_seconds();
     for (long i = 0; i < iterations; ++i) shmem_barrier_all();
     double elapsed = (now_seconds() - start) / (double)iterations;
