@@ -15,6 +15,12 @@ namespace memloom::bench {
 // Named figures of one rank, e.g. {"put 4096", 1.2e-6}: seconds per operation.
 using Figures = std::map<std::string, double>;
 
+// figures[name] = the smaller of its current value (if any) and seconds.
+inline void keep_min(Figures& figures, const std::string& name, double seconds) {
+  auto it = figures.find(name);
+  if (it == figures.end() || seconds < it->second) figures[name] = seconds;
+}
+
 // A small shared-memory area mapped before the fork, for set-up steps only (never timed): a
 // barrier, and mailboxes that pass a value (an address, a port) from one rank to the others.
 // Every wait ends with an exception after 120 s.

@@ -1,7 +1,9 @@
 #include "bench/copy_figures.h"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include "bench/bench_timing.h"
 #include "smem/host/smem.h"
@@ -10,14 +12,23 @@ namespace memloom::bench {
 
 Figures time_puts_and_gets(const std::function<void(size_t)>& put,
                            const std::function<void(size_t)>& get) {
+  std::vector<char> from(kLargestCopy, 1), to(kLargestCopy, 0);
+  // The reference memcpy goes through the same kind of call as put and get, so at 8 B both pay
+  // the same call overhead and the ratio compares the copies.
+  const std::function<void(size_t)> copy = [&](size_t bytes) {
+    std::memcpy(to.data(), from.data(), bytes);
+    asm volatile("" : : "r"(to.data()) : "memory");
+  };
   Figures figures;
   for (size_t bytes : kCopySizes) {
-    // memcpy is timed just before and just after, in this process, and its better time kept:
-    // the reference sees the same moment of the machine's load as the copies it is compared with.
-    const double memcpy_before = memcpy_seconds(bytes);
-    figures["put " + std::to_string(bytes)] = best_seconds_per_op([&] { put(bytes); });
-    figures["get " + std::to_string(bytes)] = best_seconds_per_op([&] { get(bytes); });
-    figures["memcpy " + std::to_string(bytes)] = std::min(memcpy_before, memcpy_seconds(bytes));
+    const std::string n = std::to_string(bytes);
+    // Two interleaved rounds, each figure keeping its better one: memcpy and the copies see the
+    // same moments of the machine's load and get as many chances.
+    for (int round = 0; round < 2; ++round) {
+      keep_min(figures, "memcpy " + n, best_seconds_per_op([&] { copy(bytes); }));
+      keep_min(figures, "put " + n, best_seconds_per_op([&] { put(bytes); }));
+      keep_min(figures, "get " + n, best_seconds_per_op([&] { get(bytes); }));
+    }
   }
   return figures;
 }

@@ -14,8 +14,8 @@ namespace memloom::bench {
 inline constexpr size_t kCopySizes[] = {8, 4096, 1u << 20, 64u << 20};
 inline constexpr size_t kLargestCopy = 64u << 20;
 
-// Times put(bytes) and get(bytes) at every copy size, and memcpy around them in the same
-// process: figures "put BYTES", "get BYTES", "memcpy BYTES" (best seconds per copy).
+// Times put(bytes) and get(bytes) at every copy size, and memcpy interleaved with them in the
+// same process: figures "put BYTES", "get BYTES", "memcpy BYTES" (best seconds per copy).
 Figures time_puts_and_gets(const std::function<void(size_t)>& put,
                            const std::function<void(size_t)>& get);
 
