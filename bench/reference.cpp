@@ -202,8 +202,9 @@ ReferenceRun run_reference_program(Launcher launcher, const std::string& program
   const std::string& runner = launcher == Launcher::kOpenShmem ? oshrun : mpirun;
   const std::string path = directory_of_this_program() + "/" + program;
   if (runner.empty()) {
-    run.why = launcher == Launcher::kOpenShmem ? "oshrun/oshcc were not found at build time"
-                                               : "mpirun/mpicc were not found at build time";
+    run.why = launcher == Launcher::kOpenShmem
+                  ? "not built: oshcc/oshrun missing or unusable at build time"
+                  : "not built: mpicc/mpirun missing or unusable at build time";
     return run;
   }
   if (::access(path.c_str(), X_OK) != 0) {
