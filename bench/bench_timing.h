@@ -37,6 +37,10 @@ double best_seconds_per_op(Op&& op, int samples = 15, double sample_seconds = 0.
   return best;
 }
 
+// Rounds in which a figure and the reference it is compared with are timed in turn (each keeps
+// its best round), so both see the same moments of the machine's load and get as many chances.
+inline constexpr int kInterleavedRounds = 4;
+
 // Best seconds per call over samples of exactly `iterations` calls each: for collectives, where
 // every rank must make the same number of calls and so cannot calibrate on its own.
 template <typename Op>

@@ -77,9 +77,9 @@ Figures initiator_rank(const RankInfo& info) {
 
   for (size_t bytes : kSizes) {
     const std::string n = std::to_string(bytes);
-    // Two interleaved rounds, each figure keeping its better one: memcpy and the transfers see
+    // Interleaved rounds, each figure keeping its best one: memcpy and the transfers see
     // the same moments of the machine's load and get as many chances.
-    for (int round = 0; round < 2; ++round) {
+    for (int round = 0; round < kInterleavedRounds; ++round) {
       keep_min(figures, "memcpy " + n, memcpy_seconds(bytes));
       keep_min(figures, "write " + n, best_seconds_per_op([&] {
                  check_smem(smem_trans_write(handle, local.data(), target.c_str(), pool, bytes, 0),
@@ -146,12 +146,15 @@ Figures trans_rank(const RankInfo& info) {
   return info.rank == 0 ? initiator_rank(info) : target_rank(info);
 }
 
-// Raw TCP at every size, taken twice (around memloom's run) and the better time kept.
+// Raw TCP at every size, half of kInterleavedRounds before memloom's run and half after (the
+// transfers get kInterleavedRounds rounds too), keeping each size's best time.
 std::map<size_t, double> raw_tcp(std::map<size_t, double> earlier) {
-  for (size_t bytes : kSizes) {
-    const double now = tcp_stream_seconds(bytes);
-    auto it = earlier.find(bytes);
-    earlier[bytes] = it == earlier.end() ? now : std::min(it->second, now);
+  for (int round = 0; round < kInterleavedRounds / 2; ++round) {
+    for (size_t bytes : kSizes) {
+      const double now = tcp_stream_seconds(bytes);
+      auto it = earlier.find(bytes);
+      earlier[bytes] = it == earlier.end() ? now : std::min(it->second, now);
+    }
   }
   return earlier;
 }

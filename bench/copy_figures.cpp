@@ -22,9 +22,9 @@ Figures time_puts_and_gets(const std::function<void(size_t)>& put,
   Figures figures;
   for (size_t bytes : kCopySizes) {
     const std::string n = std::to_string(bytes);
-    // Two interleaved rounds, each figure keeping its better one: memcpy and the copies see the
+    // Interleaved rounds, each figure keeping its best one: memcpy and the copies see the
     // same moments of the machine's load and get as many chances.
-    for (int round = 0; round < 2; ++round) {
+    for (int round = 0; round < kInterleavedRounds; ++round) {
       keep_min(figures, "memcpy " + n, best_seconds_per_op([&] { copy(bytes); }));
       keep_min(figures, "put " + n, best_seconds_per_op([&] { put(bytes); }));
       keep_min(figures, "get " + n, best_seconds_per_op([&] { get(bytes); }));
