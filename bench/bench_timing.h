@@ -4,8 +4,10 @@
 // to what the code itself costs (bench/RESULTS.md notes the spread between runs).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <vector>
 
 namespace memloom::bench {
 
@@ -37,9 +39,56 @@ double best_seconds_per_op(Op&& op, int samples = 15, double sample_seconds = 0.
   return best;
 }
 
-// Rounds in which a figure and the reference it is compared with are timed in turn (each keeps
-// its best round), so both see the same moments of the machine's load and get as many chances.
-inline constexpr int kInterleavedRounds = 4;
+// How many calls make a sample of at least sample_seconds (op() runs once first, untimed).
+template <typename Op>
+int64_t calibrate_count(Op& op, double sample_seconds) {
+  op();
+  for (int64_t count = 1;; count *= 2) {
+    const double start = seconds_now();
+    for (int64_t i = 0; i < count; ++i) op();
+    if (seconds_now() - start >= sample_seconds || count >= (int64_t(1) << 30)) return count;
+  }
+}
+
+struct PairedTimes {
+  double reference_seconds;  // best seconds per call of the reference
+  double seconds;            // best seconds per call of the operation
+  double speedup;            // median over the pairs of reference time / operation time
+};
+
+// A figure and the reference it is compared with (in the same process) timed in adjacent
+// samples, `pairs` times, alternating which goes first. Each pair sees one moment of the
+// machine's load, so the median of the pairs' ratios is far steadier than a ratio of two
+// separately taken bests when other users' load comes and goes.
+template <typename Reference, typename Op>
+PairedTimes time_paired(Reference&& reference, Op&& op, int pairs = 31,
+                        double sample_seconds = 0.005) {
+  const int64_t reference_count = calibrate_count(reference, sample_seconds);
+  const int64_t op_count = calibrate_count(op, sample_seconds);
+  auto sample = [](auto& fn, int64_t count) {
+    const double start = seconds_now();
+    for (int64_t i = 0; i < count; ++i) fn();
+    return (seconds_now() - start) / static_cast<double>(count);
+  };
+  PairedTimes times{1e30, 1e30, 0};
+  std::vector<double> ratios;
+  for (int pair = 0; pair < pairs; ++pair) {
+    double reference_time = 0, op_time = 0;
+    if (pair % 2 == 0) {
+      reference_time = sample(reference, reference_count);
+      op_time = sample(op, op_count);
+    } else {
+      op_time = sample(op, op_count);
+      reference_time = sample(reference, reference_count);
+    }
+    times.reference_seconds = std::min(times.reference_seconds, reference_time);
+    times.seconds = std::min(times.seconds, op_time);
+    ratios.push_back(reference_time / op_time);
+  }
+  std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2, ratios.end());
+  times.speedup = ratios[ratios.size() / 2];
+  return times;
+}
 
 // Best seconds per call over samples of exactly `iterations` calls each: for collectives, where
 // every rank must make the same number of calls and so cannot calibrate on its own.

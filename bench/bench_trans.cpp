@@ -7,6 +7,7 @@
 //   - batched vs the same 4 KiB transfers issued one by one (ops/s).
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <vector>
 
@@ -77,19 +78,24 @@ Figures initiator_rank(const RankInfo& info) {
 
   for (size_t bytes : kSizes) {
     const std::string n = std::to_string(bytes);
-    // Interleaved rounds, each figure keeping its best one: memcpy and the transfers see
-    // the same moments of the machine's load and get as many chances.
-    for (int round = 0; round < kInterleavedRounds; ++round) {
-      keep_min(figures, "memcpy " + n, memcpy_seconds(bytes));
-      keep_min(figures, "write " + n, best_seconds_per_op([&] {
-                 check_smem(smem_trans_write(handle, local.data(), target.c_str(), pool, bytes, 0),
-                            "smem_trans_write");
-               }));
-      keep_min(figures, "read " + n, best_seconds_per_op([&] {
-                 check_smem(smem_trans_read(handle, local.data(), target.c_str(), pool, bytes, 0),
-                            "smem_trans_read");
-               }));
-    }
+    std::vector<char> from(bytes, 1), to(bytes, 0);
+    auto copy = [&] {
+      std::memcpy(to.data(), from.data(), bytes);
+      asm volatile("" : : "r"(to.data()) : "memory");
+    };
+    const PairedTimes writes = time_paired(copy, [&] {
+      check_smem(smem_trans_write(handle, local.data(), target.c_str(), pool, bytes, 0),
+                 "smem_trans_write");
+    });
+    const PairedTimes reads = time_paired(copy, [&] {
+      check_smem(smem_trans_read(handle, local.data(), target.c_str(), pool, bytes, 0),
+                 "smem_trans_read");
+    });
+    figures["write " + n] = writes.seconds;
+    figures["write " + n + " vs memcpy"] = writes.speedup;
+    figures["read " + n] = reads.seconds;
+    figures["read " + n + " vs memcpy"] = reads.speedup;
+    figures["memcpy " + n] = std::min(writes.reference_seconds, reads.reference_seconds);
   }
 
   // Batch entries land scattered over the first 4 MiB of the pool (37 is coprime with 1024), as
@@ -146,29 +152,28 @@ Figures trans_rank(const RankInfo& info) {
   return info.rank == 0 ? initiator_rank(info) : target_rank(info);
 }
 
-// Raw TCP at every size, half of kInterleavedRounds before memloom's run and half after (the
-// transfers get kInterleavedRounds rounds too), keeping each size's best time.
+// Raw TCP at every size, once before and once after memloom's run (15 samples each, about as
+// many as the transfers get), keeping each size's better time.
 std::map<size_t, double> raw_tcp(std::map<size_t, double> earlier) {
-  for (int round = 0; round < kInterleavedRounds / 2; ++round) {
-    for (size_t bytes : kSizes) {
-      const double now = tcp_stream_seconds(bytes);
-      auto it = earlier.find(bytes);
-      earlier[bytes] = it == earlier.end() ? now : std::min(it->second, now);
-    }
+  for (size_t bytes : kSizes) {
+    const double now = tcp_stream_seconds(bytes);
+    auto it = earlier.find(bytes);
+    earlier[bytes] = it == earlier.end() ? now : std::min(it->second, now);
   }
   return earlier;
 }
 
+// `speedup(key, bytes, seconds)` gives a figure's speed-up over the reference.
 void report_sizes(const std::string& where, const Figures& ours, const std::string& reference,
-                  const std::map<size_t, double>& reference_seconds, double target,
-                  VerdictTally& tally) {
+                  const std::function<double(const std::string&, size_t, double)>& speedup,
+                  double target, VerdictTally& tally) {
   for (size_t bytes : kSizes) {
     for (const char* op : {"write", "read"}) {
-      const double seconds = ours.at(std::string(op) + " " + std::to_string(bytes));
+      const std::string key = std::string(op) + " " + std::to_string(bytes);
+      const double seconds = ours.at(key);
       const CopyDisplay shown = display_copy(bytes, seconds);
       tally.add(report_against("trans " + std::string(op) + " " + format_bytes(bytes) + where,
-                               shown.value, shown.unit, reference_seconds.at(bytes) / seconds,
-                               reference,
+                               shown.value, shown.unit, speedup(key, bytes, seconds), reference,
                                bytes == kLargest ? std::optional<double>(target) : std::nullopt));
     }
   }
@@ -196,11 +201,10 @@ int run_trans(const std::vector<std::string>& args) {
     if (part != "across") {
       report_heading("TRANS within a node (direct path into mapped smem_trans_malloc memory)");
       Figures local = run_ranks(RankJob{2, 1}, trans_rank);
-      std::map<size_t, double> memcpy_reference;
-      for (size_t bytes : kSizes) {
-        memcpy_reference[bytes] = local.at("memcpy " + std::to_string(bytes));
-      }
-      report_sizes("", local, "memcpy", memcpy_reference, 0.85, tally);
+      report_sizes(
+          "", local, "memcpy",
+          [&](const std::string& key, size_t, double) { return local.at(key + " vs memcpy"); },
+          0.85, tally);
       report_batches("", local, std::nullopt, tally);
     }
     if (part == "node") {
@@ -211,7 +215,10 @@ int run_trans(const std::vector<std::string>& args) {
     std::map<size_t, double> tcp = raw_tcp({});
     Figures remote = run_ranks(RankJob{2, 2}, trans_rank);
     tcp = raw_tcp(tcp);
-    report_sizes(" across nodes", remote, "raw TCP stream", tcp, 0.8, tally);
+    report_sizes(
+        " across nodes", remote, "raw TCP stream",
+        [&](const std::string&, size_t bytes, double seconds) { return tcp.at(bytes) / seconds; },
+        0.8, tally);
     report_batches(" across nodes", remote, 20.0, tally);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "memloom-bench trans failed: %s\n", error.what());

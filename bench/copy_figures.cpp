@@ -22,13 +22,13 @@ Figures time_puts_and_gets(const std::function<void(size_t)>& put,
   Figures figures;
   for (size_t bytes : kCopySizes) {
     const std::string n = std::to_string(bytes);
-    // Interleaved rounds, each figure keeping its best one: memcpy and the copies see the
-    // same moments of the machine's load and get as many chances.
-    for (int round = 0; round < kInterleavedRounds; ++round) {
-      keep_min(figures, "memcpy " + n, best_seconds_per_op([&] { copy(bytes); }));
-      keep_min(figures, "put " + n, best_seconds_per_op([&] { put(bytes); }));
-      keep_min(figures, "get " + n, best_seconds_per_op([&] { get(bytes); }));
-    }
+    const PairedTimes puts = time_paired([&] { copy(bytes); }, [&] { put(bytes); });
+    const PairedTimes gets = time_paired([&] { copy(bytes); }, [&] { get(bytes); });
+    figures["put " + n] = puts.seconds;
+    figures["put " + n + " vs memcpy"] = puts.speedup;
+    figures["get " + n] = gets.seconds;
+    figures["get " + n + " vs memcpy"] = gets.speedup;
+    figures["memcpy " + n] = std::min(puts.reference_seconds, gets.reference_seconds);
   }
   return figures;
 }
@@ -59,14 +59,13 @@ CopyDisplay display_copy(size_t bytes, double seconds) {
 void report_copies(const std::string& api, const Figures& ours, const ReferenceRun& shmem,
                    VerdictTally& tally) {
   for (size_t bytes : kCopySizes) {
-    const double memcpy_time = ours.at("memcpy " + std::to_string(bytes));
     const bool largest = bytes == kLargestCopy;
     for (const char* op : {"put", "get"}) {
       const std::string key = std::string(op) + " " + std::to_string(bytes);
       const double seconds = ours.at(key);
       const CopyDisplay shown = display_copy(bytes, seconds);
       const std::string name = api + " " + op + " " + format_bytes(bytes);
-      tally.add(report_against(name, shown.value, shown.unit, memcpy_time / seconds, "memcpy",
+      tally.add(report_against(name, shown.value, shown.unit, ours.at(key + " vs memcpy"), "memcpy",
                                largest ? std::optional<double>(0.85) : std::nullopt));
       const std::string reference = std::string(op) + "mem " + std::to_string(bytes);
       std::optional<double> theirs = shmem.figure(reference);

@@ -14,8 +14,9 @@ namespace memloom::bench {
 inline constexpr size_t kCopySizes[] = {8, 4096, 1u << 20, 64u << 20};
 inline constexpr size_t kLargestCopy = 64u << 20;
 
-// Times put(bytes) and get(bytes) at every copy size, and memcpy interleaved with them in the
-// same process: figures "put BYTES", "get BYTES", "memcpy BYTES" (best seconds per copy).
+// Times put(bytes) and get(bytes) at every copy size, each paired with memcpy in the same
+// process (bench_timing.h): figures "put BYTES", "get BYTES", "memcpy BYTES" (best seconds per
+// copy) and "put BYTES vs memcpy", "get BYTES vs memcpy" (median paired speed-up).
 Figures time_puts_and_gets(const std::function<void(size_t)>& put,
                            const std::function<void(size_t)>& get);
 
@@ -26,7 +27,8 @@ ReferenceRun run_openshmem_reference(int64_t barrier_iterations);
 // reference gets as many chances as memloom: runs before and after memloom's).
 void keep_best(ReferenceRun& best, const ReferenceRun& other);
 
-// Prints each copy figure against memcpy (from `ours`) and OpenSHMEM, with the 64 MiB
+// Prints each copy figure against memcpy (the paired speed-up) and OpenSHMEM (best times), with
+// the 64 MiB
 // targets: >= 0.85 x memcpy and >= 1.5 x OpenSHMEM.
 void report_copies(const std::string& api, const Figures& ours, const ReferenceRun& shmem,
                    VerdictTally& tally);

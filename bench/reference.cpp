@@ -66,16 +66,6 @@ void report(const std::string& name, double value, const std::string& unit, doub
   std::fflush(stdout);
 }
 
-double memcpy_seconds(size_t bytes) {
-  std::vector<char> source(bytes, 1), destination(bytes, 0);
-  char* to = destination.data();
-  const char* from = source.data();
-  return best_seconds_per_op([&] {
-    std::memcpy(to, from, bytes);
-    asm volatile("" : : "r"(to) : "memory");  // keep the copy observable
-  });
-}
-
 namespace {
 
 void set_socket_options(int fd) {

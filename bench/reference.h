@@ -23,10 +23,8 @@ std::string format_bytes(size_t bytes);
 void report(const std::string& name, double value, const std::string& unit, double reference,
             const std::string& reference_name);
 
-// --- References timed like memloom's figures (bench_timing.h: the best of several samples) ---
-
-// Best seconds per single-thread memcpy of `bytes` between two private, pre-faulted buffers.
-double memcpy_seconds(size_t bytes);
+// --- References timed like memloom's figures (bench_timing.h: the best of several samples);
+// memcpy is timed inside the ranks, paired with the copies (bench_timing.h: time_paired) ---
 
 // Best seconds to stream `bytes` over loopback TCP with plain sockets to another process (forked
 // here) and get its one-byte acknowledgement back: what a synchronous remote write costs at
