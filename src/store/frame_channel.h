@@ -1,8 +1,8 @@
 // One store connection seen as a sequence of frames. The server's sessions and the client see
 // only the FrameConnection interface; FrameChannel<Stream> implements it over any Asio byte
-// stream. Today Stream = tcp::socket; a TLS layer will run its handshake on an
-// asio::ssl::stream<tcp::socket> and wrap that in the same template, so framing, limits,
-// liveness and error handling stay on one code path.
+// stream: tcp::socket for plain TCP, asio::ssl::stream<tcp::socket> once a TLS handshake
+// finished (tls_handshake.h), so framing, limits, liveness and error handling stay on one code
+// path.
 //
 // Not thread-safe: every member runs on the stream's executor (one thread in the server and in the
 // client). Asynchronous operations hold a shared_ptr to the channel, so it lives until they end.
