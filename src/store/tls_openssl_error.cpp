@@ -2,21 +2,26 @@
 
 #include <openssl/err.h>
 
+#include <algorithm>
+#include <vector>
+
 namespace memloom::store {
 
 std::string take_openssl_errors() {
-  std::string text;
+  std::vector<std::string> reasons;
   while (unsigned long code = ERR_get_error()) {
-    if (!text.empty()) text += "; ";
     const char* reason = ERR_reason_error_string(code);
-    if (reason != nullptr) {
-      text += reason;
-    } else {
+    std::string line = reason != nullptr ? reason : "";
+    if (line.empty()) {
       char full[256];
       ERR_error_string_n(code, full, sizeof(full));
-      text += full;
+      line = full;
     }
+    // OpenSSL tries several decoders and reports the same failure once per attempt.
+    if (std::find(reasons.begin(), reasons.end(), line) == reasons.end()) reasons.push_back(line);
   }
+  std::string text;
+  for (const std::string& line : reasons) text += (text.empty() ? "" : "; ") + line;
   return text;
 }
 
