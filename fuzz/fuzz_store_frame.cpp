@@ -9,6 +9,7 @@
 //   - every field a PayloadReader returns, written back with FrameWriter, gives back exactly the
 //     bytes it consumed (so readers and writers agree on the wire format).
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -24,7 +25,7 @@ using namespace memloom::store::protocol;
 constexpr size_t kMaxFrameBytes = 1 << 16;
 
 [[noreturn]] void broken(const char* property) {
-  __builtin_printf("fuzz_store_frame: property violated: %s\n", property);
+  std::fprintf(stderr, "fuzz_store_frame: property violated: %s\n", property);
   std::abort();
 }
 

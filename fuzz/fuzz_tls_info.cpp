@@ -5,6 +5,7 @@
 // the grammar promises: a certificate and at least one CA file, and paths without separators or
 // control characters.
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -15,7 +16,7 @@
 namespace {
 
 [[noreturn]] void broken(const char* property) {
-  __builtin_printf("fuzz_tls_info: property violated: %s\n", property);
+  std::fprintf(stderr, "fuzz_tls_info: property violated: %s\n", property);
   std::abort();
 }
 

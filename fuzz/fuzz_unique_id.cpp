@@ -6,6 +6,7 @@
 // exactly what the encoder writes for the decoded contents (no two encodings of one id).
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -24,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   wholememory_unique_id_t again = memloom::wholememory::encode_unique_id(id);
   if (std::memcmp(again.internal, encoded.internal, sizeof(encoded.internal)) != 0) {
-    __builtin_printf("fuzz_unique_id: an accepted id does not re-encode to itself\n");
+    std::fprintf(stderr, "fuzz_unique_id: an accepted id does not re-encode to itself\n");
     std::abort();
   }
   return 0;
