@@ -98,6 +98,40 @@ TEST_F(TlsStore, ClientsSetGetAndWatchOverTls) {
   EXPECT_EQ(server_->connection_count(), 2u);
 }
 
+TEST_F(TlsStore, RankDownIsReportedWhenATlsClientGoesAway) {
+  start_server(pki_->config(pki_->server()));
+  Client& watcher = connect(pki_->config(pki_->client()));
+  EventLog events;
+  watcher.watch_rank_down("workers", events.callback());
+  ClientOptions options = quick_client_options();
+  options.rank = 3;
+  options.group = "workers";
+  options.tls = TlsSetting::use(pki_->config(pki_->client()));
+  auto worker = Client::connect(server_->url(), options);
+  worker->set("worker/alive", "1");
+  worker.reset();
+  auto seen = events.wait_for(1, 5000ms);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].kind, WatchEventKind::kRankDown);
+  EXPECT_EQ(seen[0].rank, 3);
+  EXPECT_EQ(seen[0].group, "workers");
+}
+
+TEST_F(TlsStore, ClientsLearnWhenTheTlsServerStops) {
+  start_server(pki_->config(pki_->server()));
+  Client& client = connect(pki_->config(pki_->client()));
+  server_.reset();
+  EXPECT_TRUE(eventually([&] { return !client.connected(); }, 5000ms));
+  try {
+    client.set("k", "v");
+    ADD_FAILURE() << "a set succeeded without a server";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.status(), Status::kCommunication) << error.what();
+    EXPECT_NE(std::string(error.what()).find("the peer closed the connection"), std::string::npos)
+        << error.what();
+  }
+}
+
 TEST_F(TlsStore, PlainClientIsRefusedAndTlsClientsKeepWorking) {
   start_server(pki_->config(pki_->server(), true));
   EventLog events;
