@@ -4,6 +4,7 @@
 // SMEM_NOT_INITIALIZED and SMEM_REPEAT_CALL.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -43,6 +44,14 @@ int32_t facade_call(const char* function, Body&& body) {
     }
   });
   return facade_code != SMEM_SUCCESS ? facade_code : code;
+}
+
+// The handle given to the C caller for a new object. Never reused within the process (object
+// addresses are: the allocator recycles them), so a destroyed handle stays invalid instead of
+// silently naming an object created after it.
+inline void* fresh_handle() {
+  static std::atomic<uintptr_t> next{0x5e000};
+  return reinterpret_cast<void*>(next.fetch_add(16));
 }
 
 // For functions that return a value (a handle, a pointer, a rank) instead of a code: the body's

@@ -76,8 +76,9 @@ smem_bm_t create_object(uint32_t id, BmCreateArgs args) {
   std::shared_ptr<BmObject> object = BmObject::create(*world, args, instance);
   std::lock_guard<std::mutex> lock(bm.mutex);
   if (bm.world != world) raise(Status::kCommunication, "smem_bm_uninit ran during smem_bm_create");
-  bm.objects.emplace(object.get(), object);
-  return object.get();
+  void* handle = fresh_handle();
+  bm.objects.emplace(handle, object);
+  return handle;
 }
 
 void copy_with_flags(smem_bm_t handle, const std::vector<CopyEntry>& entries, smem_bm_copy_type t,

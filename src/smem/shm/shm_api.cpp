@@ -158,14 +158,15 @@ smem_shm_t smem_shm_create(uint32_t id, uint32_t rankSize, uint32_t rankId, uint
     args.data_ops = static_cast<uint32_t>(dataOpType);
     args.flags = flags;
     std::shared_ptr<ShmObject> object = ShmObject::create(*world, args, instance);
+    void* handle = fresh_handle();
     {
       std::lock_guard<std::mutex> lock(shm.mutex);
       if (shm.world != world)
         raise(Status::kCommunication, "smem_shm_uninit ran during smem_shm_create");
-      shm.objects.emplace(object.get(), object);
+      shm.objects.emplace(handle, object);
     }
     *gva = object->gva();
-    return object.get();
+    return handle;
   });
 }
 

@@ -223,8 +223,10 @@ smem_trans_t smem_trans_create(const char* storeUrl, const char* uniqueId,
     EngineOptions options = engine_options(config);
     auto engine = Engine::create(storeUrl, uniqueId, options);
     std::lock_guard<std::mutex> lock(g_mutex);
-    g_engines[engine.get()] = engine;
-    return engine.get();
+// Handles are never reused, so a stale handle cannot reach a newer engine.
+    void* handle = memloom::smem::fresh_handle();
+    g_engines[handle] = engine;
+    return handle;
   });
 }
 

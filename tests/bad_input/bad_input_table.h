@@ -1,0 +1,56 @@
+// Table-driven bad input: one row per (public function, invalid argument), with the code the
+// function must return and a piece of the message it must leave (smem_get_last_err_msg for the
+// MemFabric APIs, the log sink for WholeMemory). The runner calls every row and checks both.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace memloom::bad_input {
+
+// A row's call returns the API's code, or one of these for functions without a code.
+inline constexpr int kFailureValue = INT_MIN;  // returned its documented failure value
+inline constexpr int kNoCode = INT_MIN + 1;    // a void function: only the message is checked
+
+struct Row {
+  std::string function;  // the public function called
+  std::string argument;  // what is invalid
+  std::function<int()> call;
+  int expected_code;
+  std::string message;  // a piece of the reported reason
+  // The function named in the message (differs for the published aliases that forward).
+  std::string reported_by = "";
+};
+
+// Where an API leaves the reason of its last failure.
+struct MessageSource {
+  std::function<void()> clear;
+  std::function<std::string()> last;
+};
+MessageSource smem_messages();
+// Installs a log sink that keeps the last error line (and sets the level so errors are logged).
+MessageSource wholememory_messages();
+
+// Runs every row under a SCOPED_TRACE naming it; returns the number of rows.
+int run_rows(const std::vector<Row>& rows, const MessageSource& messages);
+
+// kFailureValue when `value` is the function's documented failure value, else 0.
+template <typename T>
+int failure_value(T value, T failure) {
+  return value == failure ? kFailureValue : 0;
+}
+
+// Runs a void function and reports kNoCode.
+inline int no_code(const std::function<void()>& call) {
+  call();
+  return kNoCode;
+}
+
+// "tcp://127.0.0.1:<a port that was free a moment ago>".
+std::string free_store_url();
+
+}  // namespace memloom::bad_input
