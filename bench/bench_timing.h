@@ -61,7 +61,7 @@ struct PairedTimes {
 // machine's load, so the median of the pairs' ratios is far steadier than a ratio of two
 // separately taken bests when other users' load comes and goes.
 template <typename Reference, typename Op>
-PairedTimes time_paired(Reference&& reference, Op&& op, int pairs = 31,
+PairedTimes time_paired(Reference&& reference, Op&& op, int pairs = 51,
                         double sample_seconds = 0.005) {
   const int64_t reference_count = calibrate_count(reference, sample_seconds);
   const int64_t op_count = calibrate_count(op, sample_seconds);
