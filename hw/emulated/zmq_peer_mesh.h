@@ -66,6 +66,8 @@ class ZmqPeerMesh {
   void send_abort(const std::string& reason);
   // Wakes waiting receives so they run their health check now.
   void interrupt();
+  // At close, gives unsent messages only a moment (the group failed; peers may be gone).
+  void drop_unsent_at_close() { quick_close_ = true; }
 
  private:
   struct Message {

@@ -18,7 +18,7 @@ ReferenceTable::ReferenceTable(hal::MemoryKind kind, int device, const std::vect
   mapped_ = domain.map_anywhere(*segment_);
   // Staged in host memory, then copied, since device memory may not be writable by the CPU.
   std::vector<unsigned char> staging(bytes);
-  std::memcpy(staging.data(), pointers.data(), pointer_bytes);
+  if (!pointers.empty()) std::memcpy(staging.data(), pointers.data(), pointer_bytes);
   std::memcpy(staging.data() + pointer_bytes, offsets.data(), offsets.size() * sizeof(size_t));
   try {
     BlockingCopier(device).copy(mapped_, staging.data(), bytes);
