@@ -148,7 +148,8 @@ int run_shm(const std::vector<std::string>& args) {
   VerdictTally tally;
   try {
     ReferenceRun shmem = run_openshmem_reference(collective_iterations(2));
-    // Its barrier gets one run, as memloom's does; its copies two, as memloom's do (two rounds).
+    // Its barrier gets one run, as memloom's does; its copies a second one below (2 x 26 samples
+    // against memloom's 51).
     const ReferenceRun shmem_barrier = shmem;
     if (part != "collectives") {
       report_heading("SHM put/get: rank 0 to and from rank 1's slot through the GVA (2 ranks)");

@@ -1,7 +1,11 @@
 // How memloom-bench times an operation, the same way for memloom and for the reference it is
-// compared with: the fastest of several samples. The fastest, not the median, because on a shared
-// machine other users' load only ever slows a sample down, so the fastest sample is the closest
-// to what the code itself costs (bench/RESULTS.md notes the spread between runs).
+// compared with. Two methods, both made for shared, loaded machines (bench/RESULTS.md notes the
+// spread between runs):
+//   - best_seconds_per_op / best_seconds_fixed: the fastest of several samples, for references
+//     run in other processes (OpenSHMEM, Open MPI, raw TCP). The fastest, not the median, because
+//     other users' load only ever slows a sample down;
+//   - time_paired: a reference in the same process (memcpy, the same transfers one by one) timed
+//     in samples adjacent to memloom's, and the median of the pairs' ratios.
 #pragma once
 
 #include <algorithm>
@@ -61,7 +65,7 @@ struct PairedTimes {
 // machine's load, so the median of the pairs' ratios is far steadier than a ratio of two
 // separately taken bests when other users' load comes and goes.
 template <typename Reference, typename Op>
-PairedTimes time_paired(Reference&& reference, Op&& op, int pairs = 31,
+PairedTimes time_paired(Reference&& reference, Op&& op, int pairs = 51,
                         double sample_seconds = 0.005) {
   const int64_t reference_count = calibrate_count(reference, sample_seconds);
   const int64_t op_count = calibrate_count(op, sample_seconds);

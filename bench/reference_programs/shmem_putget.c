@@ -12,8 +12,8 @@
 #include <string.h>
 #include <time.h>
 
-/* memloom-bench takes 31 samples of each copy and runs this program twice: 2 x 16. */
-#define COPY_SAMPLES 16
+/* memloom-bench takes 51 samples of each copy and runs this program twice: 2 x 26. */
+#define COPY_SAMPLES 26
 #define SAMPLE_SECONDS 0.005
 #define BARRIER_SAMPLES 7
 
