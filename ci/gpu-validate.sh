@@ -44,6 +44,9 @@ remaining() { echo $((budget - $(elapsed))); }
 
 # NVLink multicast stays off whatever starts below (the backend also sets it when unset).
 export NCCL_NVLS_ENABLE=0
+# The GPU image's GCC 13 fortifies glibc (write() results must be used) and warns where CI's GCC 12
+# does not; those toolchain-only warnings must not stop a validation build.
+export CXXFLAGS="${CXXFLAGS:--Wno-error=unused-result -Wno-error=dangling-reference -Wno-error=maybe-uninitialized}"
 
 # ---- dependencies: the carried .debs, unpacked beside the tree (never into /) ----------------
 deps_root=$repo/.deps/root
@@ -127,9 +130,12 @@ run_suite() {
 # Does the module load and see the GPUs? (A one-line answer before the long runs.)
 smoke=$(find "$build_dir" -maxdepth 3 -type f -name hal_conformance_tests | head -1)
 if [[ -n $smoke ]]; then
-  MEMLOOM_BACKEND=cuda MEMLOOM_LOG_LEVEL=debug timeout 60 "$smoke" --gtest_filter='Platform.*' \
+  # One test only: a process that opened CUDA cannot fork ranks that use it (ctest runs each
+  # test in a process of its own for that reason).
+  MEMLOOM_BACKEND=cuda MEMLOOM_LOG_LEVEL=debug timeout 60 "$smoke" \
+    --gtest_filter='Platform.DescribesItsDevices' \
     >"$out/smoke.log" 2>&1
-  note "smoke (Platform.* on cuda): exit $?; $(grep -m1 -o 'backend: [a-z]*' "$out/smoke.log")"
+  note "smoke (Platform.DescribesItsDevices on cuda): exit $?; $(grep -m1 -o 'backend: [a-z]*' "$out/smoke.log")"
 fi
 
 left=$(remaining)

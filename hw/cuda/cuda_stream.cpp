@@ -13,7 +13,6 @@
 
 namespace memloom::cuda {
 
-
 CudaEvent::CudaEvent(int device) : device_(device) {
   DeviceGuard guard(device_);
   check_cuda(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "cudaEventCreate");
@@ -38,7 +37,6 @@ void CudaEvent::synchronize(Deadline deadline) {
     raise(Status::kTimeout, "waiting for CUDA work: the deadline passed before it completed");
   }
 }
-
 
 namespace {
 

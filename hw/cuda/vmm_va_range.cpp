@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -92,7 +93,9 @@ void* reserve_cpu_range(size_t size, size_t alignment, void* fixed_address) {
 }
 
 void map_device_segment(const DeviceAccess& access, void* address, const hal::Segment& segment) {
-  const auto& device = dynamic_cast<const DeviceSegment&>(segment);
+  const auto* cuda_segment = dynamic_cast<const DeviceSegment*>(&segment);
+  if (cuda_segment == nullptr) raise(Status::kInvalidInput, "map: not a CUDA device segment");
+  const DeviceSegment& device = *cuda_segment;
   const CUdeviceptr at = device_address(address);
   check_cu(cuMemMap(at, device.size(), 0, device.handle(), 0), "cuMemMap");
   const auto& descs = access.for_owner(device.device());
@@ -114,7 +117,9 @@ void map_device_segment(const DeviceAccess& access, void* address, const hal::Se
 }
 
 void map_host_segment(void* address, const hal::Segment& segment) {
-  const auto& host = dynamic_cast<const HostSegment&>(segment);
+  const auto* cuda_segment = dynamic_cast<const HostSegment*>(&segment);
+  if (cuda_segment == nullptr) raise(Status::kInvalidInput, "map: not a CUDA host segment");
+  const HostSegment& host = *cuda_segment;
   void* got =
       ::mmap(address, host.size(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, host.fd(), 0);
   if (got == MAP_FAILED) raise_errno("mapping a host segment at " + hex(address), errno);
@@ -156,6 +161,11 @@ bool reserve_driver_range_at(void* address, size_t size, size_t alignment, std::
   return false;
 }
 
+size_t driver_reservation_size(size_t size) {
+  return (std::max(size, kHintedReservationUnit) + kHintedReservationUnit - 1) /
+         kHintedReservationUnit * kHintedReservationUnit;
+}
+
 void DriverRanges::add(uintptr_t base, size_t size) {
   std::lock_guard<std::mutex> lock(mutex_);
   ranges_[base] = size;
@@ -175,15 +185,18 @@ bool DriverRanges::overlaps(uintptr_t base, size_t size) {
 
 VmmVaRange::VmmVaRange(std::shared_ptr<const DeviceAccess> access,
                        std::shared_ptr<DriverRanges> driver, void* base, size_t size,
-                       size_t granularity, Holds holds, int context_device)
+                       size_t reserved, size_t granularity, Holds holds, int context_device)
     : access_(std::move(access)),
       driver_(std::move(driver)),
       base_(static_cast<char*>(base)),
       size_(size),
+      reserved_(reserved),
       granularity_(granularity),
       holds_(holds),
       context_device_(context_device) {
-  if (holds_ == Holds::kDriverReservation) driver_->add(reinterpret_cast<uintptr_t>(base_), size_);
+  if (holds_ == Holds::kDriverReservation) {
+    driver_->add(reinterpret_cast<uintptr_t>(base_), reserved_);
+  }
 }
 
 VmmVaRange::~VmmVaRange() {
@@ -202,26 +215,26 @@ VmmVaRange::~VmmVaRange() {
     }
   }
   if (holds_ == Holds::kDriverReservation) {
-    (void)cuMemAddressFree(device_address(base_), size_);
+    (void)cuMemAddressFree(device_address(base_), reserved_);
     driver_->remove(reinterpret_cast<uintptr_t>(base_));
   } else {
-    ::munmap(base_, size_);
+    ::munmap(base_, reserved_);
   }
 }
 
 void VmmVaRange::become_driver_reservation() {
-  if (::munmap(base_, size_) != 0) raise_errno("releasing a CPU reservation", errno);
+  if (::munmap(base_, reserved_) != 0) raise_errno("releasing a CPU reservation", errno);
   std::string why;
-  if (reserve_driver_range_at(base_, size_, granularity_, &why)) {
+  if (reserve_driver_range_at(base_, reserved_, granularity_, &why)) {
     holds_ = Holds::kDriverReservation;
-    driver_->add(reinterpret_cast<uintptr_t>(base_), size_);
+    driver_->add(reinterpret_cast<uintptr_t>(base_), reserved_);
     return;
   }
   // Take the range back so this object still owns what its destructor releases.
-  void* again = ::mmap(base_, size_, PROT_NONE,
+  void* again = ::mmap(base_, reserved_, PROT_NONE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
   if (again != base_) {
-    if (again != MAP_FAILED) ::munmap(again, size_);
+    if (again != MAP_FAILED) ::munmap(again, reserved_);
     MEMLOOM_LOG(kError, "lost the address range at " << hex(base_) << " while converting it");
   }
   raise(Status::kNotSupported,
@@ -231,19 +244,19 @@ void VmmVaRange::become_driver_reservation() {
 
 void VmmVaRange::become_cpu_reservation() {
   const auto base = reinterpret_cast<uintptr_t>(base_);
-  check_cu(cuMemAddressFree(device_address(base_), size_), "cuMemAddressFree");
+  check_cu(cuMemAddressFree(device_address(base_), reserved_), "cuMemAddressFree");
   driver_->remove(base);
-  void* got = ::mmap(base_, size_, PROT_NONE,
+  void* got = ::mmap(base_, reserved_, PROT_NONE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
   if (got == base_) {
     holds_ = Holds::kCpuReservation;
     return;
   }
   const int error = errno;
-  if (got != MAP_FAILED) ::munmap(got, size_);
+  if (got != MAP_FAILED) ::munmap(got, reserved_);
   std::string why;
-  if (reserve_driver_range_at(base_, size_, granularity_, &why)) {
-    driver_->add(base, size_);
+  if (reserve_driver_range_at(base_, reserved_, granularity_, &why)) {
+    driver_->add(base, reserved_);
   } else {
     MEMLOOM_LOG(kError, "lost the address range at " << hex(base_) << " while converting it");
   }

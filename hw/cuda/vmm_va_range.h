@@ -10,8 +10,6 @@
 //   case, and the driver then needs no address hint);
 // - a range at a fixed address (a global virtual address agreed by every rank) starts as a plain
 //   PROT_NONE reservation, or as a driver reservation where only the driver can place it.
-// Seen on H200s with driver 580: cuMemAddressReserve does not always honour its address hint even
-// when the range is free, so swapping towards the driver is the step that can fail; it says so.
 #pragma once
 
 #include <cuda.h>
@@ -44,6 +42,14 @@ class DeviceAccess {
 // range starts exactly there or kNotSupported is thrown.
 void* reserve_cpu_range(size_t size, size_t alignment, void* fixed_address);
 
+// Seen on H200s with driver 580 (CUDA 13): cuMemAddressReserve ignores its address for
+// reservations of up to 16 MiB (they come from a pool the driver keeps, and whose addresses it
+// keeps after they are freed), and honours it for 32 MiB ones placed in free address space. So
+// every reservation that may need to sit at a chosen address is made in whole 32 MiB units.
+inline constexpr size_t kHintedReservationUnit = size_t(32) << 20;
+// `size` rounded up to whole units (at least one).
+size_t driver_reservation_size(size_t size);
+
 // Asks the driver for `size` bytes of address space at exactly `address` (trying the alignments
 // the driver may want); false, with the driver's answer in `why`, when it will not.
 bool reserve_driver_range_at(void* address, size_t size, size_t alignment, std::string* why);
@@ -72,10 +78,12 @@ void unmap_host_segment(void* address, size_t size);
 class VmmVaRange : public hal::VaRange {
  public:
   enum class Holds { kDriverReservation, kCpuReservation };
-  // Adopts a reservation of kind `holds` at [base, base+size). `context_device` is a device
-  // whose context the driver calls run under.
+  // Adopts a reservation of kind `holds` of `reserved` bytes at `base`, of which the first
+  // `size` are the range (the rest is padding, see kHintedReservationUnit). `context_device` is a
+  // device whose context the driver calls run under.
   VmmVaRange(std::shared_ptr<const DeviceAccess> access, std::shared_ptr<DriverRanges> driver,
-             void* base, size_t size, size_t granularity, Holds holds, int context_device);
+             void* base, size_t size, size_t reserved, size_t granularity, Holds holds,
+             int context_device);
   ~VmmVaRange() override;
   VmmVaRange(const VmmVaRange&) = delete;
   VmmVaRange& operator=(const VmmVaRange&) = delete;
@@ -95,6 +103,7 @@ class VmmVaRange : public hal::VaRange {
   const std::shared_ptr<DriverRanges> driver_;
   char* const base_;
   const size_t size_;
+  const size_t reserved_;
   const size_t granularity_;
   std::mutex mutex_;
   Holds holds_;

@@ -79,7 +79,13 @@ HierarchicalCollectives::HierarchicalCollectives(const hal::GroupSpec& group,
         rank_, remote, bootstrap, "coll/mesh/", deadline,
         [this](int, const std::string& reason) { shm_->abort(reason); });
   }
-  guarded(CollectiveOp::kCreate, [&] { agree(CollectiveHeader(CollectiveOp::kCreate), deadline); });
+  try {
+    guarded(CollectiveOp::kCreate,
+            [&] { agree(CollectiveHeader(CollectiveOp::kCreate), deadline); });
+  } catch (...) {
+    if (mesh_) mesh_->drop_unsent_at_close();  // the destructor will not run
+    throw;
+  }
 }
 
 HierarchicalCollectives::~HierarchicalCollectives() {

@@ -53,9 +53,18 @@ SegmentSet exchange_segments(Group& group, hal::MemoryKind kind, int device, siz
   group.collectives().allgather(&size64, sizes.data(), sizeof(uint64_t), deadline);
   for (int r = 0; r < group.size(); ++r) set.sizes[r] = sizes[r];
 
-  // Allocate and export my own segment.
+  // Allocate and export my own segment. The published fd is withdrawn however this function ends:
+  // after every peer imported it, or when any step fails (a peer dying mid-exchange must not leave
+  // the fd broker holding the segment open for the rest of the process).
   Outcome mine;
   std::string my_token, my_descriptor;
+  struct WithdrawToken {
+    Group& group;
+    const std::string& token;
+    ~WithdrawToken() {
+      if (!token.empty()) group.bootstrap().withdraw_fd(token);
+    }
+  } withdraw{group, my_token};
   try {
     if (my_size % domain.granularity(kind) != 0) {
       raise(Status::kInvalidInput, "segment size " + std::to_string(my_size) +
@@ -96,13 +105,7 @@ SegmentSet exchange_segments(Group& group, hal::MemoryKind kind, int device, siz
     imported = outcome_of(error);
   }
   // Everyone has imported (or failed) once this returns, so the fd can be withdrawn.
-  try {
-    agree_on_outcome(group, imported, "segment import", deadline);
-  } catch (...) {
-    if (!my_token.empty()) group.bootstrap().withdraw_fd(my_token);
-    throw;
-  }
-  if (!my_token.empty()) group.bootstrap().withdraw_fd(my_token);
+  agree_on_outcome(group, imported, "segment import", deadline);
   return set;
 }
 

@@ -17,6 +17,7 @@
 #include "src/store/event_dispatcher.h"
 #include "src/store/frame_channel.h"
 #include "src/store/protocol.h"
+#include "src/store/tls_handshake.h"
 #include "src/store/url.h"
 
 namespace memloom::store {
@@ -78,7 +79,8 @@ class ClientImpl : public Client {
 
   // I/O thread.
   void start_connect(Deadline deadline, Clock::duration backoff, bool first_attempt);
-  void on_connected(tcp::socket socket);
+  void on_connected(tcp::socket socket, Deadline deadline);
+  void on_channel(std::shared_ptr<FrameConnection> channel);
   void on_frame(const FrameHeader& header, std::string&& payload);
   void on_closed(const std::string& reason);
   void heartbeat_tick();
@@ -90,6 +92,7 @@ class ClientImpl : public Client {
   const std::string url_;
   const ClientOptions options_;
   tcp::endpoint endpoint_;
+  std::shared_ptr<asio::ssl::context> tls_context_;  // null: plain TCP
 
   asio::io_context io_{1};
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
@@ -97,6 +100,7 @@ class ClientImpl : public Client {
   asio::steady_timer connect_timer_{io_};     // I/O thread only
   asio::steady_timer heartbeat_timer_{io_};   // I/O thread only
   std::optional<tcp::socket> connecting_;     // I/O thread only
+  std::shared_ptr<TlsHandshake> handshake_;   // I/O thread only
   std::string connect_error_;                 // I/O thread only
   std::promise<void> connect_result_;
   std::thread io_thread_;
@@ -131,6 +135,7 @@ ClientImpl::ClientImpl(std::string url, const ClientOptions& options)
     raise(Status::kInvalidInput, "invalid store URL '" + url_ + "': cannot connect to port 0");
   }
   endpoint_ = tcp::endpoint(address, parsed.port);
+  if (auto tls = options.tls.resolve()) tls_context_ = make_tls_context(*tls, TlsRole::kClient);
   events_ = EventDispatcher::start();
   io_thread_ = std::thread([this] { io_.run(); });
 }
@@ -190,6 +195,7 @@ ClientImpl::~ClientImpl() {
     connect_timer_.cancel();
     heartbeat_timer_.cancel();
     if (connecting_) connecting_->close(ignored);
+    if (handshake_) handshake_->cancel();
     if (channel_) channel_->close("the client is closing");
     io_.stop();
   });
@@ -277,7 +283,7 @@ void ClientImpl::start_connect(Deadline deadline, Clock::duration backoff, bool 
         if (!error) {
           tcp::socket socket = std::move(*connecting_);
           connecting_.reset();
-          return on_connected(std::move(socket));
+          return on_connected(std::move(socket), deadline);
         }
         if (error != asio::error::operation_aborted) connect_error_ = error.message();
         connecting_.reset();
@@ -307,8 +313,26 @@ void ClientImpl::fail_connect(const std::string& reason) {
                                   " ms: " + reason)));
 }
 
-void ClientImpl::on_connected(tcp::socket socket) {
-  channel_ = make_tcp_connection(std::move(socket), kHandshakeFrameBytes);
+void ClientImpl::on_connected(tcp::socket socket, Deadline deadline) {
+  if (!tls_context_)
+    return on_channel(make_tcp_connection(std::move(socket), kHandshakeFrameBytes));
+  // A refused handshake is final (the server is up and said no): no retry.
+  auto timeout = std::max(deadline.remaining(), kFirstAttemptTime);
+  try {
+    handshake_ = TlsHandshake::start(
+        std::move(socket), tls_context_, TlsRole::kClient, timeout, kHandshakeFrameBytes,
+        [this](std::shared_ptr<FrameConnection> connection, const std::string& error) {
+          handshake_.reset();
+          if (!connection) return fail_connect(error);
+          on_channel(std::move(connection));
+        });
+  } catch (const std::exception& error) {
+    fail_connect(std::string("cannot start the TLS handshake: ") + error.what());
+  }
+}
+
+void ClientImpl::on_channel(std::shared_ptr<FrameConnection> channel) {
+  channel_ = std::move(channel);
   channel_->start([this](const FrameHeader& header,
                          std::string&& payload) { on_frame(header, std::move(payload)); },
                   [this](const std::string& reason) { on_closed(reason); });

@@ -1,8 +1,8 @@
 // One store connection seen as a sequence of frames. The server's sessions and the client see
 // only the FrameConnection interface; FrameChannel<Stream> implements it over any Asio byte
-// stream. Today Stream = tcp::socket; a TLS layer will run its handshake on an
-// asio::ssl::stream<tcp::socket> and wrap that in the same template, so framing, limits,
-// liveness and error handling stay on one code path.
+// stream: tcp::socket for plain TCP, asio::ssl::stream<tcp::socket> once a TLS handshake
+// finished (tls_handshake.h), so framing, limits, liveness and error handling stay on one code
+// path.
 //
 // Not thread-safe: every member runs on the stream's executor (one thread in the server and in the
 // client). Asynchronous operations hold a shared_ptr to the channel, so it lives until they end.
@@ -19,6 +19,8 @@
 #include "memloom/error.h"
 #include "src/store/asio.h"
 #include "src/store/protocol.h"
+
+#include <boost/asio/ssl/error.hpp>
 
 namespace memloom::store {
 
@@ -136,7 +138,7 @@ class FrameChannel final : public FrameConnection,
         stream_, boost::asio::buffer(payload_.data() + offset, chunk),
         [self = this->shared_from_this()](const boost::system::error_code& error, size_t) {
           if (self->closed_) return;
-          if (error == boost::asio::error::eof) {
+          if (is_peer_close(error)) {
             return self->close("the peer closed the connection in the middle of a frame");
           }
           if (error) return self->close(describe_read_error(error, "a frame payload"));
@@ -169,8 +171,14 @@ class FrameChannel final : public FrameConnection,
         });
   }
 
+  // A TLS peer that closes its socket without a close_notify alert reads as "stream truncated";
+  // frames carry their own lengths, so for the store that is a plain close too.
+  static bool is_peer_close(const boost::system::error_code& error) {
+    return error == boost::asio::error::eof || error == boost::asio::ssl::error::stream_truncated;
+  }
+
   static std::string describe_read_error(const boost::system::error_code& error, const char* what) {
-    if (error == boost::asio::error::eof) return "the peer closed the connection";
+    if (is_peer_close(error)) return "the peer closed the connection";
     return std::string("reading ") + what + " failed: " + error.message();
   }
 

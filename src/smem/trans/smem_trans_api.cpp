@@ -1,5 +1,6 @@
 // The MemFabric TRANS C API: argument checks, the handle registry, and the mapping of errors to
-// SMEM_* codes (through smem::guarded, like every smem entry point). The work is in Engine.
+// SMEM_* codes (through the smem facade wrapper, like every smem entry point). The work is in
+// Engine.
 #include <climits>
 #include <cstring>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "smem/host/smem_trans.h"
 #include "src/core/platform_loader.h"
 #include "src/smem/smem_error.h"
+#include "src/smem/smem_facade.h"
 #include "src/smem/trans/endpoint_address.h"
 #include "src/smem/trans/stream_submit.h"
 #include "src/smem/trans/trans_engine.h"
@@ -37,21 +39,29 @@ bool g_initialized = false;
 // Handles are looked up here, so a stale or foreign handle is an error and never a crash.
 std::unordered_map<void*, std::shared_ptr<Engine>> g_engines;
 
-// smem::guarded, plus SMEM_NOT_INITIALIZED before smem_trans_init.
+void require_initialized() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!g_initialized) {
+    memloom::smem::raise_not_initialized(
+        "smem_trans_init has not been called (or smem_trans_uninit was)");
+  }
+}
+
+// Every entry point that needs smem_trans_init: the shared facade wrapper (smem::guarded inside).
 template <typename Body>
 int32_t run_api(const char* function, Body&& body) {
-  bool uninitialized = false;
-  int32_t code = memloom::smem::guarded(function, [&] {
-    {
-      std::lock_guard<std::mutex> lock(g_mutex);
-      uninitialized = !g_initialized;
-    }
-    if (uninitialized)
-      raise(Status::kInvalidInput,
-            "smem_trans_init has not been called (or smem_trans_uninit was)");
+  return memloom::smem::facade_call(function, [&] {
+    require_initialized();
     body();
   });
-  return uninitialized ? SMEM_NOT_INITIALIZED : code;
+}
+
+template <typename T, typename Body>
+T run_api_value(const char* function, Body&& body) {
+  return memloom::smem::facade_value<T>(function, T{}, [&] {
+    require_initialized();
+    return body();
+  });
 }
 
 std::shared_ptr<Engine> engine_of(smem_trans_t handle) {
@@ -111,6 +121,7 @@ EngineOptions engine_options(const smem_trans_config_t* config) {
   options.paths.direct = (ops & SMEMB_DATA_OP_SDMA) != 0;
   options.paths.network = (ops & kNetworkDataOps) != 0;
   options.start_store = config->startConfigServer;
+  options.device = config->deviceId == UINT32_MAX ? -1 : static_cast<int>(config->deviceId);
   return options;
 }
 
@@ -159,9 +170,11 @@ void transfer_in_stream(smem_trans_t handle, Direction direction, const char* pe
   engine->check_initiator();
   engine->check_peer(peer_id);
   memloom::smem::trans::submit_in_stream_order(
-      stream, [engine, direction, peer_id, entries = std::move(entries)] {
+      stream,
+      [engine, direction, peer_id, entries = std::move(entries)] {
         engine->transfer(direction, peer_id, entries);
-      });
+      },
+      engine->deadline());
 }
 
 }  // namespace
@@ -204,17 +217,15 @@ void smem_trans_uninit(uint32_t flags) {
 
 smem_trans_t smem_trans_create(const char* storeUrl, const char* uniqueId,
                                const smem_trans_config_t* config) {
-  smem_trans_t handle = nullptr;
-  (void)run_api("smem_trans_create", [&] {
+  return run_api_value<smem_trans_t>("smem_trans_create", [&]() -> smem_trans_t {
     MEMLOOM_CHECK_ARG(storeUrl != nullptr, "storeUrl is null");
     MEMLOOM_CHECK_ARG(uniqueId != nullptr, "uniqueId is null");
     EngineOptions options = engine_options(config);
     auto engine = Engine::create(storeUrl, uniqueId, options);
     std::lock_guard<std::mutex> lock(g_mutex);
     g_engines[engine.get()] = engine;
-    handle = engine.get();
+    return engine.get();
   });
-  return handle;
 }
 
 void smem_trans_destroy(smem_trans_t handle, uint32_t flags) {
@@ -236,13 +247,11 @@ void smem_trans_destroy(smem_trans_t handle, uint32_t flags) {
 }
 
 void* smem_trans_malloc(smem_trans_t handle, size_t capacity) {
-  void* address = nullptr;
-  (void)run_api("smem_trans_malloc", [&] {
+  return run_api_value<void*>("smem_trans_malloc", [&] {
     auto engine = engine_of(handle);
     MEMLOOM_CHECK_ARG(capacity > 0, "capacity is 0");
-    address = engine->allocate(capacity);
+    return engine->allocate(capacity);
   });
-  return address;
 }
 
 int32_t smem_trans_free(smem_trans_t handle, void* address) {
