@@ -33,9 +33,10 @@ typedef void (*wholememory_create_memory_context_func_t)(void** memory_context,
 typedef void (*wholememory_destroy_memory_context_func_t)(void* memory_context,
                                                           void* global_context);
 /* Returns memory for a tensor of `desc` (NULL on failure). */
-typedef void* (*wholememory_malloc_func_t)(wholememory_tensor_description_t* desc,
-                                           wholememory_memory_allocation_type_t memory_allocation_type,
-                                           void* memory_context, void* global_context);
+typedef void* (*wholememory_malloc_func_t)(
+    wholememory_tensor_description_t* desc,
+    wholememory_memory_allocation_type_t memory_allocation_type, void* memory_context,
+    void* global_context);
 typedef void (*wholememory_free_func_t)(void* memory_context, void* global_context);
 
 struct wholememory_temp_memory_func_t {
