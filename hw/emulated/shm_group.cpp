@@ -32,6 +32,7 @@ constexpr int kSpinIterations = 256;
 // A sleeping waiter wakes at least this often to check the abort flag, peers and its deadline.
 constexpr long kSleepSliceNs = 20'000'000;
 constexpr auto kLivenessInterval = std::chrono::milliseconds(20);
+constexpr int kMembersPerLivenessCheck = 16;
 
 static_assert(std::atomic<uint32_t>::is_always_lock_free && sizeof(std::atomic<uint32_t>) == 4,
               "the futex word must be a plain 32-bit integer");

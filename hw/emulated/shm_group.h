@@ -115,6 +115,7 @@ class ShmGroup {
   std::string fd_token_;     // non-empty while the creator publishes the fd
   uint64_t epoch_ = 0;       // barriers this member has passed
   std::chrono::steady_clock::time_point last_liveness_check_{};
+  int next_liveness_member_ = 0;  // check_members_alive resumes its round here
 };
 
 }  // namespace memloom::emulated
