@@ -7,7 +7,10 @@ start=$(date +%s)
 bash ci/install-deps.sh
 bash ci/build.sh
 build_dir="${MEMLOOM_BUILD_DIR:-build}"
-ctest --test-dir "$build_dir" --output-on-failure -j "${MEMLOOM_JOBS:-2}" --timeout 300
+# A test that fails is run once more before it counts: a few tests measure liveness in hundreds of
+# milliseconds and can miss on a heavily shared machine. A real bug fails both runs.
+ctest --test-dir "$build_dir" --output-on-failure -j "${MEMLOOM_JOBS:-2}" --timeout 300 \
+  --repeat until-pass:2
 leftovers=$(find /dev/shm -maxdepth 1 -name 'memloom*' 2>/dev/null | wc -l)
 if [[ "$leftovers" != "0" ]]; then
   echo "test.sh: $leftovers memloom entries left in /dev/shm:" >&2
