@@ -20,4 +20,5 @@ int run_memcpy(const std::vector<std::string>&) {
 
 }  // namespace
 
-MEMLOOM_REGISTER_BENCH("memcpy", "single-thread memcpy reference and its run-to-run noise", run_memcpy);
+MEMLOOM_REGISTER_BENCH("memcpy", "single-thread memcpy reference and its run-to-run noise",
+                       run_memcpy);

@@ -5,7 +5,11 @@ cd "$(dirname "$0")/.."
 build_dir="${MEMLOOM_BUILD_DIR:-build}"
 jobs="${MEMLOOM_JOBS:-2}"
 launcher=()
-if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # Paths relative to the checkout, so every clone of the repo shares one compiler cache.
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}" CCACHE_NOHASHDIR=1
+fi
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${MEMLOOM_BUILD_TYPE:-RelWithDebInfo}" \
   "${launcher[@]}" "$@"
 cmake --build "$build_dir" -j "$jobs"

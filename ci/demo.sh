@@ -9,4 +9,4 @@ export MEMLOOM_BUILD_DIR="${MEMLOOM_BUILD_DIR:-build-demo}"
 MEMLOOM_BUILD_TYPE=Release bash ci/build.sh -DMEMLOOM_BUILD_TESTS=OFF
 build_dir="$MEMLOOM_BUILD_DIR"
 export MEMLOOM_BACKEND=emulated
-exec "$build_dir/bin/memloom-run" -n 4 --nodes 2 --timeout 120 -- "$build_dir/bin/wholememory_hello"
+exec "$build_dir/bin/memloom-run" -n 4 --nodes 2 --timeout 120 -- "$build_dir/bin/embedding_demo"

@@ -44,6 +44,9 @@ remaining() { echo $((budget - $(elapsed))); }
 
 # NVLink multicast stays off whatever starts below (the backend also sets it when unset).
 export NCCL_NVLS_ENABLE=0
+# The GPU image's GCC 13 fortifies glibc (write() results must be used) and warns where CI's GCC 12
+# does not; those toolchain-only warnings must not stop a validation build.
+export CXXFLAGS="${CXXFLAGS:--Wno-error=unused-result -Wno-error=dangling-reference -Wno-error=maybe-uninitialized}"
 
 # ---- dependencies: the carried .debs, unpacked beside the tree (never into /) ----------------
 deps_root=$repo/.deps/root
@@ -108,8 +111,9 @@ run_suite() {
   shift 2
   local stop
   stop=$(date -d "+$seconds seconds" +%H:%M:%S)
-  local filter=()
-  [[ -n $tests_regex ]] && filter=(-R "$tests_regex")
+  # The install check is packaging, not a backend: it does not run here.
+  local filter=(-LE install)
+  [[ -n $tests_regex ]] && filter+=(-R "$tests_regex")
   note "ctest $name: up to $seconds s, -j$test_jobs ($(elapsed) s)"
   env "$@" timeout --kill-after=10 $((seconds + 30)) \
     ctest --test-dir "$build_dir" -j "$test_jobs" --timeout 240 --stop-time "$stop" \
@@ -124,11 +128,14 @@ run_suite() {
 }
 
 # Does the module load and see the GPUs? (A one-line answer before the long runs.)
-smoke=$build_dir/tests/hal/hal_conformance_tests
-if [[ -x $smoke ]]; then
-  MEMLOOM_BACKEND=cuda MEMLOOM_LOG_LEVEL=debug timeout 60 "$smoke" --gtest_filter='Platform.*' \
+smoke=$(find "$build_dir" -maxdepth 3 -type f -name hal_conformance_tests | head -1)
+if [[ -n $smoke ]]; then
+  # One test only: a process that opened CUDA cannot fork ranks that use it (ctest runs each
+  # test in a process of its own for that reason).
+  MEMLOOM_BACKEND=cuda MEMLOOM_LOG_LEVEL=debug timeout 60 "$smoke" \
+    --gtest_filter='Platform.DescribesItsDevices' \
     >"$out/smoke.log" 2>&1
-  note "smoke (Platform.* on cuda): exit $?; $(grep -m1 -o 'backend: [a-z]*' "$out/smoke.log")"
+  note "smoke (Platform.DescribesItsDevices on cuda): exit $?; $(grep -m1 -o 'backend: [a-z]*' "$out/smoke.log")"
 fi
 
 left=$(remaining)

@@ -25,6 +25,8 @@ constexpr std::chrono::seconds kKillToGiveUp{5};
 // How long the launcher keeps reading output after the last rank ended (descendants that
 // escaped the process group may still hold the pipes).
 constexpr std::chrono::seconds kFinalDrain{1};
+// How long an injected SIGKILL may take to show up as the rank's exit.
+constexpr std::chrono::milliseconds kInjectionReap{200};
 constexpr size_t kReadChunk = 64 * 1024;
 // Per wake-up and stream, so one chatty rank cannot starve the timers and the other ranks.
 constexpr size_t kMaxReadPerWake = 1 << 20;
@@ -76,13 +78,18 @@ JobSupervisor::~JobSupervisor() {
 }
 
 JobOutcome JobSupervisor::run() {
+  spawn_ranks();
+  // The clocks of --timeout and --kill-after start once every rank exists, so a slow start on a
+  // loaded machine does not eat into them.
   start_ = Clock::now();
   for (const RankKill& kill : options_.kills) {
     auto offset = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(kill.after_seconds));
     kills_.push_back(ScheduledKill{kill, start_ + offset, false});
   }
-  spawn_ranks();
+  // Kills due in the same wake-up must still happen, and be reported, in time order.
+  std::stable_sort(kills_.begin(), kills_.end(),
+                   [](const ScheduledKill& a, const ScheduledKill& b) { return a.at < b.at; });
   supervise();
   // Whatever a rank left behind in its process group dies with the job.
   for (auto& rank : ranks_) rank->signal_group(SIGKILL);
@@ -179,6 +186,11 @@ void JobSupervisor::fire_timers(Clock::time_point now) {
                                      std::to_string(scheduled.kill.rank) + " after " +
                                      format_seconds(scheduled.kill.after_seconds) + " s\n");
     target.signal_group(SIGKILL);
+    // Reap the victim now (SIGKILL takes effect at once), so that when several injections are
+    // due together the first one is the failure the job reports.
+    const Clock::time_point reap_until = Clock::now() + kInjectionReap;
+    while (!target.try_reap() && Clock::now() < reap_until) ::usleep(500);
+    if (!target.running()) on_rank_ended(scheduled.kill.rank);
   }
   if (live && options_.timeout_seconds &&
       now >= start_ + std::chrono::duration_cast<Clock::duration>(

@@ -202,14 +202,15 @@ Options:
                           modulo D (default 8)
   --store tcp://HOST:PORT use this config store instead of starting an embedded one
                           (the embedded store listens on 127.0.0.1 on a free port)
-  --timeout S             stop the job after S seconds (fractions allowed) and exit 124
-                          (default: no limit)
+  --timeout S             stop the job S seconds (fractions allowed) after every rank has
+                          started and exit 124 (default: no limit)
   --grace S               after a rank fails, let the others run S more seconds before
                           stopping them (default 3)
   --kill-rank R --kill-after S
                           fault injection: SIGKILL rank R (its process group) S seconds after
-                          launch; repeatable, the i-th --kill-rank pairs with the i-th
-                          --kill-after
+                          every rank has started; repeatable, the i-th --kill-rank pairs with
+                          the i-th --kill-after; injections due together happen in the order
+                          given
   --tag-output            prefix every line a rank prints with "[rank R] " (default); stdout
                           stays stdout and stderr stays stderr, and lines of different ranks
                           never mix within a line

@@ -1,10 +1,12 @@
 // A prefill instance writes KV-cache blocks into a decode instance with the MemFabric TRANS API.
 //
 // The decode side owns a pool of KV blocks (smem_trans_malloc: same-node peers map it directly)
-// and tells the prefill side, through the config store, where to put each request's blocks; the
-// prefill side computes the blocks and writes every layer's blocks of a request in one batch.
+// and assigns each request's blocks to slots of it; the prefill side, told the pool's address,
+// computes the blocks and writes all layers' blocks of a request in one batch. The instances find
+// each other through the config store, which the decode instance starts.
 //
-//   kv_transfer                             both roles on this host (forks the prefill process)
+//   kv_transfer [--two-nodes]               both roles on this host (forks the prefill process);
+//                                           --two-nodes puts them on two emulated nodes
 //   kv_transfer decode  STORE ID            starts STORE, prints the pool address, checks blocks
 //   kv_transfer prefill STORE ID PEER POOL  writes the blocks into PEER's pool at address POOL
 // e.g. decode tcp://10.0.0.1:7000 10.0.0.1:7001, then
@@ -162,9 +164,11 @@ int main(int argc, char** argv) {
   if (argc == 6 && std::string(argv[1]) == "prefill") {
     return run_prefill(argv[2], argv[3], argv[4], std::strtoull(argv[5], nullptr, 0));
   }
-  if (argc != 1) {
+  const bool two_nodes = argc == 2 && std::string(argv[1]) == "--two-nodes";
+  if (argc != 1 && !two_nodes) {
     std::fprintf(stderr,
-                 "usage: %s | decode STORE_URL ID | prefill STORE_URL ID DECODE_ID POOL_ADDRESS\n",
+                 "usage: %s [--two-nodes] | decode STORE_URL ID | prefill STORE_URL ID DECODE_ID "
+                 "POOL_ADDRESS\n",
                  argv[0]);
     return 2;
   }
@@ -176,6 +180,8 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   pid_t prefill = ::fork();
   if (prefill == 0) {
+    // On two emulated nodes the blocks cross "the network" (TCP) instead of being copied directly.
+    if (two_nodes) ::setenv("MEMLOOM_NODE", "kv-transfer-prefill-node", 1);
     ::close(channel[1]);
     FILE* in = ::fdopen(channel[0], "r");
     uintptr_t pool = 0;
@@ -183,6 +189,7 @@ int main(int argc, char** argv) {
       ::_exit(fail("receiving the pool address", -1));
     ::_exit(run_prefill(store, prefill_id, decode_id, pool));
   }
+  if (two_nodes) ::setenv("MEMLOOM_NODE", "kv-transfer-decode-node", 1);
   ::close(channel[0]);
   FILE* out = ::fdopen(channel[1], "w");
   int decode_result = run_decode(store, decode_id, out);

@@ -9,6 +9,7 @@
 #include "hw/cuda/cuda_check.h"
 #include "memloom/error.h"
 #include "src/ops/fill_kernel.h"
+#include "src/ops/row_copy_kernel.h"
 
 namespace memloom::cuda {
 namespace {
@@ -47,25 +48,41 @@ void launch_of(const void* args, size_t items, cudaStream_t stream) {
   check_cuda(cudaGetLastError(), "kernel launch");
 }
 
+// Loading a kernel's module (CUDA loads lazily, at the first launch) waits for work already
+// queued on the device; behind a stream held by a host function that would stall the launching
+// thread, so streams load the table when they are created.
+template <class Kernel>
+void load_of() {
+  cudaFuncAttributes attributes{};
+  check_cuda(cudaFuncGetAttributes(&attributes, grid_of<Kernel>), "cudaFuncGetAttributes");
+}
+
 struct CudaKernel {
   const char* name;
   size_t args_size;
   void (*launch)(const void* args, size_t items, cudaStream_t stream);
+  void (*load)();
 };
 
 template <class Kernel>
 constexpr CudaKernel make_cuda_kernel(const char* name) {
-  return CudaKernel{name, sizeof(typename Kernel::Args), &launch_of<Kernel>};
+  return CudaKernel{name, sizeof(typename Kernel::Args), &launch_of<Kernel>, &load_of<Kernel>};
 }
 
 // Indexed by KernelId; the static_assert keeps it in step with hw/hal/kernels.h.
 constexpr std::array<CudaKernel, static_cast<size_t>(hal::KernelId::kCount)> kKernels = {
     make_cuda_kernel<ops::FillPatternKernel>("fill_pattern"),
+    make_cuda_kernel<ops::GatherKernel>("gather"),
+    make_cuda_kernel<ops::ScatterKernel>("scatter"),
 };
 static_assert(kKernels.size() == static_cast<size_t>(hal::KernelId::kCount),
               "every KernelId needs a CUDA launcher");
 
 }  // namespace
+
+void load_kernels() {
+  for (const CudaKernel& kernel : kKernels) kernel.load();
+}
 
 void launch_kernel(const hal::KernelLaunch& launch, cudaStream_t stream) {
   const auto index = static_cast<size_t>(launch.id);

@@ -1,15 +1,17 @@
 #include "hw/cuda/cuda_stream.h"
 
+#include <chrono>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "hw/cuda/cuda_check.h"
 #include "hw/cuda/cuda_kernels.h"
+#include "hw/cuda/host_function_worker.h"
 #include "memloom/error.h"
 #include "src/core/log.h"
 
 namespace memloom::cuda {
-
-// ------------------------------------------------------------------------------------------------
 
 CudaEvent::CudaEvent(int device) : device_(device) {
   DeviceGuard guard(device_);
@@ -36,25 +38,36 @@ void CudaEvent::synchronize(Deadline deadline) {
   }
 }
 
-// ------------------------------------------------------------------------------------------------
+namespace {
 
-struct CudaStream::HostCall {
-  CudaStream* stream;
-  std::function<void()> fn;
-  std::mutex mutex;
-  std::condition_variable done_signal;
-  bool done = false;
-};
+// Loads the kernel table once per device (see load_kernels()).
+void load_kernels_once(int device) {
+  static std::mutex mutex;
+  static std::set<int> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (loaded.count(device) != 0) return;
+  load_kernels();
+  loaded.insert(device);
+}
+
+}  // namespace
 
 CudaStream::CudaStream(int device) : device_(device), owned_(true) {
   DeviceGuard guard(device_);
+  load_kernels_once(device_);
   check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  worker_ = HostFunctionWorker::of(stream_, device_);
 }
 
 CudaStream::CudaStream(int device, cudaStream_t adopted)
-    : device_(device), stream_(adopted), owned_(false) {}
+    : device_(device), stream_(adopted), owned_(false) {
+  DeviceGuard guard(device_);
+  load_kernels_once(device_);
+  worker_ = HostFunctionWorker::of(stream_, device_);
+}
 
 CudaStream::~CudaStream() {
+  if (!owned_) return;  // the caller's stream keeps running; its worker lives while it has work
   try {
     synchronize(Deadline::after(std::chrono::seconds(60)));
   } catch (const std::exception& error) {
@@ -62,13 +75,7 @@ CudaStream::~CudaStream() {
   } catch (...) {
     MEMLOOM_LOG(kWarn, "destroying a CUDA stream whose host function threw a non-exception");
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (worker_.joinable()) worker_.join();
-  if (owned_) (void)cudaStreamDestroy(stream_);
+  (void)cudaStreamDestroy(stream_);
 }
 
 void CudaStream::copy(void* dst, const void* src, size_t bytes) {
@@ -86,63 +93,8 @@ void CudaStream::launch(const hal::KernelLaunch& launch) {
 
 void CudaStream::host_function(std::function<void()> fn) {
   MEMLOOM_CHECK_ARG(fn != nullptr, "host_function needs a function");
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!worker_.joinable()) worker_ = std::thread([this] { run_worker(); });
-  }
-  auto* call = new HostCall{this, std::move(fn), {}, {}, false};
   DeviceGuard guard(device_);
-  cudaError_t result = cudaLaunchHostFunc(stream_, &CudaStream::on_stream_reaches, call);
-  if (result != cudaSuccess) {
-    delete call;
-    raise_cuda(result, "cudaLaunchHostFunc");
-  }
-}
-
-// Runs on CUDA's callback thread once the stream reaches the call: hands it to the worker and
-// holds the stream until it is done. Makes no CUDA call.
-void CUDART_CB CudaStream::on_stream_reaches(void* opaque) {
-  auto* call = static_cast<HostCall*>(opaque);
-  CudaStream* stream = call->stream;
-  {
-    std::lock_guard<std::mutex> lock(stream->mutex_);
-    stream->calls_.push_back(call);
-  }
-  stream->wake_.notify_all();
-  {
-    std::unique_lock<std::mutex> lock(call->mutex);
-    call->done_signal.wait(lock, [call] { return call->done; });
-  }
-  delete call;
-}
-
-void CudaStream::run_worker() {
-  (void)cudaSetDevice(device_);
-  while (true) {
-    HostCall* call = nullptr;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || !calls_.empty(); });
-      if (calls_.empty()) return;  // stopping, and nothing is waiting on us
-      call = calls_.front();
-      calls_.pop_front();
-    }
-    try {
-      call->fn();
-    } catch (...) {
-      keep_error(std::current_exception());
-    }
-    {
-      std::lock_guard<std::mutex> lock(call->mutex);
-      call->done = true;
-    }
-    call->done_signal.notify_all();
-  }
-}
-
-void CudaStream::keep_error(std::exception_ptr error) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!first_error_) first_error_ = std::move(error);
+  worker_->enqueue(stream_, std::move(fn));
 }
 
 std::unique_ptr<hal::Event> CudaStream::record() {
@@ -164,12 +116,7 @@ void CudaStream::synchronize(Deadline deadline) {
     auto done = record();
     done->synchronize(deadline);
   }
-  std::exception_ptr error;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::swap(error, first_error_);
-  }
-  if (error) std::rethrow_exception(error);
+  if (std::exception_ptr error = worker_->take_error()) std::rethrow_exception(error);
 }
 
 }  // namespace memloom::cuda

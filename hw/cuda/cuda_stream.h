@@ -3,23 +3,23 @@
 // cudaStreamSynchronize and cudaEventSynchronize cannot be bounded.
 //
 // Host functions may call CUDA (the core's do: staging copies, transport transfers), which a
-// cudaLaunchHostFunc callback must not. So the callback only hands the function to this stream's
-// worker thread and blocks, holding the stream in order, until the worker has run it.
+// cudaLaunchHostFunc callback must not. So the callback only hands the function to a worker
+// thread and blocks, holding the stream in order, until the worker has run it. The worker belongs
+// to the native stream, not to this object: every Stream over one cudaStream_t (the one that
+// created it, any that adopted it) shares it, so an adopted wrapper can go at once while its
+// functions still wait in the stream, and an error they raise surfaces at the next synchronize()
+// through any of them.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
-#include <condition_variable>
-#include <deque>
-#include <exception>
-#include <functional>
 #include <memory>
-#include <mutex>
-#include <thread>
 
 #include "hw/hal/stream.h"
 
 namespace memloom::cuda {
+
+class HostFunctionWorker;
 
 class CudaEvent : public hal::Event {
  public:
@@ -43,7 +43,7 @@ class CudaStream : public hal::Stream {
   explicit CudaStream(int device);
   // Wraps `adopted` (a stream of `device` the caller keeps owning).
   CudaStream(int device, cudaStream_t adopted);
-  // Waits (bounded) for enqueued work, so no host function outlives its stream.
+  // An owned stream first waits (bounded) for its work; an adopted one leaves it running.
   ~CudaStream() override;
   CudaStream(const CudaStream&) = delete;
   CudaStream& operator=(const CudaStream&) = delete;
@@ -57,21 +57,10 @@ class CudaStream : public hal::Stream {
   void* native_handle() override { return stream_; }
 
  private:
-  struct HostCall;
-  static void CUDART_CB on_stream_reaches(void* call);
-  void run_worker();
-  void keep_error(std::exception_ptr error);
-
   const int device_;
   cudaStream_t stream_ = nullptr;
   const bool owned_;
-
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<HostCall*> calls_;  // handed over by CUDA's callback thread, run by worker_
-  bool stopping_ = false;
-  std::thread worker_;  // started by the first host_function
-  std::exception_ptr first_error_;
+  std::shared_ptr<HostFunctionWorker> worker_;
 };
 
 }  // namespace memloom::cuda

@@ -70,7 +70,7 @@ std::unique_ptr<NcclCollectives> NcclCollectives::create(const hal::GroupSpec& g
     self->fail(Status::kCommunication,
                std::string("ncclCommInitRankConfig failed: ") + ncclGetErrorString(result));
   }
-  self->wait("creating the NCCL communicator", deadline);
+  self->wait("creating the NCCL communicator", deadline, Until::kCompleted);
   // The first exchange proves the communicator works and that every rank is in step.
   self->guarded(
       [&] { self->agree(emulated::CollectiveHeader(emulated::CollectiveOp::kCreate), deadline); });
@@ -101,6 +101,8 @@ NcclCollectives::~NcclCollectives() {
   } catch (const Error& error) {
     MEMLOOM_LOG(kWarn, "releasing an NCCL communicator: " << error.what());
   }
+  // NCCL's kernels are gone once the abort returns; only then go the buffers they used.
+  if (aborter_.joinable()) aborter_.join();
   if (barrier_word_ != nullptr) (void)cudaFree(barrier_word_);
   for (Buffer* buffer : {&device_send_, &device_recv_}) {
     if (buffer->data != nullptr) (void)cudaFree(buffer->data);
@@ -113,8 +115,15 @@ NcclCollectives::~NcclCollectives() {
 
 void NcclCollectives::abort_communicator() {
   if (comm_ == nullptr) return;
-  (void)ncclCommAbort(comm_);
+  // ncclCommAbort can take seconds while a kernel waits for a peer that never comes; the caller
+  // (and the peers, told through the poison mark) need not wait for it.
+  ncclComm_t comm = comm_;
   comm_ = nullptr;
+  if (aborter_.joinable()) aborter_.join();
+  aborter_ = std::thread([comm, device = device_] {
+    (void)cudaSetDevice(device);
+    (void)ncclCommAbort(comm);
+  });
 }
 
 void NcclCollectives::fail(Status status, const std::string& message) {
@@ -125,12 +134,12 @@ void NcclCollectives::fail(Status status, const std::string& message) {
     if (poison_reason_.empty()) poison_reason_ = text;
   }
   poisoned_ = true;
-  abort_communicator();
   try {
-    bootstrap_.put(kPoisonKey, text);
+    bootstrap_.put(kPoisonKey, text);  // first: peers stop waiting while the abort runs
   } catch (const Error&) {
     // The store may be what failed; peers then find out at their own deadline.
   }
+  abort_communicator();
   raise(status, text);
 }
 
@@ -192,7 +201,7 @@ bool NcclCollectives::poison_marked(std::string* reason) {
   }
 }
 
-void NcclCollectives::wait(const char* what, Deadline deadline) {
+void NcclCollectives::wait(const char* what, Deadline deadline, Until until) {
   auto next_check = std::chrono::steady_clock::now() + kPeerCheckInterval;
   bool done = poll_until(
       [&] {
@@ -214,7 +223,9 @@ void NcclCollectives::wait(const char* what, Deadline deadline) {
                    (detail != nullptr && *detail ? std::string(" (") + detail + ")"
                                                  : std::string()));
         }
-        // Only once NCCL has issued everything does an idle stream mean "complete".
+        // A non-blocking communicator enqueues its kernels on the stream some time after the
+        // call returned; only once it has does an idle stream mean "complete".
+        if (state == ncclSuccess && until == Until::kIssued) return true;
         if (state == ncclSuccess) {
           cudaError_t stream_state = cudaStreamQuery(stream_);
           if (stream_state == cudaSuccess) return true;
@@ -316,8 +327,9 @@ void NcclCollectives::allgather_unchecked(const void* send, void* recv, size_t b
   stage_in(send, bytes);
   issued(ncclAllGather(device_send_.data, device_recv_.data, bytes, ncclUint8, comm_, stream_),
          "ncclAllGather");
+  wait(what, deadline, Until::kIssued);  // copies enqueued now land after NCCL's kernel
   stage_out(recv, total, {{0, total}});
-  wait(what, deadline);
+  wait(what, deadline, Until::kCompleted);
   finish_out();
 }
 
@@ -345,6 +357,12 @@ void NcclCollectives::guarded(Body&& body) {
   check_usable();
   DeviceGuard guard(device_);
   try {
+    // A peer that failed may have left NCCL's kernels able to pair with ours for a while: its
+    // mark is checked before starting, so calls after a failure fail on every rank.
+    std::string reason;
+    if (poison_marked(&reason)) {
+      fail(Status::kCommunication, "the collective group is aborted: a peer failed: " + reason);
+    }
     body();
   } catch (const Error& error) {
     // Disagreeing arguments are found by every rank alike: the group stays usable. Everything
@@ -372,8 +390,9 @@ void NcclCollectives::broadcast(void* buffer, size_t bytes, int root, Deadline d
     const void* send = group_.rank == root ? device_send_.data : device_recv_.data;
     issued(ncclBroadcast(send, device_recv_.data, bytes, ncclUint8, root, comm_, stream_),
            "ncclBroadcast");
+    wait("broadcast", deadline, Until::kIssued);
     if (group_.rank != root) stage_out(buffer, bytes, {{0, bytes}});
-    wait("broadcast", deadline);
+    wait("broadcast", deadline, Until::kCompleted);
     if (group_.rank != root) finish_out();
   });
 }
@@ -429,8 +448,9 @@ void NcclCollectives::allgatherv(const void* send, void* recv, const size_t* rec
     }
     in_group_ = false;
     issued(ncclGroupEnd(), "ncclGroupEnd (allgatherv)");
+    wait("allgatherv", deadline, Until::kIssued);
     stage_out(recv, extent, pieces);
-    wait("allgatherv", deadline);
+    wait("allgatherv", deadline, Until::kCompleted);
     finish_out();
   });
 }
@@ -480,8 +500,9 @@ void NcclCollectives::alltoallv(const void* send, const size_t* send_counts,
     }
     in_group_ = false;
     issued(ncclGroupEnd(), "ncclGroupEnd (alltoallv)");
+    wait("alltoallv", deadline, Until::kIssued);
     stage_out(recv, recv_extent, pieces);
-    wait("alltoallv", deadline);
+    wait("alltoallv", deadline, Until::kCompleted);
     finish_out();
   });
 }

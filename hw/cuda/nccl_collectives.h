@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hw/emulated/collective_header.h"
@@ -77,9 +78,10 @@ class NcclCollectives : public hal::Collectives {
   // the last piece); finish_out() completes host destinations once the stream is done.
   void stage_out(void* user, size_t extent, const std::vector<Piece>& pieces);
   void finish_out();
-  // Waits until NCCL has issued everything and the stream is idle; fails (and poisons) on error,
-  // dead peer, poison mark or deadline.
-  void wait(const char* what, Deadline deadline);
+  // Waits until NCCL has issued everything (kIssued) or, besides, the stream is idle
+  // (kCompleted); fails (and poisons) on error, dead peer, poison mark or deadline.
+  enum class Until { kIssued, kCompleted };
+  void wait(const char* what, Deadline deadline, Until until);
   [[noreturn]] void fail(Status status, const std::string& message);
   void abort_communicator();
   // True when a same-node peer's process is gone; names it in `who`.
@@ -92,6 +94,7 @@ class NcclCollectives : public hal::Collectives {
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
 
+  std::thread aborter_;    // runs ncclCommAbort off the failing call's path
   bool in_group_ = false;  // between ncclGroupStart and ncclGroupEnd
   std::mutex op_mutex_;    // one operation at a time; abort() takes it to abort the communicator
   uint64_t next_seq_ = 0;  // collectives called so far (checked to be equal on all ranks)

@@ -70,7 +70,8 @@ StagedTcpTransport::StagedTcpTransport(int device) : device_(device) {
 
 StagedTcpTransport::~StagedTcpTransport() {
   stopping_ = true;
-  (void)::write(wake_pipe_[1], "x", 1);
+  // A full pipe already wakes the acceptor, so the result does not matter.
+  [[maybe_unused]] ssize_t woken = ::write(wake_pipe_[1], "x", 1);
   if (acceptor_.joinable()) acceptor_.join();
   {
     std::lock_guard<std::mutex> lock(served_mutex_);

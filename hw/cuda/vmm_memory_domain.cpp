@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <random>
 #include <string>
 
 #include "hw/cuda/cuda_check.h"
@@ -193,8 +194,60 @@ std::unique_ptr<hal::Segment> VmmMemoryDomain::import_segment(hal::ExportedSegme
 
 std::unique_ptr<hal::VaRange> VmmMemoryDomain::reserve(size_t size, void* fixed_address) {
   check_multiple("reservation size", size);
-  void* base = reserve_cpu_range(size, granularity_, fixed_address);
-  return std::make_unique<VmmVaRange>(access_, base, size, granularity_);
+  const auto at = reinterpret_cast<uintptr_t>(fixed_address);
+  if (at % granularity_ != 0) {
+    raise(Status::kInvalidInput, "fixed address " + hex(at) +
+                                     " is not aligned to the granularity " +
+                                     std::to_string(granularity_));
+  }
+  const size_t reserved = driver_reservation_size(size);
+  const int context = current_device_.load();
+  DeviceGuard guard(context);
+  using Holds = VmmVaRange::Holds;
+  if (fixed_address == nullptr) {
+    // Device memory is the common case: a driver reservation. Asked for at an address of ours in
+    // free space, whole units, so that the driver gives the range back when it is freed (a host
+    // segment coming first needs a plain reservation at the same base).
+    thread_local std::mt19937_64 random(std::random_device{}());
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      const uint64_t low = 0x100000000000ull, high = 0x600000000000ull, slot = size_t(1) << 30;
+      const uint64_t hint = low + random() % ((high - low - reserved) / slot) * slot;
+      std::string why;
+      if (driver_ranges_->overlaps(hint, reserved)) continue;
+      if (reserve_driver_range_at(reinterpret_cast<void*>(hint), reserved, granularity_, &why)) {
+        return std::make_unique<VmmVaRange>(access_, driver_ranges_, reinterpret_cast<void*>(hint),
+                                            size, reserved, granularity_, Holds::kDriverReservation,
+                                            context);
+      }
+    }
+    // The driver's own choice still serves device memory (not host memory: it keeps the range).
+    CUdeviceptr got = 0;
+    check_cu(cuMemAddressReserve(&got, size, granularity_, 0, 0), "cuMemAddressReserve");
+    return std::make_unique<VmmVaRange>(access_, driver_ranges_,
+                                        reinterpret_cast<void*>(static_cast<uintptr_t>(got)), size,
+                                        size, granularity_, Holds::kDriverReservation, context);
+  }
+  if (driver_ranges_->overlaps(at, reserved)) {
+    raise(Status::kNotSupported,
+          "the address range at " + hex(at) + " (+" + std::to_string(size) + " bytes) is not free");
+  }
+  // A plain reservation first: it serves host segments for sure and becomes a driver reservation
+  // when a device segment comes. Where the driver already holds the CPU side (address space it
+  // keeps after releasing it), its own reservation at the address is the way in.
+  try {
+    void* base = reserve_cpu_range(reserved, granularity_, fixed_address);
+    return std::make_unique<VmmVaRange>(access_, driver_ranges_, base, size, reserved, granularity_,
+                                        Holds::kCpuReservation, context);
+  } catch (const Error& error) {
+    if (error.status() != Status::kNotSupported) throw;
+    std::string why;
+    if (reserve_driver_range_at(fixed_address, reserved, granularity_, &why)) {
+      return std::make_unique<VmmVaRange>(access_, driver_ranges_, fixed_address, size, reserved,
+                                          granularity_, Holds::kDriverReservation, context);
+    }
+    raise(Status::kNotSupported,
+          std::string(error.what()) + "; nor will the CUDA driver reserve it (" + why + ")");
+  }
 }
 
 void* VmmMemoryDomain::map_anywhere(const hal::Segment& segment) {

@@ -39,6 +39,7 @@ class VmmMemoryDomain : public hal::MemoryDomain {
 
   const std::atomic<int>& current_device_;
   const std::shared_ptr<const DeviceAccess> access_;
+  const std::shared_ptr<DriverRanges> driver_ranges_ = std::make_shared<DriverRanges>();
   size_t granularity_ = 0;
   // Fabric handles (multi-node NVLink) are asked for where the device claims support; a driver
   // without IMEX refuses them at the first allocation, after which only POSIX fds are asked for.

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -26,6 +28,23 @@ struct WireDescriptor {
   uint64_t size;
 };
 
+// MemAvailable of /proc/meminfo in bytes, or SIZE_MAX when it cannot be read.
+size_t host_memory_available() {
+  FILE* file = std::fopen("/proc/meminfo", "re");
+  if (file == nullptr) return SIZE_MAX;
+  char line[256];
+  size_t bytes = SIZE_MAX;
+  while (std::fgets(line, sizeof(line), file) != nullptr) {
+    unsigned long long kib = 0;
+    if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
+      bytes = static_cast<size_t>(kib) * 1024;
+      break;
+    }
+  }
+  std::fclose(file);
+  return bytes;
+}
+
 }  // namespace
 
 DeviceSegment::~DeviceSegment() {
@@ -34,6 +53,13 @@ DeviceSegment::~DeviceSegment() {
 }
 
 std::unique_ptr<HostSegment> HostSegment::create(size_t size) {
+  // Committing more than the host has would not fail cleanly: the kernel would reclaim until the
+  // OOM killer steps in. What cannot fit is refused up front.
+  const size_t available = host_memory_available();
+  if (size > available) {
+    raise(Status::kOutOfMemory, "host memory exhausted: a host segment of " + std::to_string(size) +
+                                    " bytes, " + std::to_string(available) + " available");
+  }
   int fd = ::memfd_create("memloom-cuda-host", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) raise_errno("memfd_create for a host segment", errno);
   auto segment = std::unique_ptr<HostSegment>(new HostSegment(fd, size));

@@ -2,9 +2,11 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "hw/cuda/cuda_check.h"
@@ -91,7 +93,9 @@ void* reserve_cpu_range(size_t size, size_t alignment, void* fixed_address) {
 }
 
 void map_device_segment(const DeviceAccess& access, void* address, const hal::Segment& segment) {
-  const auto& device = dynamic_cast<const DeviceSegment&>(segment);
+  const auto* cuda_segment = dynamic_cast<const DeviceSegment*>(&segment);
+  if (cuda_segment == nullptr) raise(Status::kInvalidInput, "map: not a CUDA device segment");
+  const DeviceSegment& device = *cuda_segment;
   const CUdeviceptr at = device_address(address);
   check_cu(cuMemMap(at, device.size(), 0, device.handle(), 0), "cuMemMap");
   const auto& descs = access.for_owner(device.device());
@@ -113,7 +117,9 @@ void map_device_segment(const DeviceAccess& access, void* address, const hal::Se
 }
 
 void map_host_segment(void* address, const hal::Segment& segment) {
-  const auto& host = dynamic_cast<const HostSegment&>(segment);
+  const auto* cuda_segment = dynamic_cast<const HostSegment*>(&segment);
+  if (cuda_segment == nullptr) raise(Status::kInvalidInput, "map: not a CUDA host segment");
+  const HostSegment& host = *cuda_segment;
   void* got =
       ::mmap(address, host.size(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, host.fd(), 0);
   if (got == MAP_FAILED) raise_errno("mapping a host segment at " + hex(address), errno);
@@ -139,48 +145,125 @@ void unmap_host_segment(void* address, size_t size) {
   }
 }
 
+bool reserve_driver_range_at(void* address, size_t size, size_t alignment, std::string* why) {
+  // The driver treats the address as a hint; try its default alignment too.
+  for (size_t align : {alignment, size_t{0}}) {
+    CUdeviceptr got = 0;
+    CUresult result = cuMemAddressReserve(&got, size, align, device_address(address), 0);
+    if (result == CUDA_SUCCESS && got == device_address(address)) return true;
+    if (result == CUDA_SUCCESS) {
+      (void)cuMemAddressFree(got, size);
+      *why = "the driver placed it at " + hex(reinterpret_cast<void*>(static_cast<uintptr_t>(got)));
+    } else {
+      *why = "cuMemAddressReserve: " + describe_cu(result);
+    }
+  }
+  return false;
+}
+
+size_t driver_reservation_size(size_t size) {
+  return (std::max(size, kHintedReservationUnit) + kHintedReservationUnit - 1) /
+         kHintedReservationUnit * kHintedReservationUnit;
+}
+
+void DriverRanges::add(uintptr_t base, size_t size) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ranges_[base] = size;
+}
+
+void DriverRanges::remove(uintptr_t base) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ranges_.erase(base);
+}
+
+bool DriverRanges::overlaps(uintptr_t base, size_t size) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto next = ranges_.lower_bound(base);
+  if (next != ranges_.end() && next->first < base + size) return true;
+  return next != ranges_.begin() && std::prev(next)->first + std::prev(next)->second > base;
+}
+
+VmmVaRange::VmmVaRange(std::shared_ptr<const DeviceAccess> access,
+                       std::shared_ptr<DriverRanges> driver, void* base, size_t size,
+                       size_t reserved, size_t granularity, Holds holds, int context_device)
+    : access_(std::move(access)),
+      driver_(std::move(driver)),
+      base_(static_cast<char*>(base)),
+      size_(size),
+      reserved_(reserved),
+      granularity_(granularity),
+      holds_(holds),
+      context_device_(context_device) {
+  if (holds_ == Holds::kDriverReservation) {
+    driver_->add(reinterpret_cast<uintptr_t>(base_), reserved_);
+  }
+}
+
 VmmVaRange::~VmmVaRange() {
   std::lock_guard<std::mutex> lock(mutex_);
   std::unique_ptr<DeviceGuard> guard;
   try {
-    if (holds_ == Holds::kDevice) guard = std::make_unique<DeviceGuard>(context_device_);
+    guard = std::make_unique<DeviceGuard>(context_device_);
   } catch (const Error&) {
     // Without a context the unmaps below fail harmlessly; process exit releases the memory.
   }
   for (const auto& [offset, size] : mappings_) {
-    if (holds_ == Holds::kDevice) {
+    if (holds_ == Holds::kDriverReservation) {
       (void)cuMemUnmap(device_address(base_ + offset), size);
     } else {
       (void)cudaHostUnregister(base_ + offset);
     }
   }
-  if (holds_ == Holds::kDevice) {
-    (void)cuMemAddressFree(device_address(base_), size_);
+  if (holds_ == Holds::kDriverReservation) {
+    (void)cuMemAddressFree(device_address(base_), reserved_);
+    driver_->remove(reinterpret_cast<uintptr_t>(base_));
   } else {
-    ::munmap(base_, size_);
+    ::munmap(base_, reserved_);
   }
 }
 
-void VmmVaRange::become_device_reservation() {
-  // The CPU reservation kept the range ours until now; hand it to the driver at the same base.
-  if (::munmap(base_, size_) != 0) raise_errno("releasing a CPU reservation", errno);
-  CUdeviceptr got = 0;
-  CUresult result = cuMemAddressReserve(&got, size_, granularity_, device_address(base_), 0);
-  if (result == CUDA_SUCCESS && got == device_address(base_)) {
-    holds_ = Holds::kDevice;
+void VmmVaRange::become_driver_reservation() {
+  if (::munmap(base_, reserved_) != 0) raise_errno("releasing a CPU reservation", errno);
+  std::string why;
+  if (reserve_driver_range_at(base_, reserved_, granularity_, &why)) {
+    holds_ = Holds::kDriverReservation;
+    driver_->add(reinterpret_cast<uintptr_t>(base_), reserved_);
     return;
   }
-  if (result == CUDA_SUCCESS) (void)cuMemAddressFree(got, size_);
   // Take the range back so this object still owns what its destructor releases.
-  void* again = ::mmap(base_, size_, PROT_NONE,
+  void* again = ::mmap(base_, reserved_, PROT_NONE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
   if (again != base_) {
-    if (again != MAP_FAILED) ::munmap(again, size_);
+    if (again != MAP_FAILED) ::munmap(again, reserved_);
     MEMLOOM_LOG(kError, "lost the address range at " << hex(base_) << " while converting it");
   }
-  if (result != CUDA_SUCCESS) raise_cu(result, "cuMemAddressReserve");
-  raise(Status::kSystem, "the CUDA driver could not reserve the range at " + hex(base_) +
-                             " that this process had reserved (another thread took it)");
+  raise(Status::kNotSupported,
+        "device memory cannot be mapped at " + hex(base_) + " (+" + std::to_string(size_) +
+            " bytes): the CUDA driver will not reserve that range (" + why + ")");
+}
+
+void VmmVaRange::become_cpu_reservation() {
+  const auto base = reinterpret_cast<uintptr_t>(base_);
+  check_cu(cuMemAddressFree(device_address(base_), reserved_), "cuMemAddressFree");
+  driver_->remove(base);
+  void* got = ::mmap(base_, reserved_, PROT_NONE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+  if (got == base_) {
+    holds_ = Holds::kCpuReservation;
+    return;
+  }
+  const int error = errno;
+  if (got != MAP_FAILED) ::munmap(got, reserved_);
+  std::string why;
+  if (reserve_driver_range_at(base_, reserved_, granularity_, &why)) {
+    driver_->add(base, reserved_);
+  } else {
+    MEMLOOM_LOG(kError, "lost the address range at " << hex(base_) << " while converting it");
+  }
+  raise(Status::kNotSupported,
+        "host memory cannot be mapped at " + hex(base_) + " (+" + std::to_string(size_) +
+            " bytes): the CUDA driver keeps that range after releasing it (" +
+            std::strerror(error) + ")");
 }
 
 void VmmVaRange::map(size_t offset, const hal::Segment& segment) {
@@ -206,21 +289,26 @@ void VmmVaRange::map(size_t offset, const hal::Segment& segment) {
     raise(Status::kInvalidInput, "map: [" + std::to_string(offset) + ", +" + std::to_string(size) +
                                      ") overlaps an existing mapping");
   }
-  if ((device && holds_ == Holds::kHost) || (!device && holds_ == Holds::kDevice)) {
-    raise(Status::kNotSupported,
-          "the CUDA backend cannot map host and device segments into one address range "
-          "(device memory needs a driver reservation, pinned host memory a plain one)");
+  const Holds wanted = device ? Holds::kDriverReservation : Holds::kCpuReservation;
+  if (holds_ != wanted) {
+    if (!mappings_.empty()) {
+      raise(Status::kNotSupported,
+            "the CUDA backend cannot map host and device segments into one address range "
+            "(device memory needs a driver reservation, pinned host memory a plain one)");
+    }
+    DeviceGuard guard(context_device_);
+    if (device) {
+      become_driver_reservation();
+    } else {
+      become_cpu_reservation();
+    }
   }
   if (device) {
     DeviceGuard guard(segment.device());  // the driver calls below need a current context
-    if (holds_ == Holds::kNothingYet) {
-      become_device_reservation();
-      context_device_ = segment.device();
-    }
     map_device_segment(*access_, base_ + offset, segment);
   } else {
+    DeviceGuard guard(context_device_);
     map_host_segment(base_ + offset, segment);
-    holds_ = Holds::kHost;
   }
   mappings_.emplace(offset, size);
 }
@@ -242,10 +330,9 @@ void VmmVaRange::unmap(size_t offset, size_t size) {
                                      std::to_string(size) +
                                      ") does not cover whole, adjacent mappings");
   }
-  std::unique_ptr<DeviceGuard> guard;
-  if (holds_ == Holds::kDevice) guard = std::make_unique<DeviceGuard>(context_device_);
+  DeviceGuard guard(context_device_);
   for (auto it = first; it != last; ++it) {
-    if (holds_ == Holds::kDevice) {
+    if (holds_ == Holds::kDriverReservation) {
       check_cu(cuMemUnmap(device_address(base_ + it->first), it->second), "cuMemUnmap");
     } else {
       unmap_host_segment(base_ + it->first, it->second);

@@ -7,6 +7,7 @@
 
 #include "memloom/error.h"
 #include "src/ops/fill_kernel.h"
+#include "src/ops/row_copy_kernel.h"
 
 namespace memloom::emulated {
 namespace {
@@ -28,6 +29,9 @@ constexpr CpuKernel make_cpu_kernel(const char* name, size_t min_chunk) {
 // Indexed by KernelId; the static_assert keeps it in step with hw/hal/kernels.h.
 constexpr std::array<CpuKernel, static_cast<size_t>(hal::KernelId::kCount)> kKernels = {
     make_cpu_kernel<ops::FillPatternKernel>("fill_pattern", 64 * 1024),
+    // One row per item (whole-row chunks on CPU), so a few hundred rows make a worthwhile chunk.
+    make_cpu_kernel<ops::GatherKernel>("gather", 256),
+    make_cpu_kernel<ops::ScatterKernel>("scatter", 256),
 };
 static_assert(kKernels.size() == static_cast<size_t>(hal::KernelId::kCount),
               "every KernelId needs a CPU runner");

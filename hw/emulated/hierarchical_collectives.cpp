@@ -79,12 +79,16 @@ HierarchicalCollectives::HierarchicalCollectives(const hal::GroupSpec& group,
         rank_, remote, bootstrap, "coll/mesh/", deadline,
         [this](int, const std::string& reason) { shm_->abort(reason); });
   }
-  guarded(CollectiveOp::kCreate, [&] { agree(CollectiveHeader(CollectiveOp::kCreate), deadline); });
+  try {
+    guarded(CollectiveOp::kCreate,
+            [&] { agree(CollectiveHeader(CollectiveOp::kCreate), deadline); });
+  } catch (...) {
+    if (mesh_) mesh_->drop_unsent_at_close();  // the destructor will not run
+    throw;
+  }
 }
 
 HierarchicalCollectives::~HierarchicalCollectives() {
-  // However the group learnt of its failure (its own poison, a same-node peer's, a remote abort
-  // notice), messages still queued for a dead peer must not delay the close.
   if (mesh_ && shm_->aborted()) mesh_->drop_unsent_at_close();
   mesh_.reset();  // stops the receiver thread, which touches shm_
   shm_.reset();

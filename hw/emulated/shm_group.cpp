@@ -1,6 +1,8 @@
 #include "hw/emulated/shm_group.h"
 
+#include <fcntl.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -90,8 +92,8 @@ inline void cpu_relax() {
 #endif
 }
 
-// kill(pid, 0) alone is not enough: a killed child stays a zombie (and answers kill) until its
-// parent reaps it.
+// The fallback where pidfds are unavailable. kill(pid, 0) alone is not enough: a killed child
+// stays a zombie (and answers kill) until its parent reaps it.
 bool process_alive(pid_t pid) {
   if (pid <= 0) return true;
   if (::kill(pid, 0) != 0) return errno == EPERM;
@@ -126,11 +128,30 @@ ShmGroup::ShmGroup(const ShmGroupOptions& options, hal::Bootstrap& bootstrap, De
   } else {
     attach(bootstrap, options.key, deadline);
   }
+  open_member_pidfds();
   last_liveness_check_ = std::chrono::steady_clock::now();
 }
 
 ShmGroup::~ShmGroup() {
+  for (int fd : pidfds_) {
+    if (fd >= 0) ::close(fd);
+  }
   if (region_ != nullptr) ::munmap(region_, region_bytes_);
+}
+
+// A pidfd polls readable once its process has exited (zombie or not) and never names a recycled
+// pid, so a liveness check of the whole node is one poll() instead of kill() + /proc reads per
+// peer, which matters when many ranks wait long in a barrier.
+void ShmGroup::open_member_pidfds() {
+  pidfds_.assign(members_.size(), -1);
+  for (int m = 0; m < local_size(); ++m) {
+    if (m == local_index_ || members_[m].pid <= 0) continue;
+    long fd = ::syscall(SYS_pidfd_open, members_[m].pid, 0);
+    if (fd >= 0) {
+      ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+      pidfds_[m] = static_cast<int>(fd);
+    }
+  }
 }
 
 void ShmGroup::create(hal::Bootstrap& bootstrap, size_t chunk_bytes, const std::string& key) {
@@ -250,14 +271,17 @@ void ShmGroup::wait_generation_change(uint32_t generation, Deadline deadline) {
     if (control_->generation.load(std::memory_order_acquire) != generation) return;
     cpu_relax();
   }
+  auto completed = [&] {
+    return control_->generation.load(std::memory_order_acquire) != generation;
+  };
   while (true) {
-    if (control_->generation.load(std::memory_order_acquire) != generation) return;
+    if (completed()) return;
     try {
       check_health(deadline);
     } catch (const Error&) {
-      // Every member may have arrived between the load above and the check, and a fast one may
-      // already have returned and exited: its death then does not fail this barrier.
-      if (control_->generation.load(std::memory_order_acquire) != generation) return;
+      // The barrier may have completed while we checked, and a member that passed it may
+      // already have exited: a completed barrier is a success whatever happened after it.
+      if (completed()) return;
       throw;
     }
     // The sleeper count and the generation are both seq_cst: either the arriving member sees
@@ -327,14 +351,17 @@ void ShmGroup::check_health(Deadline deadline) {
 }
 
 void ShmGroup::check_members_alive() {
-  // A few members per check, in turn: every waiter checking every member each interval is O(N^2)
-  // syscalls, which starves a machine running hundreds of ranks. Small groups still check all.
-  const int count = std::min(local_size(), kMembersPerLivenessCheck);
-  for (int i = 0; i < count; ++i) {
-    const int m = next_liveness_member_;
-    next_liveness_member_ = (next_liveness_member_ + 1) % local_size();
+  std::vector<pollfd> polls;
+  for (int fd : pidfds_) {
+    if (fd >= 0) polls.push_back({fd, POLLIN, 0});
+  }
+  if (!polls.empty()) ::poll(polls.data(), polls.size(), 0);  // revents stay 0 unless exited
+  size_t next_poll = 0;
+  for (int m = 0; m < local_size(); ++m) {
     if (m == local_index_) continue;
-    if (!process_alive(members_[m].pid)) {
+    const bool alive =
+        pidfds_[m] >= 0 ? polls[next_poll++].revents == 0 : process_alive(members_[m].pid);
+    if (!alive) {
       raise(Status::kCommunication, "rank " + std::to_string(members_[m].rank) + " (pid " +
                                         std::to_string(members_[m].pid) +
                                         ") on this node has died");

@@ -99,6 +99,7 @@ class ShmGroup {
   void create(hal::Bootstrap& bootstrap, size_t chunk_bytes, const std::string& key);
   void attach(hal::Bootstrap& bootstrap, const std::string& key, Deadline deadline);
   void wait_generation_change(uint32_t generation, Deadline deadline);
+  void open_member_pidfds();
   void check_members_alive();
 
   std::vector<ShmMember> members_;
@@ -110,8 +111,9 @@ class ShmGroup {
   void* region_ = nullptr;
   ShmControl* control_ = nullptr;
   std::byte* slots_ = nullptr;
-  std::string fd_token_;  // non-empty while the creator publishes the fd
-  uint64_t epoch_ = 0;    // barriers this member has passed
+  std::vector<int> pidfds_;  // per member; -1 for this process or where pidfd_open failed
+  std::string fd_token_;     // non-empty while the creator publishes the fd
+  uint64_t epoch_ = 0;       // barriers this member has passed
   std::chrono::steady_clock::time_point last_liveness_check_{};
   int next_liveness_member_ = 0;  // check_members_alive resumes its round here
 };

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 
 #include "hw/emulated/tcp_transfer_pipeline.h"
@@ -45,9 +46,13 @@ bool idle_connection_usable(int fd) {
 
 }  // namespace
 
+// One transfer at a time uses a connection; the others wait their turn until their deadline.
 struct TcpTransport::Connection {
-  std::timed_mutex busy;
-  int fd = -1;
+  std::mutex mutex;
+  std::condition_variable turn;
+  bool busy = false;
+  int fd = -1;  // touched only by the transfer whose turn it is
+
   ~Connection() {
     if (fd >= 0) ::close(fd);
   }
@@ -70,10 +75,22 @@ void TcpTransport::transfer(const std::string& peer_address,
   if (batches.empty()) return;
   wire::parse_tcp_url(peer_address);  // a malformed address is the caller's error, not the peer's
   std::shared_ptr<Connection> connection = connection_for(peer_address);
-  std::unique_lock<std::timed_mutex> turn(connection->busy, std::defer_lock);
-  if (!turn.try_lock_until(deadline.time_point())) {
-    raise(Status::kTimeout, "timed out waiting for another transfer to " + peer_address);
+  {
+    std::unique_lock<std::mutex> lock(connection->mutex);
+    if (!connection->turn.wait_until(lock, deadline.time_point(),
+                                     [&] { return !connection->busy; })) {
+      raise(Status::kTimeout, "timed out waiting for another transfer to " + peer_address);
+    }
+    connection->busy = true;
   }
+  struct EndTurn {
+    Connection& connection;
+    ~EndTurn() {
+      std::lock_guard<std::mutex> lock(connection.mutex);
+      connection.busy = false;
+      connection.turn.notify_one();
+    }
+  } end_turn{*connection};
   if (connection->fd >= 0 && !idle_connection_usable(connection->fd)) connection->drop();
   if (connection->fd < 0) connection->fd = connect_to(peer_address, deadline);
   try {

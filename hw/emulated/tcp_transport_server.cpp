@@ -65,7 +65,8 @@ TcpTransportServer::TcpTransportServer() {
 
 TcpTransportServer::~TcpTransportServer() {
   char byte = 1;
-  (void)::write(wake_pipe_[1], &byte, 1);
+  ssize_t written = ::write(wake_pipe_[1], &byte, 1);  // FORTIFY builds reject a (void) cast
+  (void)written;
   thread_.join();
   ::close(listen_fd_);
   ::close(wake_pipe_[0]);

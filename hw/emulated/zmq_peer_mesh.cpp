@@ -181,7 +181,14 @@ ZmqPeerMesh::Message ZmqPeerMesh::take(int peer, Deadline deadline, const Health
   while (box->second.empty()) {
     const uint64_t seen = interrupts_;
     lock.unlock();
-    check();  // throws on abort, a dead peer of this node, or the deadline
+    try {
+      check();  // throws on abort, a dead peer of this node, or the deadline
+    } catch (const Error&) {
+      // A message that arrived meanwhile was sent before the failure: deliver it.
+      lock.lock();
+      if (box->second.empty()) throw;
+      break;
+    }
     lock.lock();
     mailbox_cv_.wait_for(lock,
                          std::min<std::chrono::milliseconds>(

@@ -66,8 +66,7 @@ class ZmqPeerMesh {
   void send_abort(const std::string& reason);
   // Wakes waiting receives so they run their health check now.
   void interrupt();
-  // Stops lingering on unsent data at close: the group failed, so no peer waits for that data,
-  // and a dead peer would hold the close for the whole linger time.
+  // At close, gives unsent messages only a moment (the group failed; peers may be gone).
   void drop_unsent_at_close() { quick_close_ = true; }
 
  private:

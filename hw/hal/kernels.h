@@ -9,6 +9,8 @@ namespace memloom::hal {
 
 enum class KernelId : uint32_t {
   kFillPattern = 0,  // ops/fill_kernel.h: FillPatternArgs
+  kGather = 1,       // ops/row_copy_kernel.h: RowCopyArgs, indexed source rows
+  kScatter = 2,      // ops/row_copy_kernel.h: RowCopyArgs, indexed destination rows
   kCount,
 };
 

@@ -60,10 +60,9 @@ FdBroker& FdBroker::instance() {
   if (!*g_instance || g_instance_pid != getpid()) {
     // In a forked child the parent's serving thread does not exist; start our own and drop the
     // inherited object without joining a thread that is not ours.
-    if (*g_instance && g_instance_pid != getpid()) {
-      (*g_instance)->thread_.detach();
-      (void)g_instance->release();
-    }
+    // Its std::thread names a thread that does not exist here, so neither join nor detach is
+    // possible: leak the object (its fds were inherited and stay harmless).
+    if (*g_instance && g_instance_pid != getpid()) (void)g_instance->release();
     g_instance->reset(new FdBroker());
     g_instance_pid = getpid();
   }
@@ -90,7 +89,8 @@ FdBroker::FdBroker() {
 FdBroker::~FdBroker() {
   if (wake_pipe_[1] >= 0) {
     char byte = 1;
-    (void)::write(wake_pipe_[1], &byte, 1);
+    ssize_t written = ::write(wake_pipe_[1], &byte, 1);  // a failed wake-up only delays the join
+    (void)written;
   }
   if (thread_.joinable()) thread_.join();
   ::close(listen_fd_);

@@ -1,12 +1,16 @@
 // The MemFabric common API: environment init, an in-process config store, logging, last error.
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "smem/host/smem.h"
 #include "src/core/log.h"
 #include "src/smem/smem_error.h"
+#include "src/smem/store_tls.h"
 #include "src/store/server.h"
+#include "src/store/tls_config.h"
 
 namespace {
 
@@ -14,6 +18,8 @@ std::mutex g_mutex;
 bool g_initialized = false;
 std::unique_ptr<memloom::store::Server> g_store;
 thread_local std::string t_returned_message;  // keeps the returned C string alive
+// A tls_info string longer than this is not a list of six paths.
+constexpr uint32_t kMaxTlsInfoBytes = 64 * 1024;
 
 // MemFabric levels: 0 debug, 1 info, 2 warn, 3 error.
 memloom::log::Level from_smem_level(int level) {
@@ -79,12 +85,25 @@ int32_t smem_set_log_level(int level) {
   });
 }
 
+// Process-wide: servers and clients created afterwards (smem_create_config_store, smem_*_init,
+// WholeMemory communicators) use it; those already running keep what they started with.
 int32_t smem_set_conf_store_tls(bool enable, const char* tls_info, const uint32_t tls_info_len) {
   return memloom::smem::guarded("smem_set_conf_store_tls", [&] {
-    (void)tls_info;
-    (void)tls_info_len;
-    if (!enable) return;  // plain TCP is what the store speaks today
-    raise(Status::kNotImplemented, "TLS for the config store is not implemented yet");
+    if (!enable) return memloom::store::set_process_tls_files(std::nullopt);
+    MEMLOOM_CHECK_ARG(tls_info != nullptr && tls_info_len > 0,
+                      "tls_info is empty: TLS needs at least tlsCaFile and tlsCert");
+    MEMLOOM_CHECK_ARG(tls_info_len <= kMaxTlsInfoBytes,
+                      "tls_info is longer than " + std::to_string(kMaxTlsInfoBytes) + " bytes");
+    std::string_view text(tls_info, tls_info_len);
+    // Callers may count the terminator in the length.
+    while (!text.empty() && text.back() == '\0') text.remove_suffix(1);
+    memloom::store::TlsFiles files = memloom::store::parse_tls_info(text);
+    if (!files.package_path.empty()) {
+      MEMLOOM_LOG(kInfo, "smem_set_conf_store_tls: packagePath '"
+                             << files.package_path
+                             << "' is not used: memloom uses the OpenSSL it was built with");
+    }
+    memloom::store::set_process_tls_files(std::move(files));
   });
 }
 
@@ -92,8 +111,15 @@ int32_t smem_set_config_store_tls_key(const char* tls_pk, const uint32_t tls_pk_
                                       const char* tls_pk_pw, const uint32_t tls_pk_pw_len,
                                       const smem_decrypt_handler h) {
   return memloom::smem::guarded("smem_set_config_store_tls_key", [&] {
-    (void)tls_pk, (void)tls_pk_len, (void)tls_pk_pw, (void)tls_pk_pw_len, (void)h;
-    raise(Status::kNotImplemented, "TLS for the config store is not implemented yet");
+    MEMLOOM_CHECK_ARG(tls_pk != nullptr && tls_pk_len > 0,
+                      "tls_pk (the private key as PEM text) is empty");
+    MEMLOOM_CHECK_ARG(tls_pk_pw != nullptr || tls_pk_pw_len == 0,
+                      "tls_pk_pw is null but tls_pk_pw_len is " + std::to_string(tls_pk_pw_len));
+    std::string_view password =
+        tls_pk_pw_len > 0 ? std::string_view(tls_pk_pw, tls_pk_pw_len) : std::string_view();
+    // The key is parsed now, so a wrong password fails here and not at the first connection.
+    memloom::store::set_process_tls_key(memloom::store::TlsPrivateKey::load(
+        std::string_view(tls_pk, tls_pk_len), password, memloom::smem::password_decryptor(h)));
   });
 }
 

@@ -22,9 +22,10 @@ std::string next_world_prefix(const std::string& api) {
          std::to_string(generations[api]++) + "/";
 }
 
-std::unique_ptr<store::Server> start_server(const std::string& url) {
+std::unique_ptr<store::Server> start_server(const std::string& url, const store::TlsSetting& tls) {
   store::ServerOptions options;
   options.listen_url = url;
+  options.tls = tls;
   return store::Server::start(options);
 }
 
@@ -37,9 +38,10 @@ SmemWorld::~SmemWorld() {
   server_.reset();
 }
 
-std::unique_ptr<SmemWorld> SmemWorld::serve_only(const std::string& url) {
+std::unique_ptr<SmemWorld> SmemWorld::serve_only(const std::string& url,
+                                                 const store::TlsSetting& tls) {
   std::unique_ptr<SmemWorld> world(new SmemWorld(store::KeyPrefix("")));
-  world->server_ = start_server(url);
+  world->server_ = start_server(url, tls);
   return world;
 }
 
@@ -50,12 +52,12 @@ std::unique_ptr<SmemWorld> SmemWorld::join(const WorldOptions& options) {
 
   if (options.start_server) {
     if (options.rank >= 0) {
-      world->server_ = start_server(options.store_url);
+      world->server_ = start_server(options.store_url, options.store_tls);
     } else {
       // With auto ranking no rank is known yet: whoever binds the address first serves; the
       // others find it taken and connect as clients.
       try {
-        world->server_ = start_server(options.store_url);
+        world->server_ = start_server(options.store_url, options.store_tls);
       } catch (const Error& error) {
         MEMLOOM_LOG(kInfo, "smem " << options.api << ": not starting a config store at "
                                    << options.store_url << " (" << error.what() << ")");
@@ -67,6 +69,7 @@ std::unique_ptr<SmemWorld> SmemWorld::join(const WorldOptions& options) {
   client_options.connect_timeout = options.deadline.remaining();
   client_options.rank = options.rank;
   client_options.group = world->prefix_.prefix();
+  client_options.tls = options.store_tls;
   world->client_ = store::Client::connect(options.store_url, client_options);
 
   int rank = options.rank;

@@ -21,6 +21,7 @@ struct WorldOptions {
   int device = 0;
   bool start_server = false;  // run the store server here (rank 0; any one rank with auto ranking)
   Deadline deadline = Deadline::now();
+  store::TlsSetting store_tls;  // for the store server and client (default: process-wide)
 };
 
 class SmemWorld {
@@ -28,7 +29,8 @@ class SmemWorld {
   // Collective over world_size processes: connects, takes a rank, waits for every rank.
   static std::unique_ptr<SmemWorld> join(const WorldOptions& options);
   // Runs only a store server at `url` (MemFabric's startConfigStoreOnly).
-  static std::unique_ptr<SmemWorld> serve_only(const std::string& url);
+  static std::unique_ptr<SmemWorld> serve_only(const std::string& url,
+                                               const store::TlsSetting& tls = {});
   ~SmemWorld();
 
   bool has_rank() const { return group_ != nullptr; }

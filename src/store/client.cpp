@@ -9,14 +9,15 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
-#include "src/store/asio.h"
 
 #include "memloom/deadline.h"
 #include "memloom/error.h"
 #include "src/core/log.h"
+#include "src/store/asio.h"
 #include "src/store/event_dispatcher.h"
 #include "src/store/frame_channel.h"
 #include "src/store/protocol.h"
+#include "src/store/tls_handshake.h"
 #include "src/store/url.h"
 
 namespace memloom::store {
@@ -35,6 +36,8 @@ using Clock = std::chrono::steady_clock;
 // frozen server is detected much sooner by the heartbeat replies; this bounds a live server
 // that does not answer.
 constexpr milliseconds kReplyMargin{30000};
+// The least time the first connection attempt gets (connect_timeout may be 0).
+constexpr milliseconds kFirstAttemptTime{1000};
 // Replies are small until the hello announced the server's limits.
 constexpr size_t kHandshakeFrameBytes = 64 * 1024;
 // Longest wait a get may ask for (the server clamps to the same).
@@ -75,8 +78,9 @@ class ClientImpl : public Client {
   WatchId watch(MessageType type, const std::string& name, WatchCallback callback);
 
   // I/O thread.
-  void start_connect(Deadline deadline, Clock::duration backoff);
-  void on_connected(tcp::socket socket);
+  void start_connect(Deadline deadline, Clock::duration backoff, bool first_attempt);
+  void on_connected(tcp::socket socket, Deadline deadline);
+  void on_channel(std::shared_ptr<FrameConnection> channel);
   void on_frame(const FrameHeader& header, std::string&& payload);
   void on_closed(const std::string& reason);
   void heartbeat_tick();
@@ -88,14 +92,16 @@ class ClientImpl : public Client {
   const std::string url_;
   const ClientOptions options_;
   tcp::endpoint endpoint_;
+  std::shared_ptr<asio::ssl::context> tls_context_;  // null: plain TCP
 
   asio::io_context io_{1};
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
-  std::shared_ptr<FrameChannel<tcp::socket>> channel_;  // I/O thread only
-  asio::steady_timer connect_timer_{io_};               // I/O thread only
-  asio::steady_timer heartbeat_timer_{io_};             // I/O thread only
-  std::optional<tcp::socket> connecting_;               // I/O thread only
-  std::string connect_error_;                           // I/O thread only
+  std::shared_ptr<FrameConnection> channel_;  // I/O thread only
+  asio::steady_timer connect_timer_{io_};     // I/O thread only
+  asio::steady_timer heartbeat_timer_{io_};   // I/O thread only
+  std::optional<tcp::socket> connecting_;     // I/O thread only
+  std::shared_ptr<TlsHandshake> handshake_;   // I/O thread only
+  std::string connect_error_;                 // I/O thread only
   std::promise<void> connect_result_;
   std::thread io_thread_;
 
@@ -129,6 +135,7 @@ ClientImpl::ClientImpl(std::string url, const ClientOptions& options)
     raise(Status::kInvalidInput, "invalid store URL '" + url_ + "': cannot connect to port 0");
   }
   endpoint_ = tcp::endpoint(address, parsed.port);
+  if (auto tls = options.tls.resolve()) tls_context_ = make_tls_context(*tls, TlsRole::kClient);
   events_ = EventDispatcher::start();
   io_thread_ = std::thread([this] { io_.run(); });
 }
@@ -136,9 +143,9 @@ ClientImpl::ClientImpl(std::string url, const ClientOptions& options)
 void ClientImpl::open() {
   Deadline deadline = Deadline::after(options_.connect_timeout);
   auto connected = connect_result_.get_future();
-  asio::post(io_, [this, deadline] { start_connect(deadline, milliseconds(5)); });
+  asio::post(io_, [this, deadline] { start_connect(deadline, milliseconds(5), true); });
   // The I/O thread gives up at the deadline itself; the margin only covers its reaction time.
-  if (connected.wait_until(deadline.time_point() + milliseconds(2000)) !=
+  if (connected.wait_until(deadline.time_point() + kFirstAttemptTime + milliseconds(2000)) !=
       std::future_status::ready) {
     raise(Status::kCommunication, "could not connect to the config store at " + url_);
   }
@@ -188,6 +195,7 @@ ClientImpl::~ClientImpl() {
     connect_timer_.cancel();
     heartbeat_timer_.cancel();
     if (connecting_) connecting_->close(ignored);
+    if (handshake_) handshake_->cancel();
     if (channel_) channel_->close("the client is closing");
     io_.stop();
   });
@@ -257,10 +265,13 @@ std::string ClientImpl::call(MessageType type, uint64_t id, std::string frame, D
 
 // ---- I/O thread --------------------------------------------------------------------------
 
-void ClientImpl::start_connect(Deadline deadline, Clock::duration backoff) {
+void ClientImpl::start_connect(Deadline deadline, Clock::duration backoff, bool first_attempt) {
   connecting_.emplace(io_);
-  // The timer bounds this attempt: a SYN into the void would otherwise wait for minutes.
-  connect_timer_.expires_at(deadline.time_point());
+  // The timer bounds this attempt: a SYN into the void would otherwise wait for minutes. The
+  // first attempt always gets a moment, so connect_timeout 0 means "try once".
+  auto attempt_end = deadline.time_point();
+  if (first_attempt) attempt_end = std::max(attempt_end, Clock::now() + kFirstAttemptTime);
+  connect_timer_.expires_at(attempt_end);
   connect_timer_.async_wait([this](const boost::system::error_code& error) {
     if (error || !connecting_) return;
     boost::system::error_code ignored;
@@ -272,7 +283,7 @@ void ClientImpl::start_connect(Deadline deadline, Clock::duration backoff) {
         if (!error) {
           tcp::socket socket = std::move(*connecting_);
           connecting_.reset();
-          return on_connected(std::move(socket));
+          return on_connected(std::move(socket), deadline);
         }
         if (error != asio::error::operation_aborted) connect_error_ = error.message();
         connecting_.reset();
@@ -288,7 +299,7 @@ void ClientImpl::start_connect(Deadline deadline, Clock::duration backoff) {
         connect_timer_.expires_after(std::min<Clock::duration>(backoff, deadline.remaining()));
         connect_timer_.async_wait([this, deadline, backoff](const boost::system::error_code& wait) {
           if (wait) return fail_connect("cancelled");
-          start_connect(deadline, std::min<Clock::duration>(backoff * 2, milliseconds(200)));
+          start_connect(deadline, std::min<Clock::duration>(backoff * 2, milliseconds(200)), false);
         });
       });
 }
@@ -302,10 +313,26 @@ void ClientImpl::fail_connect(const std::string& reason) {
                                   " ms: " + reason)));
 }
 
-void ClientImpl::on_connected(tcp::socket socket) {
-  boost::system::error_code ignored;
-  socket.set_option(tcp::no_delay(true), ignored);
-  channel_ = std::make_shared<FrameChannel<tcp::socket>>(std::move(socket), kHandshakeFrameBytes);
+void ClientImpl::on_connected(tcp::socket socket, Deadline deadline) {
+  if (!tls_context_)
+    return on_channel(make_tcp_connection(std::move(socket), kHandshakeFrameBytes));
+  // A refused handshake is final (the server is up and said no): no retry.
+  auto timeout = std::max(deadline.remaining(), kFirstAttemptTime);
+  try {
+    handshake_ = TlsHandshake::start(
+        std::move(socket), tls_context_, TlsRole::kClient, timeout, kHandshakeFrameBytes,
+        [this](std::shared_ptr<FrameConnection> connection, const std::string& error) {
+          handshake_.reset();
+          if (!connection) return fail_connect(error);
+          on_channel(std::move(connection));
+        });
+  } catch (const std::exception& error) {
+    fail_connect(std::string("cannot start the TLS handshake: ") + error.what());
+  }
+}
+
+void ClientImpl::on_channel(std::shared_ptr<FrameConnection> channel) {
+  channel_ = std::move(channel);
   channel_->start([this](const FrameHeader& header,
                          std::string&& payload) { on_frame(header, std::move(payload)); },
                   [this](const std::string& reason) { on_closed(reason); });

@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 
+#include "src/store/tls_config.h"
+
 namespace memloom::store {
 
 struct ClientOptions {
@@ -21,6 +23,8 @@ struct ClientOptions {
   // Identity reported in rank-down events (-1: anonymous) and the group it belongs to.
   int rank = -1;
   std::string group;
+  // TLS (default: the process-wide setting). The handshake is bounded by connect_timeout.
+  TlsSetting tls;
 };
 
 enum class WatchEventKind { kChanged, kRemoved, kRankDown };
@@ -47,7 +51,8 @@ class Client {
   // if the key does not exist when the timeout passes (no exception for a plain miss).
   virtual std::optional<std::string> get(const std::string& key,
                                          std::chrono::milliseconds timeout) = 0;
-  // Atomic counter (the value is a decimal integer; a missing key counts as 0). Returns the new value.
+  // Atomic counter (the value is a decimal integer; a missing key counts as 0). Returns the new
+  // value.
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
   // Sets key to `desired` if its value equals `expected` (an empty expected with
   // expected_missing=true matches a missing key). Returns true on success; the current value is

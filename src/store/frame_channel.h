@@ -1,7 +1,8 @@
-// One store connection seen as a sequence of frames, over any Asio byte stream. Both the server's
-// sessions and the client use it with Stream = tcp::socket; a TLS layer will instantiate it with
-// asio::ssl::stream<tcp::socket> after its handshake, so framing, limits and error handling stay
-// on one code path.
+// One store connection seen as a sequence of frames. The server's sessions and the client see
+// only the FrameConnection interface; FrameChannel<Stream> implements it over any Asio byte
+// stream: tcp::socket for plain TCP, asio::ssl::stream<tcp::socket> once a TLS handshake
+// finished (tls_handshake.h), so framing, limits, liveness and error handling stay on one code
+// path.
 //
 // Not thread-safe: every member runs on the stream's executor (one thread in the server and in the
 // client). Asynchronous operations hold a shared_ptr to the channel, so it lives until they end.
@@ -14,45 +15,69 @@
 #include <memory>
 #include <string>
 #include <utility>
-#include "src/store/asio.h"
 
 #include "memloom/error.h"
+#include "src/store/asio.h"
 #include "src/store/protocol.h"
+
+#include <boost/asio/ssl/error.hpp>
 
 namespace memloom::store {
 
-template <class Stream>
-class FrameChannel : public std::enable_shared_from_this<FrameChannel<Stream>> {
+class FrameConnection {
  public:
   using Clock = std::chrono::steady_clock;
-  static constexpr size_t kReadChunkBytes = size_t{1} << 20;
-
-  // A complete, header-checked frame. Throwing memloom::Error from it closes the channel with
+  // A complete, header-checked frame. Throwing memloom::Error from it closes the connection with
   // the error's message (that is how payload decoding errors end a connection).
   using FrameHandler = std::function<void(const protocol::FrameHeader&, std::string&& payload)>;
-  // Runs once, asynchronously (posted), after the channel closed for any reason.
+  // Runs once, asynchronously (posted), after the connection closed for any reason.
   using CloseHandler = std::function<void(const std::string& reason)>;
 
-  FrameChannel(Stream stream, size_t max_incoming_frame_bytes)
-      : stream_(std::move(stream)), max_incoming_(max_incoming_frame_bytes) {}
+  virtual ~FrameConnection() = default;
+  virtual void start(FrameHandler on_frame, CloseHandler on_close) = 0;
+  // Queues a complete frame (from protocol::FrameWriter). Dropped silently once closed: the
+  // close handler is how the owner learns the peer is gone.
+  virtual void send(std::string frame) = 0;
+  // Idempotent. Pending reads and writes are cancelled; queued frames are dropped.
+  virtual void close(const std::string& reason) = 0;
+  // Drops both handlers without calling them, breaking the owner <-> connection reference cycle
+  // when the executor is stopped before the close handler could run (shutdown).
+  virtual void detach() = 0;
+  virtual bool is_open() const = 0;
+  virtual size_t queued_bytes() const = 0;
+  virtual void set_max_incoming_frame_bytes(size_t bytes) = 0;
+  // When the last header or payload chunk arrived (or the connection started): liveness checks
+  // use it, so a peer busy sending one large frame is not mistaken for a silent one.
+  virtual Clock::time_point last_activity() const = 0;
+  // "tcp://IP:PORT" of the other side, for log messages.
+  virtual const std::string& remote() const = 0;
+};
 
-  void start(FrameHandler on_frame, CloseHandler on_close) {
+template <class Stream>
+class FrameChannel final : public FrameConnection,
+                           public std::enable_shared_from_this<FrameChannel<Stream>> {
+ public:
+  static constexpr size_t kReadChunkBytes = size_t{1} << 20;
+
+  FrameChannel(Stream stream, size_t max_incoming_frame_bytes, std::string remote)
+      : stream_(std::move(stream)),
+        max_incoming_(max_incoming_frame_bytes),
+        remote_(std::move(remote)) {}
+
+  void start(FrameHandler on_frame, CloseHandler on_close) override {
     on_frame_ = std::move(on_frame);
     on_close_ = std::move(on_close);
     read_header();
   }
 
-  // Queues a complete frame (from protocol::FrameWriter). Dropped silently once closed: the
-  // close handler is how the owner learns the peer is gone.
-  void send(std::string frame) {
+  void send(std::string frame) override {
     if (closed_) return;
     queued_bytes_ += frame.size();
     outbox_.push_back(std::move(frame));
     if (outbox_.size() == 1) write_next();
   }
 
-  // Idempotent. Pending reads and writes are cancelled; queued frames are dropped.
-  void close(const std::string& reason) {
+  void close(const std::string& reason) override {
     if (closed_) return;
     closed_ = true;
     boost::system::error_code ignored;
@@ -68,19 +93,16 @@ class FrameChannel : public std::enable_shared_from_this<FrameChannel<Stream>> {
     });
   }
 
-  // Drops both handlers without calling them, breaking the owner <-> channel reference cycle when
-  // the executor is stopped before the close handler could run (server shutdown).
-  void detach() {
+  void detach() override {
     on_frame_ = nullptr;
     on_close_ = nullptr;
   }
 
-  bool is_open() const { return !closed_; }
-  // When the last header or payload chunk arrived (or the channel started): liveness checks use
-  // it, so a peer busy sending one large frame is not mistaken for a silent one.
-  Clock::time_point last_activity() const { return last_activity_; }
-  size_t queued_bytes() const { return queued_bytes_; }
-  void set_max_incoming_frame_bytes(size_t bytes) { max_incoming_ = bytes; }
+  bool is_open() const override { return !closed_; }
+  Clock::time_point last_activity() const override { return last_activity_; }
+  const std::string& remote() const override { return remote_; }
+  size_t queued_bytes() const override { return queued_bytes_; }
+  void set_max_incoming_frame_bytes(size_t bytes) override { max_incoming_ = bytes; }
   Stream& stream() { return stream_; }
 
  private:
@@ -116,7 +138,7 @@ class FrameChannel : public std::enable_shared_from_this<FrameChannel<Stream>> {
         stream_, boost::asio::buffer(payload_.data() + offset, chunk),
         [self = this->shared_from_this()](const boost::system::error_code& error, size_t) {
           if (self->closed_) return;
-          if (error == boost::asio::error::eof) {
+          if (is_peer_close(error)) {
             return self->close("the peer closed the connection in the middle of a frame");
           }
           if (error) return self->close(describe_read_error(error, "a frame payload"));
@@ -149,13 +171,20 @@ class FrameChannel : public std::enable_shared_from_this<FrameChannel<Stream>> {
         });
   }
 
+  // A TLS peer that closes its socket without a close_notify alert reads as "stream truncated";
+  // frames carry their own lengths, so for the store that is a plain close too.
+  static bool is_peer_close(const boost::system::error_code& error) {
+    return error == boost::asio::error::eof || error == boost::asio::ssl::error::stream_truncated;
+  }
+
   static std::string describe_read_error(const boost::system::error_code& error, const char* what) {
-    if (error == boost::asio::error::eof) return "the peer closed the connection";
+    if (is_peer_close(error)) return "the peer closed the connection";
     return std::string("reading ") + what + " failed: " + error.message();
   }
 
   Stream stream_;
   size_t max_incoming_;
+  std::string remote_;
   FrameHandler on_frame_;
   CloseHandler on_close_;
   protocol::HeaderBytes header_bytes_{};
@@ -166,5 +195,9 @@ class FrameChannel : public std::enable_shared_from_this<FrameChannel<Stream>> {
   bool closed_ = false;
   Clock::time_point last_activity_ = Clock::now();
 };
+
+// A plain TCP connection (TCP_NODELAY: frames are small and latency-bound).
+std::shared_ptr<FrameConnection> make_tcp_connection(boost::asio::ip::tcp::socket socket,
+                                                     size_t max_incoming_frame_bytes);
 
 }  // namespace memloom::store

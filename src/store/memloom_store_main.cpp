@@ -3,7 +3,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <iostream>
+#include <functional>
+#include <map>
+#include <optional>
 #include <string>
 
 #include "memloom/error.h"
@@ -30,6 +32,8 @@ options:
   --help                     print this text
 )";
 
+constexpr uint64_t kMaxHeartbeatMs = 24ull * 3600 * 1000;
+
 [[noreturn]] void usage_error(const std::string& message) {
   std::fprintf(stderr, "memloom-store: %s\n\n%s", message.c_str(), kUsage);
   std::exit(2);
@@ -44,6 +48,35 @@ uint64_t parse_count(const std::string& option, const std::string& text) {
 }
 
 memloom::store::ServerOptions parse_options(int argc, char** argv) {
+  using Setter = std::function<void(memloom::store::ServerOptions&, const std::string&)>;
+  const std::map<std::string, Setter> setters = {
+      {"--listen", [](auto& options, const auto& value) { options.listen_url = value; }},
+      {"--heartbeat-timeout-ms",
+       [](auto& options, const auto& value) {
+         uint64_t ms = parse_count("--heartbeat-timeout-ms", value);
+         if (ms == 0 || ms > kMaxHeartbeatMs) {
+           usage_error("--heartbeat-timeout-ms must be in 1.." + std::to_string(kMaxHeartbeatMs));
+         }
+         options.heartbeat_timeout = std::chrono::milliseconds(ms);
+       }},
+      {"--max-frame-bytes",
+       [](auto& options, const auto& value) {
+         options.max_frame_bytes = parse_count("--max-frame-bytes", value);
+       }},
+      {"--max-value-bytes",
+       [](auto& options, const auto& value) {
+         options.max_value_bytes = parse_count("--max-value-bytes", value);
+       }},
+      {"--max-key-bytes",
+       [](auto& options, const auto& value) {
+         options.max_key_bytes = parse_count("--max-key-bytes", value);
+       }},
+      {"--max-connections",
+       [](auto& options, const auto& value) {
+         options.max_connections = parse_count("--max-connections", value);
+       }},
+  };
+
   memloom::store::ServerOptions options;
   bool have_listen = false;
   for (int i = 1; i < argc; ++i) {
@@ -52,34 +85,20 @@ memloom::store::ServerOptions parse_options(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     }
-    std::string value;
+    std::optional<std::string> value;
     size_t equals = option.find('=');
     if (option.rfind("--", 0) == 0 && equals != std::string::npos) {
       value = option.substr(equals + 1);
       option = option.substr(0, equals);
-    } else if (i + 1 < argc) {
+    }
+    auto setter = setters.find(option);
+    if (setter == setters.end()) usage_error("unknown option '" + option + "'");
+    if (!value) {
+      if (i + 1 >= argc) usage_error(option + " needs a value");
       value = argv[++i];
-    } else {
-      usage_error(option + " needs a value");
     }
-    if (option == "--listen") {
-      options.listen_url = value;
-      have_listen = true;
-    } else if (option == "--heartbeat-timeout-ms") {
-      uint64_t ms = parse_count(option, value);
-      if (ms == 0) usage_error("--heartbeat-timeout-ms must be positive");
-      options.heartbeat_timeout = std::chrono::milliseconds(ms);
-    } else if (option == "--max-frame-bytes") {
-      options.max_frame_bytes = parse_count(option, value);
-    } else if (option == "--max-value-bytes") {
-      options.max_value_bytes = parse_count(option, value);
-    } else if (option == "--max-key-bytes") {
-      options.max_key_bytes = parse_count(option, value);
-    } else if (option == "--max-connections") {
-      options.max_connections = parse_count(option, value);
-    } else {
-      usage_error("unknown option '" + option + "'");
-    }
+    setter->second(options, *value);
+    have_listen = have_listen || option == "--listen";
   }
   if (!have_listen) usage_error("--listen is required");
   return options;

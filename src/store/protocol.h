@@ -45,8 +45,14 @@
 // frame the server sends is bounded by max_reply_bytes() of the hello reply's limits.
 //
 // Malformed frames (bad magic, wrong version, unknown type, nonzero reserved field, truncated or
-// over-long payload, a first frame that is not kHello) close that connection only. A connection
-// that sends no complete frame within its heartbeat timeout is closed as well.
+// over-long payload, a first frame that is not kHello) close that connection only.
+//
+// Liveness: the server closes a connection from which nothing (no header, no 1 MiB payload
+// chunk) arrived within its heartbeat timeout: ServerOptions.heartbeat_timeout until the hello,
+// then the hello's heartbeat_timeout_ms if nonzero. Closing it for any reason sends kRankDown
+// (rank and group from its hello) to the watchers of its group. The client sends kHeartbeat
+// every heartbeat_interval and treats a server that sent nothing for heartbeat_timeout +
+// heartbeat_interval as gone.
 #pragma once
 
 #include <array>

@@ -6,13 +6,14 @@
 #include <map>
 #include <mutex>
 #include <thread>
-#include "src/store/asio.h"
 
 #include "memloom/error.h"
 #include "src/core/log.h"
+#include "src/store/asio.h"
 #include "src/store/frame_channel.h"
 #include "src/store/protocol.h"
 #include "src/store/store_engine.h"
+#include "src/store/tls_handshake.h"
 #include "src/store/url.h"
 
 namespace memloom::store {
@@ -31,13 +32,13 @@ class ServerImpl;
 // One client connection. Its identity (rank, group) arrives with the hello frame.
 class Session : public Peer, public std::enable_shared_from_this<Session> {
  public:
-  Session(ServerImpl& server, uint64_t id, tcp::socket socket, size_t max_frame_bytes,
-          std::chrono::milliseconds heartbeat_timeout, size_t max_queued_bytes)
+  Session(ServerImpl& server, uint64_t id, std::shared_ptr<FrameConnection> channel,
+          const asio::any_io_executor& executor, std::chrono::milliseconds heartbeat_timeout,
+          size_t max_queued_bytes)
       : server_(server),
         id_(id),
-        remote_(describe_remote(socket)),
-        channel_(std::make_shared<FrameChannel<tcp::socket>>(std::move(socket), max_frame_bytes)),
-        heartbeat_timer_(channel_->stream().get_executor()),
+        channel_(std::move(channel)),
+        heartbeat_timer_(executor),
         heartbeat_timeout_(heartbeat_timeout),
         max_queued_bytes_(max_queued_bytes) {}
 
@@ -62,24 +63,17 @@ class Session : public Peer, public std::enable_shared_from_this<Session> {
     arm_heartbeat_timer();
   }
 
-  const std::string& remote() const { return remote_; }
+  const std::string& remote() const { return channel_->remote(); }
   bool hello_done = false;
   int64_t rank = -1;
   std::string group;
 
  private:
-  static std::string describe_remote(const tcp::socket& socket) {
-    boost::system::error_code error;
-    auto endpoint = socket.remote_endpoint(error);
-    if (error) return "?";
-    return format_tcp_url(endpoint.address().to_string(), endpoint.port());
-  }
   void arm_heartbeat_timer();
 
   ServerImpl& server_;
   uint64_t id_;
-  std::string remote_;
-  std::shared_ptr<FrameChannel<tcp::socket>> channel_;
+  std::shared_ptr<FrameConnection> channel_;
   asio::steady_timer heartbeat_timer_;
   std::chrono::milliseconds heartbeat_timeout_;
   size_t max_queued_bytes_;
@@ -101,6 +95,9 @@ class ServerImpl : public Server {
 
  private:
   void accept_next();
+  void accept_plain(tcp::socket socket);
+  void accept_tls(tcp::socket socket);
+  void add_session(std::shared_ptr<FrameConnection> connection);
   void handle_request(const std::shared_ptr<Session>& session, uint16_t type, uint64_t id,
                       PayloadReader& reader);
   void run_io();
@@ -109,8 +106,11 @@ class ServerImpl : public Server {
   protocol::Limits limits_;
   asio::io_context io_{1};
   tcp::acceptor acceptor_{io_};
+  std::shared_ptr<asio::ssl::context> tls_context_;  // null: plain TCP
   StoreEngine engine_;
   std::map<uint64_t, std::shared_ptr<Session>> sessions_;
+  std::map<uint64_t, std::shared_ptr<TlsHandshake>> handshakes_;  // connections not yet sessions
+  uint64_t next_handshake_id_ = 1;
   uint64_t next_session_id_ = 1;
   std::atomic<size_t> connection_count_{0};
   std::string url_;
@@ -160,6 +160,9 @@ ServerImpl::ServerImpl(const ServerOptions& options)
   MEMLOOM_CHECK_ARG(options.max_connections >= 1, "ServerOptions.max_connections must be >= 1");
   MEMLOOM_CHECK_ARG(options.heartbeat_timeout.count() > 0,
                     "ServerOptions.heartbeat_timeout must be positive");
+  MEMLOOM_CHECK_ARG(options.tls_handshake_timeout.count() > 0,
+                    "ServerOptions.tls_handshake_timeout must be positive");
+  if (auto tls = options.tls.resolve()) tls_context_ = make_tls_context(*tls, TlsRole::kServer);
 
   TcpUrl listen = parse_tcp_url(options.listen_url);
   boost::system::error_code error;
@@ -200,21 +203,53 @@ void ServerImpl::accept_next() {
     if (error == asio::error::operation_aborted || !acceptor_.is_open()) return;
     if (error) {
       MEMLOOM_LOG(kWarn, "store server: accept failed: " << error.message());
-    } else if (sessions_.size() >= options_.max_connections) {
+    } else if (sessions_.size() + handshakes_.size() >= options_.max_connections) {
       MEMLOOM_LOG(kWarn, "store server: refusing a connection, already "
-                             << sessions_.size() << " (ServerOptions.max_connections)");
+                             << sessions_.size() + handshakes_.size()
+                             << " (ServerOptions.max_connections)");
+    } else if (tls_context_) {
+      accept_tls(std::move(socket));
     } else {
-      socket.set_option(tcp::no_delay(true));
-      size_t max_queued = std::max<size_t>(4 * limits_.max_reply_bytes(), size_t{64} << 20);
-      auto session = std::make_shared<Session>(*this, next_session_id_++, std::move(socket),
-                                               options_.max_frame_bytes, options_.heartbeat_timeout,
-                                               max_queued);
-      sessions_.emplace(session->peer_id(), session);
-      connection_count_.store(sessions_.size());
-      session->start();
+      accept_plain(std::move(socket));
     }
     accept_next();
   });
+}
+
+void ServerImpl::accept_plain(tcp::socket socket) {
+  add_session(make_tcp_connection(std::move(socket), options_.max_frame_bytes));
+}
+
+// The connection becomes a session only once the peer proved its certificate, so a client that
+// is refused (or never handshakes) never reaches the engine or the rank-down watchers.
+void ServerImpl::accept_tls(tcp::socket socket) {
+  uint64_t id = next_handshake_id_++;
+  try {
+    auto handshake = TlsHandshake::start(
+        std::move(socket), tls_context_, TlsRole::kServer, options_.tls_handshake_timeout,
+        options_.max_frame_bytes,
+        [this, id](std::shared_ptr<FrameConnection> connection, const std::string& error) {
+          handshakes_.erase(id);
+          if (!connection) {
+            MEMLOOM_LOG(kWarn, "store server: refused a connection: " << error);
+            return;
+          }
+          add_session(std::move(connection));
+        });
+    handshakes_.emplace(id, std::move(handshake));
+  } catch (const std::exception& error) {
+    MEMLOOM_LOG(kWarn, "store server: cannot start a TLS handshake: " << error.what());
+  }
+}
+
+void ServerImpl::add_session(std::shared_ptr<FrameConnection> connection) {
+  size_t max_queued = std::max<size_t>(4 * limits_.max_reply_bytes(), size_t{64} << 20);
+  auto session =
+      std::make_shared<Session>(*this, next_session_id_++, std::move(connection),
+                                io_.get_executor(), options_.heartbeat_timeout, max_queued);
+  sessions_.emplace(session->peer_id(), session);
+  connection_count_.store(sessions_.size());
+  session->start();
 }
 
 void ServerImpl::on_session_closed(const std::shared_ptr<Session>& session,
@@ -394,6 +429,7 @@ void ServerImpl::stop() {
     boost::system::error_code ignored;
     acceptor_.close(ignored);
     for (auto& [id, session] : sessions_) session->close("the server is stopping");
+    for (auto& [id, handshake] : handshakes_) handshake->cancel();
     engine_.clear();
     io_.stop();
   });
@@ -401,6 +437,7 @@ void ServerImpl::stop() {
   // The I/O thread is gone: what is left is only touched here.
   for (auto& [id, session] : sessions_) session->detach();
   sessions_.clear();
+  handshakes_.clear();
   engine_.clear();
   connection_count_.store(0);
 }

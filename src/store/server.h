@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "src/store/tls_config.h"
+
 namespace memloom::store {
 
 struct ServerOptions {
@@ -17,6 +19,11 @@ struct ServerOptions {
   size_t max_key_bytes = 4096;
   size_t max_connections = 4096;
   std::chrono::milliseconds heartbeat_timeout{3000};
+  // TLS (default: the process-wide setting). With TLS, only peers with a certificate from the
+  // configured CAs get a session; a connection that has not finished its handshake within
+  // tls_handshake_timeout is dropped.
+  TlsSetting tls;
+  std::chrono::milliseconds tls_handshake_timeout{5000};
 };
 
 class Server {

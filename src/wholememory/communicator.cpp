@@ -27,12 +27,6 @@ clique_info_t Communicator::clique_info() const {
 
 bool Communicator::supports(wholememory_memory_type_t type,
                             wholememory_memory_location_t location) const {
-  MEMLOOM_CHECK_ARG(type >= WHOLEMEMORY_MT_NONE && type <= WHOLEMEMORY_MT_HIERARCHY,
-                    "memory type " + std::to_string(static_cast<int>(type)) +
-                        " is not a wholememory_memory_type_t");
-  MEMLOOM_CHECK_ARG(location >= WHOLEMEMORY_ML_NONE && location <= WHOLEMEMORY_ML_HOST,
-                    "memory location " + std::to_string(static_cast<int>(location)) +
-                        " is not a wholememory_memory_location_t");
   if (type == WHOLEMEMORY_MT_NONE || location == WHOLEMEMORY_ML_NONE) return false;
   switch (type) {
     case WHOLEMEMORY_MT_CONTINUOUS:

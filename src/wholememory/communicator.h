@@ -23,8 +23,8 @@ class Communicator {
   bool intranode() const { return !group_->spans_nodes(); }
   clique_info_t clique_info() const;
 
-  // Whether memory of this type can be allocated at this location on this communicator; throws
-  // kInvalidInput for values outside the enums.
+  // Whether memory of this type can be allocated at this location on this communicator (the
+  // values have been checked to be enumerators: see enum_arguments.h).
   bool supports(wholememory_memory_type_t type, wholememory_memory_location_t location) const;
 
   wholememory_distributed_backend_t distributed_backend() const { return backend_; }

@@ -8,6 +8,7 @@
 #include "src/core/log.h"
 #include "src/wholememory/collective_check.h"
 #include "src/wholememory/device_count.h"
+#include "src/wholememory/enum_arguments.h"
 #include "src/wholememory/runtime.h"
 #include "src/wholememory/unique_id.h"
 #include "src/wholememory/wholememory_error.h"
@@ -56,7 +57,8 @@ wholememory_error_code_t wholememory_init(unsigned int flags, LogLevel log_level
     if (flags != 0)
       raise(Status::kInvalidValue,
             "flags are reserved and must be 0, got " + std::to_string(flags));
-    const auto level = to_log_level(log_level);
+    const auto level = to_log_level(
+        memloom::wholememory::checked_enum(log_level, LEVEL_FATAL, LEVEL_TRACE, "LogLevel"));
     // MEMLOOM_LOG_LEVEL wins so a user can turn on debugging without recompiling.
     if (std::getenv("MEMLOOM_LOG_LEVEL") == nullptr) memloom::log::set_level(level);
     Runtime::instance().initialize();
@@ -157,7 +159,12 @@ wholememory_error_code_t wholememory_communicator_support_type_location(
   // "Not supported" is an answer here, not a failure: it is returned without being logged.
   bool supported = false;
   const auto code = guarded("wholememory_communicator_support_type_location", [&] {
-    supported = Runtime::instance().comm(comm)->supports(memory_type, memory_location);
+    auto target = Runtime::instance().comm(comm);
+    supported = target->supports(
+        memloom::wholememory::checked_enum(memory_type, WHOLEMEMORY_MT_NONE,
+                                           WHOLEMEMORY_MT_HIERARCHY, "wholememory_memory_type_t"),
+        memloom::wholememory::checked_enum(memory_location, WHOLEMEMORY_ML_NONE,
+                                           WHOLEMEMORY_ML_HOST, "wholememory_memory_location_t"));
   });
   if (code != WHOLEMEMORY_SUCCESS) return code;
   return supported ? WHOLEMEMORY_SUCCESS : WHOLEMEMORY_NOT_SUPPORTED;
@@ -203,7 +210,10 @@ bool wholememory_communicator_is_bind_to_nvshmem(wholememory_comm_t comm) {
 wholememory_error_code_t wholememory_communicator_set_distributed_backend(
     wholememory_comm_t comm, wholememory_distributed_backend_t distributed_backend) {
   return guarded("wholememory_communicator_set_distributed_backend", [&] {
-    Runtime::instance().comm(comm)->set_distributed_backend(distributed_backend);
+    auto target = Runtime::instance().comm(comm);
+    target->set_distributed_backend(memloom::wholememory::checked_enum(
+        distributed_backend, WHOLEMEMORY_DB_NONE, WHOLEMEMORY_DB_NVSHMEM,
+        "wholememory_distributed_backend_t"));
   });
 }
 

@@ -5,6 +5,7 @@
 
 #include "memloom/error.h"
 #include "src/wholememory/collective_check.h"
+#include "src/wholememory/enum_arguments.h"
 #include "src/wholememory/file_io.h"
 #include "src/wholememory/memory_handle.h"
 #include "src/wholememory/partition_plan.h"
@@ -70,15 +71,20 @@ wholememory_error_code_t wholememory_malloc(wholememory_handle_t* wholememory_ha
     const auto local = memloom::wholememory::capture_failure([&] {
       checked_output(wholememory_handle_ptr, "wholememory_handle_ptr");
       if (total_size == 0) raise(Status::kInvalidValue, "total_size must be positive");
-      if (!owner->supports(memory_type, memory_location)) {
+      const auto type = memloom::wholememory::checked_enum(
+          memory_type, WHOLEMEMORY_MT_NONE, WHOLEMEMORY_MT_HIERARCHY, "wholememory_memory_type_t");
+      const auto location =
+          memloom::wholememory::checked_enum(memory_location, WHOLEMEMORY_ML_NONE,
+                                             WHOLEMEMORY_ML_HOST, "wholememory_memory_location_t");
+      if (!owner->supports(type, location)) {
         raise(Status::kNotSupported,
-              std::string(type_name(memory_type)) + " memory at location " +
-                  std::to_string(static_cast<int>(memory_location)) + " is not supported on this " +
+              std::string(type_name(type)) + " memory at location " +
+                  std::to_string(static_cast<int>(location)) + " is not supported on this " +
                   (owner->intranode() ? "communicator" : "multi-node communicator"));
       }
       spec.total_size = total_size;
-      spec.type = memory_type;
-      spec.location = memory_location;
+      spec.type = type;
+      spec.location = location;
       spec.granularity = data_granularity;
       spec.plan = rank_entry_partition != nullptr
                       ? memloom::wholememory::PartitionPlan::from_entries(
@@ -86,10 +92,11 @@ wholememory_error_code_t wholememory_malloc(wholememory_handle_t* wholememory_ha
                       : memloom::wholememory::PartitionPlan::equal(total_size, data_granularity,
                                                                    owner->size());
     });
-    std::string arguments = "total_size=" + std::to_string(total_size) +
-                            " type=" + std::to_string(static_cast<int>(memory_type)) +
-                            " location=" + std::to_string(static_cast<int>(memory_location)) +
-                            " granularity=" + std::to_string(data_granularity) + " partition=";
+    std::string arguments =
+        "total_size=" + std::to_string(total_size) +
+        " type=" + std::to_string(memloom::wholememory::enum_bits(memory_type)) +
+        " location=" + std::to_string(memloom::wholememory::enum_bits(memory_location)) +
+        " granularity=" + std::to_string(data_granularity) + " partition=";
     arguments += rank_entry_partition != nullptr ? spec.plan.describe() : std::string("equal");
     memloom::wholememory::agree_on_arguments(owner->group(), "wholememory_malloc", arguments, local,
                                              deadline);

@@ -50,11 +50,12 @@ TEST(BadInputTable, SmemCommon) {
        "got -1"},
       {"smem_set_log_level", "level 4", [] { return smem_set_log_level(4); }, SMEM_INVALID_PARAM,
        "0 (debug) .. 3 (error), got 4"},
-      {"smem_set_conf_store_tls", "TLS (not in this build)",
-       [] { return smem_set_conf_store_tls(true, "", 0); }, SMEM_NOT_IMPLEMENTED, "TLS"},
-      {"smem_set_config_store_tls_key", "a key (not in this build)",
-       [] { return smem_set_config_store_tls_key("k", 1, "p", 1, nullptr); }, SMEM_NOT_IMPLEMENTED,
-       "TLS"},
+      {"smem_set_conf_store_tls", "empty tls_info",
+       [] { return smem_set_conf_store_tls(true, "", 0); }, SMEM_INVALID_PARAM,
+       "tls_info is empty"},
+      {"smem_set_config_store_tls_key", "a key that is not PEM",
+       [] { return smem_set_config_store_tls_key("k", 1, "p", 1, nullptr); }, SMEM_INVALID_PARAM,
+       "cannot read the TLS private key"},
   };
   const int count = run_rows(rows, smem_messages());
   // The failures left everything usable: the logger can be set, the store serves.

@@ -53,7 +53,7 @@ TEST(BadInputTable, WholeMemory) {
        "flags are reserved and must be 0, got 1"},
       {"wholememory_init", "log level out of range",
        [] { return static_cast<int>(wholememory_init(0, static_cast<LogLevel>(42))); },
-       WHOLEMEMORY_INVALID_INPUT, "log level 42 is not a LogLevel"},
+       WHOLEMEMORY_INVALID_INPUT, "42 is not a valid LogLevel"},
       {"wholememory_set_rmm_enabled", "RMM (not part of memloom)",
        [] { return static_cast<int>(wholememory_set_rmm_enabled(true)); },
        WHOLEMEMORY_NOT_SUPPORTED, "RMM allocations are not part of memloom"},
@@ -171,7 +171,7 @@ TEST(BadInputTable, WholeMemory) {
          return code(wholememory_communicator_set_distributed_backend(
              comm, static_cast<wholememory_distributed_backend_t>(7)));
        },
-       WHOLEMEMORY_INVALID_INPUT, "distributed backend 7"},
+       WHOLEMEMORY_INVALID_INPUT, "7 is not a valid wholememory_distributed_backend_t"},
       {"wholememory_communicator_get_distributed_backend", "wrong communicator",
        [&] {
          return failure_value(wholememory_communicator_get_distributed_backend(fake_comm),
@@ -203,7 +203,7 @@ TEST(BadInputTable, WholeMemory) {
        WHOLEMEMORY_NOT_SUPPORTED, "is not supported on this communicator"},
       {"wholememory_malloc", "memory type out of range",
        [&] { return malloc_with(kTotal, 42, 2, 64); }, WHOLEMEMORY_INVALID_INPUT,
-       "memory type 42 is not a wholememory_memory_type_t"},
+       "42 is not a valid wholememory_memory_type_t"},
       {"wholememory_malloc", "location NONE", [&] { return malloc_with(kTotal, 1, 0, 64); },
        WHOLEMEMORY_NOT_SUPPORTED, "at location 0 is not supported"},
       {"wholememory_malloc", "partition short of the total",

@@ -114,16 +114,23 @@ TEST(MemloomRunFaults, KillRankInjectsSigkill) {
   expect_job_cleaned_up(run, 3);
 }
 
-TEST(MemloomRunFaults, KillRankIsRepeatable) {
-  LauncherRun run =
-      run_memloom_run(sh_job({"-n", "3", "--grace", "0.5", "--kill-rank", "2", "--kill-after",
-                              "0.2", "--kill-rank", "0", "--kill-after", "0.3"},
-                             "exec sleep 30"));
+TEST(MemloomRunFaults, KillRankIsRepeatableAndKeepsItsOrder) {
+  // Rank 1 dies later than rank 3; ranks 2 and 0 die at the same moment, in the order given.
+  LauncherRun run = run_memloom_run(
+      sh_job({"-n", "4", "--grace", "0.5", "--kill-rank", "1", "--kill-after", "0.35",
+              "--kill-rank", "2", "--kill-after", "0.2", "--kill-rank", "0", "--kill-after", "0.2"},
+             "exec sleep 30"));
   EXPECT_EQ(run.exit_code, 137) << describe(run);
-  EXPECT_NE(run.err.find("SIGKILL to rank 2 after 0.2 s"), std::string::npos) << run.err;
-  EXPECT_NE(run.err.find("SIGKILL to rank 0 after 0.3 s"), std::string::npos) << run.err;
-  EXPECT_NE(run.err.find("rank 2 failed first"), std::string::npos) << run.err;
-  expect_job_cleaned_up(run, 3);
+  size_t rank2 = run.err.find("SIGKILL to rank 2 after 0.2 s");
+  size_t rank0 = run.err.find("SIGKILL to rank 0 after 0.2 s");
+  size_t rank1 = run.err.find("SIGKILL to rank 1 after 0.35 s");
+  ASSERT_NE(rank2, std::string::npos) << run.err;
+  ASSERT_NE(rank0, std::string::npos) << run.err;
+  ASSERT_NE(rank1, std::string::npos) << run.err;
+  EXPECT_LT(rank2, rank0);
+  EXPECT_LT(rank0, rank1);
+  EXPECT_NE(run.err.find("rank 2 failed first: killed by signal 9"), std::string::npos) << run.err;
+  expect_job_cleaned_up(run, 4);
 }
 
 TEST(MemloomRunFaults, SigtermToLauncherIsForwardedThenEscalated) {

@@ -50,7 +50,11 @@ TEST(BmApi, CallsBeforeInitFailWithClearCodes) {
   EXPECT_SMEM_FAILS(smem_bm_init("tcp://127.0.0.1:1", 2, 0, &config), SMEM_INVALID_PARAM,
                     "rankId 2");
   config.rankId = 0;
-  config.storeTlsConfig.tlsEnable = true;
+  config.storeTlsConfig.tlsEnable = true;  // without its files (tests/tls covers store TLS)
+  EXPECT_SMEM_FAILS(smem_bm_init("tcp://127.0.0.1:1", 2, 0, &config), SMEM_INVALID_PARAM,
+                    "storeTlsConfig.caPath");
+  config.storeTlsConfig.tlsEnable = false;
+  config.hcomTlsConfig.tlsEnable = true;
   EXPECT_SMEM_FAILS(smem_bm_init("tcp://127.0.0.1:1", 2, 0, &config), SMEM_NOT_IMPLEMENTED, "TLS");
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "tests/smem/shm_test_util.h"
 
@@ -331,6 +332,39 @@ TEST(ShmCollectives, AllgatherSizeMismatchFailsEveryRank) {
     EXPECT_SMEM_FAILS(smem_shm_control_allgather(shm, send, 16, receive, ctx.rank == 1 ? 16 : 32),
                       SMEM_INVALID_PARAM, "recvSize");
     ASSERT_SMEM_OK(smem_shm_control_allgather(shm, send, 16, receive, 32));
+    ASSERT_SMEM_OK(smem_shm_destroy(shm, 0));
+    smem_shm_uninit(0);
+  });
+  EXPECT_ALL_RANKS_PASS(results);
+}
+
+// Payloads above 64 KiB per rank take the allgather's two-step path (argument checks, then the
+// data straight into recvBuf); it must gather correctly and fail every rank alike too.
+TEST(ShmCollectives, LargeAllgatherGathersAndChecksArguments) {
+  auto results = run_ranks(ranks_on_nodes(3, 2), [](const RankContext& ctx) {
+    ASSERT_SMEM_OK(shm_init_rank(ctx, 5));
+    void* gva = nullptr;
+    smem_shm_t shm = smem_shm_create(3, 3, ctx.rank, kSymmetric, SMEMS_DATA_OP_MTE, 0, &gva);
+    ASSERT_NE(shm, nullptr) << smem_get_last_err_msg();
+    constexpr uint32_t kBlock = 96 * 1024;
+    std::vector<char> send(kBlock), receive(3 * kBlock);
+    for (uint32_t i = 0; i < kBlock; ++i) send[i] = static_cast<char>(ctx.rank * 31 + i % 251);
+    ASSERT_SMEM_OK(
+        smem_shm_control_allgather(shm, send.data(), kBlock, receive.data(), 3 * kBlock));
+    for (int r = 0; r < 3; ++r) {
+      for (uint32_t i = 0; i < kBlock; i += 997) {
+        ASSERT_EQ(receive[r * kBlock + i], static_cast<char>(r * 31 + i % 251)) << r << " " << i;
+      }
+    }
+    EXPECT_SMEM_FAILS(smem_shm_control_allgather(shm, send.data(), kBlock, receive.data(),
+                                                 ctx.rank == 2 ? 2 * kBlock : 3 * kBlock),
+                      SMEM_INVALID_PARAM, "recvSize");
+    EXPECT_SMEM_FAILS(
+        smem_shm_control_allgather(shm, send.data(), ctx.rank == 1 ? kBlock - 8 : kBlock,
+                                   receive.data(), 3 * kBlock),
+        SMEM_INVALID_PARAM, "disagree on sendSize");
+    ASSERT_SMEM_OK(
+        smem_shm_control_allgather(shm, send.data(), kBlock, receive.data(), 3 * kBlock));
     ASSERT_SMEM_OK(smem_shm_destroy(shm, 0));
     smem_shm_uninit(0);
   });

@@ -93,6 +93,19 @@ TEST(StoreClient, ConnectGivesUpAtItsTimeoutWhenNoServerListens) {
   EXPECT_LT(waited, 1500ms);
 }
 
+TEST_F(StoreTest, ZeroConnectTimeoutTriesOnce) {
+  ClientOptions options = quick_client_options();
+  options.connect_timeout = 0ms;
+  auto client = Client::connect(server_->url(), options);
+  client->set("once", "ok");
+  auto start = Clock::now();
+  EXPECT_EQ(status_of([&] {
+              Client::connect("tcp://127.0.0.1:" + std::to_string(unused_port()), options);
+            }),
+            Status::kCommunication);
+  EXPECT_LT(Clock::now() - start, 1500ms);
+}
+
 TEST(StoreClient, ConnectRetriesUntilTheServerIsUp) {
   uint16_t port = unused_port();
   std::string url = "tcp://127.0.0.1:" + std::to_string(port);
@@ -133,11 +146,11 @@ TEST_F(StoreTest, ServerStopFailsPendingAndLaterCallsWithCommunication) {
   EXPECT_EQ(server_->connection_count(), 0u);
 }
 
-// Accepts one connection, answers the hello, then reads and ignores everything: a server that
-// froze without closing its sockets.
-class FrozenServer {
+// Accepts one connection, answers the hello, sends `after_hello` (nothing: a server that froze
+// without closing its sockets), then reads and ignores everything.
+class FakeServer {
  public:
-  FrozenServer() {
+  explicit FakeServer(std::string after_hello = "") : after_hello_(std::move(after_hello)) {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -149,7 +162,7 @@ class FrozenServer {
     port_ = ntohs(address.sin_port);
     thread_ = std::thread([this] { serve(); });
   }
-  ~FrozenServer() {
+  ~FakeServer() {
     stop_ = true;
     thread_.join();
     ::close(listen_fd_);
@@ -182,12 +195,14 @@ class FrozenServer {
                 .u64(4096)
                 .u64(1 << 20)
                 .finish();
+        reply += after_hello_;
         ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
         answered = true;
       }
     }
     if (fd >= 0) ::close(fd);
   }
+  std::string after_hello_;
   int listen_fd_ = -1;
   uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
@@ -195,7 +210,7 @@ class FrozenServer {
 };
 
 TEST(StoreClient, FrozenServerIsDetectedByMissingHeartbeatReplies) {
-  FrozenServer frozen;
+  FakeServer frozen;
   ClientOptions options = quick_client_options();
   options.heartbeat_interval = 50ms;
   options.heartbeat_timeout = 300ms;
@@ -204,6 +219,21 @@ TEST(StoreClient, FrozenServerIsDetectedByMissingHeartbeatReplies) {
   EXPECT_EQ(status_of([&] { client->get("k", 10000ms); }), Status::kCommunication);
   EXPECT_LT(Clock::now() - start, 1500ms);
   EXPECT_FALSE(client->connected());
+}
+
+TEST(StoreClient, MalformedServerFramesCloseTheConnection) {
+  using protocol::FrameWriter;
+  using protocol::MessageType;
+  std::string unknown_event_kind =
+      FrameWriter(MessageType::kEvent, 0).u64(1).u8(9).str("").str("").i64(0).str("").finish();
+  for (const std::string& bad :
+       {std::string(40, '\x5A'), FrameWriter(MessageType::kSet, 1).finish(), unknown_event_kind,
+        FrameWriter(MessageType::kEvent, 0).u64(1).finish()}) {
+    FakeServer server(bad);
+    auto client = Client::connect(server.url(), quick_client_options());
+    EXPECT_TRUE(eventually([&] { return !client->connected(); }, 2000ms));
+    EXPECT_EQ(status_of([&] { client->get("k", 0ms); }), Status::kCommunication);
+  }
 }
 
 TEST_F(StoreTest, DestroyingAClientWithCallsInFlightFailsThemCleanly) {

@@ -144,9 +144,9 @@ TEST_F(StoreOperations, ValuesGrownByAppendPastTheFrameLimitCanStillBeReadAndWat
   options.max_frame_bytes = 4096;
   options.max_value_bytes = 64 * 1024;
   start_server(options);
+  EventLog log;
   auto client = connect();
   auto watcher = connect();
-  EventLog log;
   watcher->watch_key("grown", log.callback());
   std::string chunk(3000, 'g');
   for (int i = 0; i < 20; ++i) client->append("grown", chunk);

@@ -17,9 +17,9 @@ using Clock = std::chrono::steady_clock;
 class StoreWatch : public StoreTest {};
 
 TEST_F(StoreWatch, KeyWatchReportsEveryChangeAndRemoval) {
+  EventLog log;  // declared first: it must outlive the client whose callbacks write to it
   auto watcher = connect();
   auto writer = connect();
-  EventLog log;
   watcher->watch_key("w/key", log.callback());
   writer->set("w/other", "not watched");
   writer->set("w/key", "v1");
@@ -44,9 +44,9 @@ TEST_F(StoreWatch, KeyWatchReportsEveryChangeAndRemoval) {
 }
 
 TEST_F(StoreWatch, NoEventsAfterUnwatch) {
+  EventLog watched, marker;
   auto watcher = connect();
   auto writer = connect();
-  EventLog watched, marker;
   WatchId id = watcher->watch_key("u/key", watched.callback());
   watcher->watch_key("u/marker", marker.callback());
   writer->set("u/key", "1");
@@ -61,9 +61,9 @@ TEST_F(StoreWatch, NoEventsAfterUnwatch) {
 }
 
 TEST_F(StoreWatch, FailedOperationsDoNotNotify) {
+  EventLog watched, marker;
   auto watcher = connect();
   auto writer = connect();
-  EventLog watched, marker;
   watcher->watch_key("f/key", watched.callback());
   watcher->watch_key("f/marker", marker.callback());
   writer->set("f/key", "a");
@@ -75,11 +75,11 @@ TEST_F(StoreWatch, FailedOperationsDoNotNotify) {
 }
 
 TEST_F(StoreWatch, CallbackMayUnwatchItselfAndCallTheClient) {
-  auto watcher = connect();
-  auto writer = connect();
   std::atomic<int> calls{0};
   std::atomic<WatchId> id{0};
   EventLog done;
+  auto watcher = connect();
+  auto writer = connect();
   watcher->watch_key("cb/done", done.callback());
   id = watcher->watch_key("cb/key", [&](const WatchEvent& event) {
     ++calls;
@@ -97,8 +97,8 @@ TEST_F(StoreWatch, CallbackMayUnwatchItselfAndCallTheClient) {
 }
 
 TEST_F(StoreWatch, RankDownIsSentWhenAClientDisconnects) {
-  auto watcher = connect();
   EventLog log;
+  auto watcher = connect();
   watcher->watch_rank_down("groupA", log.callback());
   ClientOptions options = quick_client_options();
   options.rank = 5;
@@ -120,8 +120,8 @@ TEST_F(StoreWatch, RankDownIsSentWhenAClientDisconnects) {
 }
 
 TEST_F(StoreWatch, HeartbeatsKeepAnIdleClientAlive) {
-  auto watcher = connect();
   EventLog log;
+  auto watcher = connect();
   watcher->watch_rank_down("idle", log.callback());
   ClientOptions options = quick_client_options();
   options.rank = 1;
@@ -151,13 +151,13 @@ void expect_rank_down_after(int signal_number, std::chrono::milliseconds at_leas
         client_options.group = rank.job_id;
         client_options.heartbeat_interval = 100ms;
         client_options.heartbeat_timeout = 500ms;
+        EventLog log;
         auto client = Client::connect(rank.store_url, client_options);
         if (rank.rank == 1) {
           client->set(keys("pid"), std::to_string(::getpid()));
           std::this_thread::sleep_for(20000ms);  // until rank 0 stops us
           return;
         }
-        EventLog log;
         client->watch_rank_down(rank.job_id, log.callback());
         auto pid = client->get(keys("pid"), 10000ms);
         ASSERT_TRUE(pid.has_value());

@@ -17,6 +17,9 @@ std::string last_error() {
 
 class TransBadInput : public ::testing::Test {
  protected:
+  // Instances go before the memory they serve (members are destroyed after TearDown).
+  void TearDown() override { smem_trans_uninit(0); }
+
   void SetUp() override {
     config_ = make_config(SMEM_TRANS_BOTH);
     receiver_id_ = free_unique_id();

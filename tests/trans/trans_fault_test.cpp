@@ -176,10 +176,11 @@ TEST(TransFaultStall, AStalledRemotePeerTimesOutAtTheDeadline) {
   options.nodes = 2;
   options.timeout = std::chrono::seconds(60);
   auto results = testing::run_ranks(options, [](const testing::RankContext& context) {
-    auto client = store::Client::connect(context.store_url);
     if (context.rank == 1) {
       const std::string victim_id = free_unique_id();
-      pid_t victim = start_victim(context.store_url, victim_id, "victim/address");
+      pid_t victim =
+          start_victim(context.store_url, victim_id, "victim/address");  // before any thread
+      auto client = store::Client::connect(context.store_url);
       publish(*client, "victim/id", victim_id);
       await(*client, "stop");
       ::kill(victim, SIGSTOP);
@@ -189,6 +190,7 @@ TEST(TransFaultStall, AStalledRemotePeerTimesOutAtTheDeadline) {
       ::waitpid(victim, nullptr, 0);
       return;
     }
+    auto client = store::Client::connect(context.store_url);
     smem_trans_t sender = create_instance(context.store_url, free_unique_id(), SMEM_TRANS_SENDER);
     const std::string victim_id = await(*client, "victim/id");
     uint8_t* memory = parse_address(await(*client, "victim/address"));

@@ -18,6 +18,7 @@ namespace {
 struct Layout {
   int ranks;
   int nodes;
+  bool staged = false;  // through host buffers and stream copies, as on the CUDA backend
 };
 
 constexpr size_t kBytes = 4u << 20;  // per rank: first half written by the previous rank
@@ -132,6 +133,7 @@ TEST_P(TransMultiProcess, EveryRankWritesAndReadsItsPeersByteExact) {
   options.ranks = GetParam().ranks;
   options.nodes = GetParam().nodes;
   options.timeout = std::chrono::seconds(90);
+  if (GetParam().staged) options.env["MEMLOOM_TRANS_STAGING"] = "1";
   const uint64_t seed = fresh_seed();
   auto results = testing::run_ranks(
       options, [&](const testing::RankContext& context) { run_rank(context, seed); });
@@ -140,10 +142,12 @@ TEST_P(TransMultiProcess, EveryRankWritesAndReadsItsPeersByteExact) {
 
 INSTANTIATE_TEST_SUITE_P(Layouts, TransMultiProcess,
                          ::testing::Values(Layout{2, 1}, Layout{2, 2}, Layout{4, 1}, Layout{4, 2},
-                                           Layout{8, 1}, Layout{8, 2}),
+                                           Layout{8, 1}, Layout{8, 2}, Layout{4, 1, true},
+                                           Layout{4, 2, true}),
                          [](const auto& info) {
                            return std::to_string(info.param.ranks) + "Ranks" +
-                                  std::to_string(info.param.nodes) + "Nodes";
+                                  std::to_string(info.param.nodes) + "Nodes" +
+                                  (info.param.staged ? "Staged" : "");
                          });
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Registration is cheap and repeatable, and deregistration really stops peers from writing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -16,10 +17,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-class TransRegistration : public ::testing::TestWithParam<uint32_t> {
+class TransRegistration : public ::testing::TestWithParam<PathMode> {
  protected:
+  // Instances go before the memory they serve (members are destroyed after TearDown).
+  void TearDown() override {
+    smem_trans_uninit(0);
+    use_path(PathMode::kDirect);
+  }
+
   void SetUp() override {
-    smem_trans_config_t config = make_config(SMEM_TRANS_BOTH, GetParam());
+    use_path(GetParam());
+    smem_trans_config_t config = make_config(SMEM_TRANS_BOTH, data_ops_for(GetParam()));
     receiver_id_ = free_unique_id();
     receiver_ = smem_trans_create(env_.store_url().c_str(), receiver_id_.c_str(), &config);
     sender_ = smem_trans_create(env_.store_url().c_str(), free_unique_id().c_str(), &config);
@@ -48,11 +56,9 @@ TEST_P(TransRegistration, TenThousandCyclesNeitherSlowDownNorLeak) {
     }
     return Clock::now() - start;
   };
-  Clock::duration first_block{}, last_block{};
+  std::vector<Clock::duration> blocks;
   for (int block = 0; block < 10; ++block) {
-    auto took = cycles(1000, block * 1000);
-    if (block == 0) first_block = took;
-    if (block == 9) last_block = took;
+    blocks.push_back(cycles(1000, block * 1000));
     // A peer keeps seeing the current state between blocks.
     ASSERT_EQ(smem_trans_register_mem(receiver_, region.data(), region.size(), 0), SMEM_SUCCESS);
     fill_random(data.data(), data.size(), fresh_seed());
@@ -68,14 +74,21 @@ TEST_P(TransRegistration, TenThousandCyclesNeitherSlowDownNorLeak) {
   auto us = [](Clock::duration d) {
     return static_cast<long long>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
   };
-  std::printf("register+deregister x1000: first block %lld us, last block %lld us\n",
+  // The fastest of the first and of the last three blocks: robust against a busy machine.
+  auto first_block = std::min({blocks[0], blocks[1], blocks[2]});
+  auto last_block = std::min({blocks[7], blocks[8], blocks[9]});
+  std::printf("register+deregister x1000: first blocks %lld us, last blocks %lld us\n",
               us(first_block), us(last_block));
-  // Cheap (under 100 us a cycle even on a loaded machine) and no slower at the end than at the
-  // start.
-  EXPECT_LT(us(first_block), 100000);
+  // Cheap (under a millisecond a cycle even on a loaded machine or under a sanitizer; a few
+  // hundred nanoseconds normally) and no slower at the end than at the start.
+  EXPECT_LT(us(first_block), 1000000);
   EXPECT_LT(us(last_block), 3 * us(first_block) + 5000);
   EXPECT_LE(open_fd_count(), fds_before + 2);  // peers' pooled connections may come and go
+#ifndef __SANITIZE_ADDRESS__  // AddressSanitizer's quarantine keeps freed memory on purpose
   EXPECT_LT(resident_bytes(), rss_before + (4u << 20));
+#else
+  (void)rss_before;
+#endif
 }
 
 TEST_P(TransRegistration, ManyRegionsAtOnceAllOrNone) {
@@ -132,11 +145,8 @@ TEST_P(TransRegistration, DeregistrationStopsConcurrentWriters) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, TransRegistration,
-                         ::testing::Values(uint32_t{SMEMB_DATA_OP_SDMA},
-                                           uint32_t{SMEMB_DATA_OP_HOST_TCP}),
-                         [](const auto& info) {
-                           return info.param == SMEMB_DATA_OP_SDMA ? "Direct" : "Tcp";
-                         });
+                         ::testing::Values(PathMode::kDirect, PathMode::kTcp, PathMode::kStaged),
+                         [](const auto& info) { return path_name(info.param); });
 
 }  // namespace
 }  // namespace memloom::trans_test

@@ -16,10 +16,17 @@
 namespace memloom::trans_test {
 namespace {
 
-class TransStream : public ::testing::TestWithParam<uint32_t> {
+class TransStream : public ::testing::TestWithParam<PathMode> {
  protected:
+  // Instances go before the memory they serve (members are destroyed after TearDown).
+  void TearDown() override {
+    smem_trans_uninit(0);
+    use_path(PathMode::kDirect);
+  }
+
   void SetUp() override {
-    smem_trans_config_t config = make_config(SMEM_TRANS_BOTH, GetParam());
+    use_path(GetParam());
+    smem_trans_config_t config = make_config(SMEM_TRANS_BOTH, data_ops_for(GetParam()));
     receiver_id_ = free_unique_id();
     receiver_ = smem_trans_create(env_.store_url().c_str(), receiver_id_.c_str(), &config);
     sender_ = smem_trans_create(env_.store_url().c_str(), free_unique_id().c_str(), &config);
@@ -118,11 +125,8 @@ TEST_P(TransStream, QueuedTransfersOutliveTheHandle) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, TransStream,
-                         ::testing::Values(uint32_t{SMEMB_DATA_OP_SDMA},
-                                           uint32_t{SMEMB_DATA_OP_HOST_TCP}),
-                         [](const auto& info) {
-                           return info.param == SMEMB_DATA_OP_SDMA ? "Direct" : "Tcp";
-                         });
+                         ::testing::Values(PathMode::kDirect, PathMode::kTcp, PathMode::kStaged),
+                         [](const auto& info) { return path_name(info.param); });
 
 }  // namespace
 }  // namespace memloom::trans_test

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -50,6 +51,22 @@ smem_trans_config_t make_config(smem_trans_role_t role, uint32_t data_ops, uint3
   config.dataOpType = static_cast<smem_bm_data_op_type>(data_ops);
   config.initTimeout = timeout_s;
   return config;
+}
+
+uint32_t data_ops_for(PathMode mode) {
+  return mode == PathMode::kTcp ? SMEMB_DATA_OP_HOST_TCP : SMEMB_DATA_OP_SDMA;
+}
+
+void use_path(PathMode mode) {
+  if (mode == PathMode::kStaged) {
+    ::setenv("MEMLOOM_TRANS_STAGING", "1", 1);
+  } else {
+    ::unsetenv("MEMLOOM_TRANS_STAGING");
+  }
+}
+
+std::string path_name(PathMode mode) {
+  return mode == PathMode::kDirect ? "Direct" : mode == PathMode::kTcp ? "Tcp" : "Staged";
 }
 
 void fill_random(void* data, size_t size, uint64_t seed) {

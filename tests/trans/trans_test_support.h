@@ -23,6 +23,14 @@ smem_trans_config_t make_config(smem_trans_role_t role,
                                 uint32_t data_ops = SMEMB_DATA_OP_SDMA | SMEMB_DATA_OP_HOST_TCP,
                                 uint32_t timeout_s = 10);
 
+// The data paths tests run over: direct same-node copies, TCP, and TCP through host buffers with
+// stream copies (the CUDA backend's path, forced on the emulated one by MEMLOOM_TRANS_STAGING).
+enum class PathMode { kDirect, kTcp, kStaged };
+uint32_t data_ops_for(PathMode mode);
+// Sets or clears MEMLOOM_TRANS_STAGING for instances created from now on.
+void use_path(PathMode mode);
+std::string path_name(PathMode mode);
+
 // Bytes from a seeded generator: every process can compute any other's data.
 std::vector<uint8_t> random_bytes(size_t size, uint64_t seed);
 void fill_random(void* data, size_t size, uint64_t seed);

@@ -2,6 +2,8 @@
 // (cross-memory attach for user memory, mapping for smem_trans_malloc memory) and TCP.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <atomic>
 #include <cstring>
 #include <random>
@@ -18,14 +20,22 @@ namespace {
 struct PathCase {
   const char* name;
   uint32_t data_ops;
-  bool malloc_target;  // the receiver's memory comes from smem_trans_malloc
+  bool malloc_target;   // the receiver's memory comes from smem_trans_malloc
+  bool staged = false;  // bytes through host buffers and stream copies (the CUDA backend's way)
 };
 
 class TransTransfer : public ::testing::TestWithParam<PathCase> {
  protected:
   static constexpr size_t kTargetBytes = 96u << 20;
 
+  // Instances go before the memory they serve (members are destroyed after TearDown).
+  void TearDown() override {
+    smem_trans_uninit(0);
+    ::unsetenv("MEMLOOM_TRANS_STAGING");
+  }
+
   void SetUp() override {
+    if (GetParam().staged) ::setenv("MEMLOOM_TRANS_STAGING", "1", 1);
     smem_trans_config_t config = make_config(SMEM_TRANS_BOTH, GetParam().data_ops);
     receiver_id_ = free_unique_id();
     receiver_ = smem_trans_create(env_.store_url().c_str(), receiver_id_.c_str(), &config);
@@ -196,7 +206,10 @@ INSTANTIATE_TEST_SUITE_P(Paths, TransTransfer,
                          ::testing::Values(PathCase{"CrossMemoryAttach", SMEMB_DATA_OP_SDMA, false},
                                            PathCase{"MappedMalloc", SMEMB_DATA_OP_SDMA, true},
                                            PathCase{"Tcp", SMEMB_DATA_OP_HOST_TCP, false},
-                                           PathCase{"TcpIntoMalloc", SMEMB_DATA_OP_HOST_TCP, true}),
+                                           PathCase{"TcpIntoMalloc", SMEMB_DATA_OP_HOST_TCP, true},
+                                           PathCase{"Staged", SMEMB_DATA_OP_SDMA, false, true},
+                                           PathCase{"StagedIntoMalloc", SMEMB_DATA_OP_HOST_TCP,
+                                                    true, true}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -156,9 +156,10 @@ TEST(WholeMemoryCommunicator, RefusesBadInput) {
               wholememory_communicator_get_clique_info(&clique, garbage));
     EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT, wholememory_communicator_barrier(garbage));
     EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT, wholememory_destroy_communicator(garbage));
+    EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT, wm_c_support_type_location(comm, 9, WHOLEMEMORY_ML_HOST));
     EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT,
-              wholememory_communicator_support_type_location(
-                  comm, static_cast<wholememory_memory_type_t>(9), WHOLEMEMORY_ML_HOST));
+              wm_c_support_type_location(comm, WHOLEMEMORY_MT_CHUNKED, -1));
+    EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT, wm_c_set_distributed_backend(comm, 3));
     EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT,
               wholememory_communicator_set_distributed_backend(comm, WHOLEMEMORY_DB_NONE));
     EXPECT_FALSE(wholememory_is_intranode_communicator(garbage));
@@ -195,7 +196,7 @@ TEST(WholeMemoryCommunicator, RefusesBadInput) {
     WM_EXPECT_OK(wholememory_finalize());
     EXPECT_EQ(WHOLEMEMORY_LOGIC_ERROR, wholememory_create_unique_id(&fresh));
     EXPECT_EQ(WHOLEMEMORY_INVALID_VALUE, wholememory_init(3));
-    EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT, wholememory_init(0, static_cast<LogLevel>(17)));
+    EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT, wm_c_init_with_log_level(17));
     WM_EXPECT_OK(wholememory_init(0, LEVEL_WARN));
   });
   EXPECT_ALL_RANKS_PASS(results);

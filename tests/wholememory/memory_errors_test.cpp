@@ -107,12 +107,8 @@ TEST(WholeMemoryMalloc, ValuesThatCannotBeAllocatedFailOnEveryRank) {
               wholememory_malloc(&handle, 64, comm, type, host, 8, huge_plan));
     EXPECT_EQ(WHOLEMEMORY_NOT_SUPPORTED,
               wholememory_malloc(&handle, 64, comm, WHOLEMEMORY_MT_NONE, host, 8));
-    EXPECT_EQ(
-        WHOLEMEMORY_INVALID_INPUT,
-        wholememory_malloc(&handle, 64, comm, static_cast<wholememory_memory_type_t>(42), host, 8));
-    EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT,
-              wholememory_malloc(&handle, 64, comm, type,
-                                 static_cast<wholememory_memory_location_t>(7), 8));
+    EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT, wm_c_malloc(&handle, 64, comm, 42, host, 8));
+    EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT, wm_c_malloc(&handle, 64, comm, type, 7, 8));
     // 64 TiB per rank exhausts any device.
     EXPECT_EQ(WHOLEMEMORY_OUT_OF_MEMORY,
               wholememory_malloc(&handle, size_t{1} << 47, comm, WHOLEMEMORY_MT_DISTRIBUTED,

@@ -12,6 +12,15 @@
 #include "tests/support/multi_process.h"
 #include "wholememory/wholememory.h"
 
+// Defined in c_header_check.c: calls with enum arguments outside their enums, made from C.
+extern "C" {
+int wm_c_init_with_log_level(int level);
+int wm_c_support_type_location(wholememory_comm_t comm, int type, int location);
+int wm_c_set_distributed_backend(wholememory_comm_t comm, int backend);
+int wm_c_malloc(wholememory_handle_t* handle, size_t total_size, wholememory_comm_t comm, int type,
+                int location, size_t granularity);
+}
+
 namespace memloom::wmtest {
 
 using RankBody = std::function<void(const testing::RankContext&, wholememory_comm_t)>;

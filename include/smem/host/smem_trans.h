@@ -7,7 +7,9 @@
  * - Paths: a peer on the same node (MEMLOOM_NODE, else the host) is copied to directly (mapped
  *   smem_trans_malloc memory, else Linux cross-memory attach) when dataOpType has
  *   SMEMB_DATA_OP_SDMA; otherwise, and for peers on other nodes, bytes stream over TCP to the
- * peer's data server when dataOpType has any of HOST_TCP, HOST_RDMA, HOST_URMA or DEVICE_RDMA.
+ *   peer's data server when dataOpType has any of HOST_TCP, HOST_RDMA, HOST_URMA or DEVICE_RDMA.
+ *   On the CUDA backend registered memory may be device memory, which the CPU cannot address:
+ *   there every transfer goes through the data servers, staged in host buffers by stream copies.
  * - Roles: SENDER and BOTH initiate reads and writes; RECEIVER and BOTH serve their registered
  *   memory to peers.
  * - Every int32_t function returns 0 on success and a negative SMEM_* code on failure; the reason

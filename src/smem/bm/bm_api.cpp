@@ -10,6 +10,7 @@
 #include "src/smem/bm/bm_object.h"
 #include "src/smem/smem_facade.h"
 #include "src/smem/smem_world.h"
+#include "src/smem/store_tls.h"
 
 namespace memloom::smem {
 namespace {
@@ -124,16 +125,21 @@ int32_t smem_bm_init(const char* storeURL, uint32_t worldSize, uint16_t deviceId
         "rankId " + std::to_string(effective.rankId) + " is out of range [0, " +
             std::to_string(worldSize) + ")");
     check_string_field("hcomUrl", effective.hcomUrl, sizeof(effective.hcomUrl));
-    if (effective.storeTlsConfig.tlsEnable || effective.hcomTlsConfig.tlsEnable) {
+    if (effective.hcomTlsConfig.tlsEnable) {
       raise(Status::kNotImplemented,
-            "TLS for the config store and the transport is not implemented yet");
+            "TLS for the transport (hcomTlsConfig) is not implemented yet");
+    }
+    // Without storeTlsConfig.tlsEnable the process-wide setting (smem_set_conf_store_tls) applies.
+    memloom::store::TlsSetting store_tls;
+    if (effective.storeTlsConfig.tlsEnable) {
+      store_tls = memloom::store::TlsSetting::use(tls_config_from(effective.storeTlsConfig));
     }
 
     BmState& bm = state();
     std::lock_guard<std::mutex> lock(bm.mutex);
     if (bm.world) raise_repeat_call("smem_bm_init was already called (call smem_bm_uninit first)");
     if (effective.startConfigStoreOnly) {
-      bm.world = SmemWorld::serve_only(storeURL);
+      bm.world = SmemWorld::serve_only(storeURL, store_tls);
     } else {
       WorldOptions options;
       options.api = "bm";
@@ -144,6 +150,7 @@ int32_t smem_bm_init(const char* storeURL, uint32_t worldSize, uint16_t deviceId
       options.start_server =
           effective.startConfigStoreServer && (effective.autoRanking || effective.rankId == 0);
       options.deadline = memloom::Deadline::after(seconds(effective.initTimeout));
+      options.store_tls = store_tls;
       bm.world = SmemWorld::join(options);
     }
     bm.config = effective;

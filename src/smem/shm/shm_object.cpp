@@ -52,6 +52,43 @@ void validate(const ShmCreateArgs& args) {
   }
 }
 
+// Up to this many bytes per rank, smem_shm allgathers carry their argument checks and their data
+// in one collective; beyond it, the extra staging copy would cost more than a second collective.
+constexpr uint32_t kFusedAllgatherBytes = 64u * 1024u;
+
+// What every rank of an allgather tells the others about its arguments.
+struct ArgumentCheck {
+  uint64_t send_size;
+  uint64_t receive_fits;  // 1 when recvSize >= sendSize * rankSize
+};
+
+// Throws the same error on every rank when any rank's arguments are wrong; `gathered` holds every
+// rank's ArgumentCheck, `stride` bytes apart.
+void check_arguments(const core::Group& group, const ArgumentCheck& mine, uint32_t recv_size,
+                     const void* gathered, size_t stride) {
+  if (mine.receive_fits == 0) {
+    raise(Status::kInvalidInput,
+          "recvSize " + std::to_string(recv_size) + " is smaller than sendSize * rankSize = " +
+              std::to_string(mine.send_size * static_cast<uint64_t>(group.size())));
+  }
+  for (int r = 0; r < group.size(); ++r) {
+    ArgumentCheck theirs{};
+    std::memcpy(&theirs, static_cast<const std::byte*>(gathered) + static_cast<size_t>(r) * stride,
+                sizeof(theirs));
+    if (theirs.send_size != mine.send_size) {
+      raise(Status::kInvalidInput,
+            "ranks disagree on sendSize: this rank (" + std::to_string(group.rank()) + ") passed " +
+                std::to_string(mine.send_size) + ", rank " + std::to_string(r) + " passed " +
+                std::to_string(theirs.send_size));
+    }
+    if (theirs.receive_fits == 0) {
+      raise(Status::kInvalidInput, "rank " + std::to_string(r) + "'s recvSize is too small for " +
+                                       std::to_string(group.size()) + " x " +
+                                       std::to_string(mine.send_size) + " bytes");
+    }
+  }
+}
+
 }  // namespace
 
 ShmObject::ShmObject(uint32_t id, std::shared_ptr<core::Group> group,
@@ -167,32 +204,41 @@ void ShmObject::allgather_on(core::Group& group, const void* send, uint32_t send
                              uint32_t recv_size, Deadline deadline) {
   MEMLOOM_CHECK_ARG(send != nullptr && recv != nullptr, "sendBuf or recvBuf is null");
   MEMLOOM_CHECK_ARG(send_size > 0, "sendSize must be positive");
-  // One small exchange first: every rank learns every send size and whether every receive buffer
-  // is large enough, so a bad argument on one rank fails all ranks at once instead of hanging them.
+  // Every rank must learn every send size and whether every receive buffer is large enough, so a
+  // bad argument on one rank fails all ranks at once instead of hanging them.
   const uint64_t needed = uint64_t(send_size) * static_cast<uint64_t>(group.size());
-  const uint64_t mine[2] = {send_size, recv_size >= needed ? 1u : 0u};
-  std::vector<uint64_t> all(2 * static_cast<size_t>(group.size()));
-  group.collectives().allgather(mine, all.data(), sizeof(mine), deadline);
-  if (mine[1] == 0) {
-    raise(Status::kInvalidInput,
-          "recvSize " + std::to_string(recv_size) +
-              " is smaller than sendSize * rankSize = " + std::to_string(needed));
+  const ArgumentCheck mine{send_size, recv_size >= needed ? 1u : 0u};
+  const size_t ranks = static_cast<size_t>(group.size());
+  if (send_size > kFusedAllgatherBytes) {
+    // Large payloads: a small exchange of the checks first, then the data straight into recv.
+    std::vector<ArgumentCheck> all(ranks);
+    group.collectives().allgather(&mine, all.data(), sizeof(mine), deadline);
+    check_arguments(group, mine, recv_size, all.data(), sizeof(ArgumentCheck));
+    group.collectives().allgather(send, recv, send_size, deadline);
+    return;
   }
-  for (int r = 0; r < group.size(); ++r) {
-    const uint64_t size = all[2 * static_cast<size_t>(r)], ok = all[2 * static_cast<size_t>(r) + 1];
-    if (size != send_size) {
-      raise(Status::kInvalidInput, "ranks disagree on sendSize: this rank (" +
-                                       std::to_string(group.rank()) + ") passed " +
-                                       std::to_string(send_size) + ", rank " + std::to_string(r) +
-                                       " passed " + std::to_string(size));
-    }
-    if (ok == 0) {
-      raise(Status::kInvalidInput, "rank " + std::to_string(r) + "'s recvSize is too small for " +
-                                       std::to_string(group.size()) + " x " +
-                                       std::to_string(send_size) + " bytes");
-    }
+  // Small payloads (the latency-bound case): the checks travel in front of the data, so one
+  // collective does the work of two. Ranks passing different sizes give blocks of different
+  // sizes, which the collective itself refuses on every rank.
+  const size_t block = sizeof(ArgumentCheck) + send_size;
+  std::vector<std::byte> out(block), all(block * ranks);
+  std::memcpy(out.data(), &mine, sizeof(mine));
+  std::memcpy(out.data() + sizeof(mine), send, send_size);
+  try {
+    group.collectives().allgather(out.data(), all.data(), block, deadline);
+  } catch (const Error& error) {
+    if (error.status() != Status::kInvalidInput) throw;
+    raise(Status::kInvalidInput, "ranks disagree on sendSize or are out of step (this rank (" +
+                                     std::to_string(group.rank()) + ") passed sendSize " +
+                                     std::to_string(send_size) + "; each rank's block carries " +
+                                     std::to_string(sizeof(ArgumentCheck)) +
+                                     " more bytes of argument checks): " + error.what());
   }
-  group.collectives().allgather(send, recv, send_size, deadline);
+  check_arguments(group, mine, recv_size, all.data(), block);
+  for (size_t r = 0; r < ranks; ++r) {
+    std::memcpy(static_cast<std::byte*>(recv) + r * send_size,
+                all.data() + r * block + sizeof(ArgumentCheck), send_size);
+  }
 }
 
 void ShmObject::allgather(const void* send, uint32_t send_size, void* recv, uint32_t recv_size) {

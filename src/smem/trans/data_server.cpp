@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -37,12 +38,13 @@ bool wait_ready(int fd, short events, Deadline deadline, int stop_fd) {
 }  // namespace
 
 DataServer::DataServer(UniqueFd listener, ServerIdentity identity, RegionTable& regions,
-                       std::chrono::milliseconds io_timeout)
+                       std::chrono::milliseconds io_timeout, int staging_device)
     : listener_(std::move(listener)),
       stop_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
       identity_(std::move(identity)),
       regions_(regions),
-      io_timeout_(io_timeout) {
+      io_timeout_(io_timeout),
+      staging_device_(staging_device) {
   if (!stop_fd_.valid()) raise_errno("eventfd for the transfer data server", errno);
   acceptor_ = std::thread([this] { accept_loop(); });
 }
@@ -58,7 +60,9 @@ void DataServer::stop() {
     stopped_ = true;
   }
   uint64_t one = 1;
-  (void)::write(stop_fd_.get(), &one, sizeof(one));
+  // An eventfd write only fails on counter overflow, which one write cannot cause.
+  ssize_t written = ::write(stop_fd_.get(), &one, sizeof(one));
+  (void)written;
   if (acceptor_.joinable()) acceptor_.join();
   listener_.reset();
   std::list<std::unique_ptr<Connection>> connections;
@@ -116,6 +120,7 @@ void DataServer::reap_finished() {
 void DataServer::serve(Connection& connection) {
   const int fd = connection.fd.get();
   try {
+    Staging staging;
     bool greeted = false;
     while (true) {
       wire::FrameHeader header{};
@@ -133,7 +138,7 @@ void DataServer::serve(Connection& connection) {
         keep = kind == wire::FrameKind::kHello && serve_hello(fd, header);
         greeted = true;
       } else if (kind == wire::FrameKind::kWrite || kind == wire::FrameKind::kRead) {
-        keep = serve_transfer(fd, header);
+        keep = serve_transfer(fd, header, staging);
       }
       if (!keep) break;
     }
@@ -162,7 +167,7 @@ bool DataServer::serve_hello(int fd, const wire::FrameHeader& header) {
   return true;
 }
 
-bool DataServer::serve_transfer(int fd, const wire::FrameHeader& header) {
+bool DataServer::serve_transfer(int fd, const wire::FrameHeader& header, Staging& staging) {
   if (header.op_count == 0 || header.op_count > wire::kMaxOpsPerFrame) return false;
   std::vector<wire::OpDescriptor> ops(header.op_count);
   if (!recv_exact(fd, ops.data(), ops.size() * sizeof(wire::OpDescriptor), io_deadline(),
@@ -176,7 +181,6 @@ bool DataServer::serve_transfer(int fd, const wire::FrameHeader& header) {
   }
   if (total != header.payload_bytes || total > wire::kMaxFrameBytes) return false;
   const bool is_write = header.kind == static_cast<uint32_t>(wire::FrameKind::kWrite);
-
   // Check every op before touching memory: a refused frame changes nothing.
   Status status = Status::kSuccess;
   std::string message;
@@ -209,6 +213,15 @@ bool DataServer::serve_transfer(int fd, const wire::FrameHeader& header) {
 
   std::vector<const RegionRef*> held;
   for (const auto& region : regions) held.push_back(&region);
+  if (staging_device_ >= 0) return move_staged(fd, header, ops, held, staging);
+  return move_direct(fd, header, ops, held);
+}
+
+// Sockets read and write registered memory itself; each system call holds the regions only while
+// the kernel copies what is already there.
+bool DataServer::move_direct(int fd, const wire::FrameHeader& header,
+                             const std::vector<wire::OpDescriptor>& ops,
+                             const std::vector<const RegionRef*>& held) {
   std::vector<iovec> iovs;
   iovs.reserve(ops.size());
   for (const auto& op : ops) {
@@ -216,16 +229,13 @@ bool DataServer::serve_transfer(int fd, const wire::FrameHeader& header) {
         iovec{reinterpret_cast<void*>(static_cast<uintptr_t>(op.remote_address)), op.bytes});
   }
   IovCursor cursor(std::move(iovs));
-  if (is_write) {
-    // Each receive holds the regions only while the kernel copies what has already arrived.
+  if (header.kind == static_cast<uint32_t>(wire::FrameKind::kWrite)) {
     while (!cursor.done()) {
       if (!wait_ready(fd, POLLIN, io_deadline(), stop_fd_.get())) return false;
       RegionHolds holds(regions_.slots(), held);
       if (!holds.acquired()) {
         drain(fd, cursor.remaining_bytes());
-        reply(fd, header, static_cast<int32_t>(Status::kInvalidInput),
-              "a target region of '" + identity_.unique_id +
-                  "' was deregistered during the transfer");
+        reply(fd, header, static_cast<int32_t>(Status::kInvalidInput), deregistered_message());
         return true;
       }
       recv_some(fd, cursor);
@@ -233,7 +243,7 @@ bool DataServer::serve_transfer(int fd, const wire::FrameHeader& header) {
     reply(fd, header, 0, "");
     return true;
   }
-  wire::ReplyHeader ok{wire::kReplyMagic, 0, total, header.sequence};
+  wire::ReplyHeader ok{wire::kReplyMagic, 0, header.payload_bytes, header.sequence};
   if (!send_exact(fd, &ok, sizeof(ok), io_deadline(), stop_fd_.get())) return false;
   while (!cursor.done()) {
     if (!wait_ready(fd, POLLOUT, io_deadline(), stop_fd_.get())) return false;
@@ -243,6 +253,55 @@ bool DataServer::serve_transfer(int fd, const wire::FrameHeader& header) {
     send_some(fd, cursor);
   }
   return true;
+}
+
+// The frame's bytes pass through a host buffer, moved to or from registered memory with stream
+// copies while the regions are held.
+bool DataServer::move_staged(int fd, const wire::FrameHeader& header,
+                             const std::vector<wire::OpDescriptor>& ops,
+                             const std::vector<const RegionRef*>& held, Staging& staging) {
+  if (!staging.copies) staging.copies = std::make_unique<StagedCopies>(staging_device_);
+  const uint64_t total = header.payload_bytes;
+  if (staging.buffer.size() < total) staging.buffer.resize(total);
+  char* buffer = staging.buffer.data();
+  const bool is_write = header.kind == static_cast<uint32_t>(wire::FrameKind::kWrite);
+  if (is_write && !recv_exact(fd, buffer, total, io_deadline(), stop_fd_.get())) return false;
+  {
+    RegionHolds holds(regions_.slots(), held);
+    if (!holds.acquired()) {
+      reply(fd, header, static_cast<int32_t>(Status::kInvalidInput), deregistered_message());
+      return true;
+    }
+    try {
+      uint64_t offset = 0;
+      for (const auto& op : ops) {
+        auto* memory = reinterpret_cast<char*>(static_cast<uintptr_t>(op.remote_address));
+        if (is_write) {
+          staging.copies->copy(memory, buffer + offset, op.bytes);
+        } else {
+          staging.copies->copy(buffer + offset, memory, op.bytes);
+        }
+        offset += op.bytes;
+      }
+      staging.copies->finish(io_deadline());
+    } catch (const Error& error) {
+      // Nothing of a read reply has been sent yet: the initiator gets the reason.
+      reply(fd, header, static_cast<int32_t>(error.status()),
+            "copying registered memory of '" + identity_.unique_id + "' failed: " + error.what());
+      return true;
+    }
+  }
+  if (is_write) {
+    reply(fd, header, 0, "");
+    return true;
+  }
+  wire::ReplyHeader ok{wire::kReplyMagic, 0, total, header.sequence};
+  return send_exact(fd, &ok, sizeof(ok), io_deadline(), stop_fd_.get()) &&
+         send_exact(fd, buffer, total, io_deadline(), stop_fd_.get());
+}
+
+std::string DataServer::deregistered_message() const {
+  return "a target region of '" + identity_.unique_id + "' was deregistered during the transfer";
 }
 
 void DataServer::reply(int fd, const wire::FrameHeader& header, int32_t status,

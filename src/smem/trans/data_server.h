@@ -12,9 +12,11 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "src/smem/trans/region_table.h"
 #include "src/smem/trans/socket_io.h"
+#include "src/smem/trans/staged_copies.h"
 #include "src/smem/trans/wire_format.h"
 
 namespace memloom::smem::trans {
@@ -28,9 +30,10 @@ struct ServerIdentity {
 class DataServer {
  public:
   // Serves on `listener` (from listen_on) until stop() or destruction. A connection that stays
-  // silent for io_timeout in the middle of a frame is dropped.
+  // silent for io_timeout in the middle of a frame is dropped. staging_device >= 0: registered
+  // memory is reached through stream copies on that device (staged_copies.h).
   DataServer(UniqueFd listener, ServerIdentity identity, RegionTable& regions,
-             std::chrono::milliseconds io_timeout);
+             std::chrono::milliseconds io_timeout, int staging_device = -1);
   ~DataServer();
   DataServer(const DataServer&) = delete;
   DataServer& operator=(const DataServer&) = delete;
@@ -44,11 +47,24 @@ class DataServer {
     std::atomic<bool> finished{false};
   };
 
+  // Per connection, for staged frames.
+  struct Staging {
+    std::unique_ptr<StagedCopies> copies;
+    std::vector<char> buffer;
+  };
+
   void accept_loop();
   void reap_finished();
   void serve(Connection& connection);
   // Handles one read or write frame; returns false when the connection must close.
-  bool serve_transfer(int fd, const wire::FrameHeader& header);
+  bool serve_transfer(int fd, const wire::FrameHeader& header, Staging& staging);
+  bool move_direct(int fd, const wire::FrameHeader& header,
+                   const std::vector<wire::OpDescriptor>& ops,
+                   const std::vector<const RegionRef*>& held);
+  bool move_staged(int fd, const wire::FrameHeader& header,
+                   const std::vector<wire::OpDescriptor>& ops,
+                   const std::vector<const RegionRef*>& held, Staging& staging);
+  std::string deregistered_message() const;
   bool serve_hello(int fd, const wire::FrameHeader& header);
   void reply(int fd, const wire::FrameHeader& header, int32_t status, const std::string& payload);
   void drain(int fd, uint64_t bytes);
@@ -59,6 +75,7 @@ class DataServer {
   ServerIdentity identity_;
   RegionTable& regions_;
   std::chrono::milliseconds io_timeout_;
+  int staging_device_;
   std::thread acceptor_;
   std::mutex mutex_;
   std::list<std::unique_ptr<Connection>> connections_;

@@ -177,7 +177,7 @@ bool DirectPath::cross_memory_copy(Direction direction, std::vector<iovec>& loca
           : ::process_vm_readv(pid_, local.data(), local.size(), remote.data(), remote.size(), 0);
   if (copied < 0) {
     int error = errno;
-    if (error == EPERM) return false;
+    if (error == EPERM || error == ENOSYS) return false;  // ptrace policy, seccomp, or no CMA
     if (error == ESRCH) raise(Status::kCommunication, "peer '" + peer_name_ + "' has exited");
     if (error == EFAULT) {
       raise(Status::kInvalidInput, "a local buffer of the transfer is not mapped in this process");

@@ -6,8 +6,11 @@
 namespace memloom::smem::trans {
 
 PeerDirectory::PeerDirectory(std::shared_ptr<store::Client> store, std::string my_node,
-                             bool map_tables)
-    : store_(std::move(store)), my_node_(std::move(my_node)), map_tables_(map_tables) {}
+                             bool map_tables, int staging_device)
+    : store_(std::move(store)),
+      my_node_(std::move(my_node)),
+      map_tables_(map_tables),
+      staging_device_(staging_device) {}
 
 std::shared_ptr<Peer> PeerDirectory::find(const std::string& unique_id, Deadline deadline) {
   {
@@ -24,7 +27,7 @@ std::shared_ptr<Peer> PeerDirectory::find(const std::string& unique_id, Deadline
     raise(Status::kNotFound,
           "no transfer instance named '" + unique_id + "' is registered in the config store");
   }
-  auto peer = std::make_shared<Peer>(unique_id, PeerRecord::decode(*published));
+  auto peer = std::make_shared<Peer>(unique_id, PeerRecord::decode(*published), staging_device_);
   if (map_tables_ && peer->record.node == my_node_) {
     int table_fd = -1;
     try {

@@ -18,8 +18,8 @@
 namespace memloom::smem::trans {
 
 struct Peer {
-  Peer(const std::string& unique_id, PeerRecord published)
-      : record(std::move(published)), tcp(EndpointAddress::parse(unique_id)) {}
+  Peer(const std::string& unique_id, PeerRecord published, int staging_device)
+      : record(std::move(published)), tcp(EndpointAddress::parse(unique_id), staging_device) {}
   PeerRecord record;
   std::unique_ptr<DirectPath>
       direct;  // set for peers on this node (when direct copies are allowed)
@@ -30,7 +30,9 @@ struct Peer {
 class PeerDirectory {
  public:
   // map_tables: set up the direct path to same-node peers (off when the instance may not use it).
-  PeerDirectory(std::shared_ptr<store::Client> store, std::string my_node, bool map_tables);
+  // staging_device: for the peers' TCP channels (-1: no staging).
+  PeerDirectory(std::shared_ptr<store::Client> store, std::string my_node, bool map_tables,
+                int staging_device);
   // The instance published as unique_id now. Throws kNotFound when none is published,
   // kCommunication when the published one is gone.
   std::shared_ptr<Peer> find(const std::string& unique_id, Deadline deadline);
@@ -41,6 +43,7 @@ class PeerDirectory {
   std::shared_ptr<store::Client> store_;
   std::string my_node_;
   bool map_tables_;
+  int staging_device_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Peer>> peers_;
 };

@@ -32,7 +32,7 @@ void store_token(TableSlot& slot, const std::string& token) {
 std::string load_token(const TableSlot& slot) {
   char text[kTokenWords * sizeof(uint64_t) + 1] = {};
   for (size_t i = 0; i < kTokenWords; ++i) {
-    uint64_t word = slot.token[i].load(std::memory_order_relaxed);
+    uint64_t word = slot.token[i].load(std::memory_order_acquire);
     std::memcpy(text + i * sizeof(uint64_t), &word, sizeof(word));
   }
   return std::string(text);
@@ -218,9 +218,10 @@ std::shared_ptr<const RegionSnapshot> RegionView::snapshot() {
     for (int attempt = 0; attempt < 1000; ++attempt) {
       uint64_t before = slot.generation.load(std::memory_order_acquire);
       if ((before & 1) == 0) break;  // not live
-      RegionRef region{slot.address.load(std::memory_order_relaxed),
-                       slot.size.load(std::memory_order_relaxed), i, before, load_token(slot)};
-      std::atomic_thread_fence(std::memory_order_acquire);
+      // Acquire loads keep the second generation load after the field loads (a seqlock
+      // without a fence, which ThreadSanitizer cannot follow).
+      RegionRef region{slot.address.load(std::memory_order_acquire),
+                       slot.size.load(std::memory_order_acquire), i, before, load_token(slot)};
       if (slot.generation.load(std::memory_order_relaxed) == before) {
         fresh->regions.push_back(std::move(region));
         break;

@@ -32,7 +32,6 @@ inline constexpr uint64_t kTableMagic = 0x314e474552544c4dull;  // "MLTREGN1"
 inline constexpr uint32_t kTableCapacity = 1u << 16;
 inline constexpr size_t kTokenWords = 11;  // 88 bytes: an FdBroker token
 
-// As aligned as a slot: the slots start right after the header.
 struct alignas(128) TableHeader {
   std::atomic<uint64_t> magic;
   std::atomic<uint64_t> capacity;

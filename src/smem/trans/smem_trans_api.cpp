@@ -1,6 +1,8 @@
 // The MemFabric TRANS C API: argument checks, the handle registry, and the mapping of errors to
-// SMEM_* codes (through smem::guarded, like every smem entry point). The work is in Engine.
+// SMEM_* codes (through the smem facade wrapper, like every smem entry point). The work is in
+// Engine.
 #include <climits>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -37,21 +39,29 @@ bool g_initialized = false;
 // Handles are looked up here, so a stale or foreign handle is an error and never a crash.
 std::unordered_map<void*, std::shared_ptr<Engine>> g_engines;
 
-// smem::guarded, plus SMEM_NOT_INITIALIZED before smem_trans_init.
+void require_initialized() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!g_initialized) {
+    memloom::smem::raise_not_initialized(
+        "smem_trans_init has not been called (or smem_trans_uninit was)");
+  }
+}
+
+// Every entry point that needs smem_trans_init: the shared facade wrapper (smem::guarded inside).
 template <typename Body>
 int32_t run_api(const char* function, Body&& body) {
-  bool uninitialized = false;
-  int32_t code = memloom::smem::guarded(function, [&] {
-    {
-      std::lock_guard<std::mutex> lock(g_mutex);
-      uninitialized = !g_initialized;
-    }
-    if (uninitialized)
-      raise(Status::kInvalidInput,
-            "smem_trans_init has not been called (or smem_trans_uninit was)");
+  return memloom::smem::facade_call(function, [&] {
+    require_initialized();
     body();
   });
-  return uninitialized ? SMEM_NOT_INITIALIZED : code;
+}
+
+template <typename T, typename Body>
+T run_api_value(const char* function, Body&& body) {
+  return memloom::smem::facade_value<T>(function, T{}, [&] {
+    require_initialized();
+    return body();
+  });
 }
 
 std::shared_ptr<Engine> engine_of(smem_trans_t handle) {
@@ -75,9 +85,18 @@ std::string check_peer_id(const char* unique_id) {
   return unique_id;
 }
 
+template <typename Enum>
+int enum_value(const Enum& field) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int value = 0;
+  std::memcpy(&value, &field, sizeof(value));
+  return value;
+}
+
 EngineOptions engine_options(const smem_trans_config_t* config) {
   MEMLOOM_CHECK_ARG(config != nullptr, "config is null");
-  const int role = static_cast<int>(config->role);
+  // Enum fields are read as integers: a caller's out-of-range value must be refused, not assumed.
+  const int role = enum_value(config->role);
   MEMLOOM_CHECK_ARG(
       role == SMEM_TRANS_SENDER || role == SMEM_TRANS_RECEIVER || role == SMEM_TRANS_BOTH,
       "config.role must be SMEM_TRANS_SENDER, SMEM_TRANS_RECEIVER or SMEM_TRANS_BOTH, got " +
@@ -85,7 +104,7 @@ EngineOptions engine_options(const smem_trans_config_t* config) {
   MEMLOOM_CHECK_ARG(config->initTimeout > 0, "config.initTimeout must be at least 1 second");
   MEMLOOM_CHECK_ARG(config->flags == 0, "config.flags are reserved and must be 0, got " +
                                             std::to_string(config->flags));
-  const auto ops = static_cast<uint32_t>(config->dataOpType);
+  const auto ops = static_cast<uint32_t>(enum_value(config->dataOpType));
   MEMLOOM_CHECK_ARG(ops != 0 && (ops & ~kKnownDataOps) == 0,
                     "config.dataOpType must be a combination of SMEMB_DATA_OP_* flags, got " +
                         std::to_string(ops));
@@ -102,6 +121,7 @@ EngineOptions engine_options(const smem_trans_config_t* config) {
   options.paths.direct = (ops & SMEMB_DATA_OP_SDMA) != 0;
   options.paths.network = (ops & kNetworkDataOps) != 0;
   options.start_store = config->startConfigServer;
+  options.device = config->deviceId == UINT32_MAX ? -1 : static_cast<int>(config->deviceId);
   return options;
 }
 
@@ -150,9 +170,11 @@ void transfer_in_stream(smem_trans_t handle, Direction direction, const char* pe
   engine->check_initiator();
   engine->check_peer(peer_id);
   memloom::smem::trans::submit_in_stream_order(
-      stream, [engine, direction, peer_id, entries = std::move(entries)] {
+      stream,
+      [engine, direction, peer_id, entries = std::move(entries)] {
         engine->transfer(direction, peer_id, entries);
-      });
+      },
+      engine->deadline());
 }
 
 }  // namespace
@@ -195,17 +217,17 @@ void smem_trans_uninit(uint32_t flags) {
 
 smem_trans_t smem_trans_create(const char* storeUrl, const char* uniqueId,
                                const smem_trans_config_t* config) {
-  smem_trans_t handle = nullptr;
-  (void)run_api("smem_trans_create", [&] {
+  return run_api_value<smem_trans_t>("smem_trans_create", [&]() -> smem_trans_t {
     MEMLOOM_CHECK_ARG(storeUrl != nullptr, "storeUrl is null");
     MEMLOOM_CHECK_ARG(uniqueId != nullptr, "uniqueId is null");
     EngineOptions options = engine_options(config);
     auto engine = Engine::create(storeUrl, uniqueId, options);
     std::lock_guard<std::mutex> lock(g_mutex);
-    handle = memloom::smem::fresh_handle();
+// Handles are never reused, so a stale handle cannot reach a newer engine.
+    void* handle = memloom::smem::fresh_handle();
     g_engines[handle] = engine;
+    return handle;
   });
-  return handle;
 }
 
 void smem_trans_destroy(smem_trans_t handle, uint32_t flags) {
@@ -227,13 +249,11 @@ void smem_trans_destroy(smem_trans_t handle, uint32_t flags) {
 }
 
 void* smem_trans_malloc(smem_trans_t handle, size_t capacity) {
-  void* address = nullptr;
-  (void)run_api("smem_trans_malloc", [&] {
+  return run_api_value<void*>("smem_trans_malloc", [&] {
     auto engine = engine_of(handle);
     MEMLOOM_CHECK_ARG(capacity > 0, "capacity is 0");
-    address = engine->allocate(capacity);
+    return engine->allocate(capacity);
   });
-  return address;
 }
 
 int32_t smem_trans_free(smem_trans_t handle, void* address) {

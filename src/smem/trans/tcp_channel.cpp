@@ -6,12 +6,15 @@
 #include <optional>
 
 #include "memloom/error.h"
+#include "src/smem/trans/staged_copies.h"
 #include "src/smem/trans/wire_format.h"
 
 namespace memloom::smem::trans {
 namespace {
 
 constexpr size_t kMaxIdleConnections = 16;
+// Bytes staged at once: a few frames, so the pipeline still streams within a window.
+constexpr uint64_t kStagingWindowBytes = 4 * wire::kMaxFrameBytes;
 
 // A frame of the pipeline: pieces [first, first+count) and its header and descriptors.
 struct Frame {
@@ -71,13 +74,18 @@ Status remote_status(int32_t status) {
 
 }  // namespace
 
-TcpChannel::TcpChannel(EndpointAddress peer) : peer_(std::move(peer)) {}
+TcpChannel::TcpChannel(EndpointAddress peer, int staging_device)
+    : peer_(std::move(peer)), staging_device_(staging_device) {}
 
 void TcpChannel::run(Direction direction, const std::vector<Piece>& pieces, Deadline deadline) {
   if (pieces.empty()) return;
   try {
     UniqueFd connection = checkout(deadline);
-    pipeline(connection.get(), direction, pieces, deadline);
+    if (staging_device_ >= 0) {
+      staged(connection.get(), direction, pieces, deadline);
+    } else {
+      pipeline(connection.get(), direction, pieces, deadline);
+    }
     checkin(std::move(connection));
   } catch (const Error& error) {
     // The connection (closed by now) may hold half a frame: it is never reused after a failure.
@@ -184,6 +192,39 @@ void TcpChannel::pipeline(int fd, Direction direction, const std::vector<Piece>&
         expect = Expect::kHeader;
       }
     }
+  }
+}
+
+// Windows of pieces go through one host buffer: gathered from local memory before a write is
+// sent, scattered to it after a read arrived.
+void TcpChannel::staged(int fd, Direction direction, const std::vector<Piece>& pieces,
+                        Deadline deadline) {
+  StagedCopies copies(staging_device_);
+  uint64_t total = 0;
+  for (const auto& piece : pieces) total += piece.bytes;
+  std::vector<char> buffer(std::min(total, kStagingWindowBytes));
+  std::vector<Piece> window;
+  for (size_t begin = 0; begin < pieces.size();) {
+    window.clear();
+    uint64_t offset = 0;
+    size_t end = begin;
+    while (end < pieces.size() && offset + pieces[end].bytes <= buffer.size()) {
+      window.push_back(Piece{pieces[end].remote, buffer.data() + offset, pieces[end].bytes});
+      offset += pieces[end].bytes;
+      ++end;
+    }
+    if (direction == Direction::kWrite) {
+      for (size_t i = begin; i < end; ++i)
+        copies.copy(window[i - begin].local, pieces[i].local, pieces[i].bytes);
+      copies.finish(deadline);
+      pipeline(fd, direction, window, deadline);
+    } else {
+      pipeline(fd, direction, window, deadline);
+      for (size_t i = begin; i < end; ++i)
+        copies.copy(pieces[i].local, window[i - begin].local, pieces[i].bytes);
+      copies.finish(deadline);
+    }
+    begin = end;
   }
 }
 

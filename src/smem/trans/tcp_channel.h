@@ -15,7 +15,8 @@ namespace memloom::smem::trans {
 
 class TcpChannel {
  public:
-  explicit TcpChannel(EndpointAddress peer);
+  // staging_device >= 0: local buffers are reached through stream copies (staged_copies.h).
+  explicit TcpChannel(EndpointAddress peer, int staging_device = -1);
   // Runs every piece, in order. Throws the peer's refusal (kInvalidInput for memory it has not
   // registered, ...) prefixed with its name, kCommunication when the connection breaks, kTimeout
   // at the deadline. Safe to call from several threads (each uses its own connection).
@@ -25,8 +26,10 @@ class TcpChannel {
   UniqueFd checkout(Deadline deadline);
   void checkin(UniqueFd connection);
   void pipeline(int fd, Direction direction, const std::vector<Piece>& pieces, Deadline deadline);
+  void staged(int fd, Direction direction, const std::vector<Piece>& pieces, Deadline deadline);
 
   EndpointAddress peer_;
+  int staging_device_;
   std::mutex mutex_;
   std::vector<UniqueFd> idle_;
 };

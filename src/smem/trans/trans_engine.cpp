@@ -9,7 +9,9 @@
 #include "src/core/environment.h"
 #include "src/core/fd_broker.h"
 #include "src/core/log.h"
+#include "src/core/platform_loader.h"
 #include "src/smem/trans/hex_address.h"
+#include "src/smem/trans/staged_copies.h"
 #include "src/smem/trans/wire_format.h"
 
 namespace memloom::smem::trans {
@@ -52,11 +54,19 @@ std::shared_ptr<Engine> Engine::create(const std::string& store_url, const std::
                 : options.serves                    ? SMEM_TRANS_RECEIVER
                                                     : SMEM_TRANS_SENDER;
   record.table_token = engine->table_token_;
+  engine->node_ = record.node;
+  // Where the CPU cannot address registered memory (CUDA device memory), bytes go through host
+  // buffers and the data server even inside a node: cross-memory attach cannot reach the device.
+  if (staging_required()) {
+    engine->staging_device_ =
+        options.device >= 0 ? options.device : core::platform().current_device();
+  }
+  const bool staged = engine->staging_device_ >= 0;
   engine->server_ = std::make_unique<DataServer>(
       std::move(listener), ServerIdentity{unique_id, record.incarnation, options.serves},
-      *engine->regions_, options.timeout);
-  engine->peers_ =
-      std::make_unique<PeerDirectory>(engine->store_, record.node, options.paths.direct);
+      *engine->regions_, options.timeout, engine->staging_device_);
+  engine->peers_ = std::make_unique<PeerDirectory>(
+      engine->store_, record.node, options.paths.direct && !staged, engine->staging_device_);
   engine->store_->set(peer_key(unique_id), record.encode());
   engine->published_ = true;
   MEMLOOM_LOG(kDebug, "transfer instance " << unique_id << " serves on " << unique_id
@@ -201,10 +211,14 @@ void Engine::transfer(Direction direction, const std::string& peer_id,
                              << peer_id
                              << "' is not permitted (ptrace restrictions); using TCP for it");
     }
-    if (!options_.paths.network) {
+    // With staging, the data server is how same-node copies are done (SDMA's stand-in).
+    const bool same_node = peer->record.node == node_;
+    const bool tcp_allowed =
+        options_.paths.network || (staging_device_ >= 0 && same_node && options_.paths.direct);
+    if (!tcp_allowed) {
       // Without a network path the direct one is allowed (dataOpType is never empty).
       std::string why =
-          peer->direct ? "cross-memory attach is not permitted" : "it is on another node";
+          same_node ? "cross-memory attach is not permitted" : "it is on another node";
       raise(Status::kNotSupported,
             "peer '" + peer_id + "' needs the network path (" + why +
                 ") but dataOpType has none of HOST_TCP, HOST_RDMA, HOST_URMA, DEVICE_RDMA");

@@ -35,6 +35,7 @@ struct EngineOptions {
   std::chrono::milliseconds timeout{120000};
   DataPaths paths;
   bool start_store = false;
+  int device = -1;  // the device of stream copies when staging (-1: the platform's current one)
 };
 
 // One entry of a read or write: `bytes` between local and the peer's address `remote`.
@@ -62,6 +63,8 @@ class Engine {
   void* allocate(size_t bytes);
   void release(void* address);
 
+  // Now plus the instance's timeout (config.initTimeout): the bound of every wait of a call.
+  Deadline deadline() const { return Deadline::after(options_.timeout); }
   // Throws kNotSupported if this instance's role does not initiate transfers.
   void check_initiator() const;
   // Resolves the peer now (kNotFound, kCommunication), for errors at submission time.
@@ -72,12 +75,13 @@ class Engine {
 
  private:
   Engine(std::string unique_id, EngineOptions options);
-  Deadline deadline() const { return Deadline::after(options_.timeout); }
   std::chrono::milliseconds hold_wait() const;
   void check_open() const;
 
   const std::string unique_id_;
   const EngineOptions options_;
+  std::string node_;
+  int staging_device_ = -1;  // >= 0: registered memory is reached through stream copies
   std::unique_ptr<store::Server> store_server_;
   std::shared_ptr<store::Client> store_;
   std::unique_ptr<RegionTable> regions_;

@@ -1,0 +1,186 @@
+// memloom-bench shm: MemFabric SHM on the emulated backend, against references measured in the
+// same run.
+//   - put/get: rank 0 copies to and from rank 1's symmetric slot through the GVA (SHM's MTE data
+//     path: plain loads and stores), vs single-thread memcpy and OpenSHMEM putmem/getmem;
+//   - smem_shm_control_barrier and an 8-byte smem_shm_control_allgather with 2, 4 and 8 ranks,
+//     vs OpenSHMEM shmem_barrier_all (2 ranks) and Open MPI MPI_Barrier / MPI_Allgather.
+// The ranks are forked here (bench_ranks.h), so this is one command.
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "bench/bench_registry.h"
+#include "bench/bench_timing.h"
+#include "bench/copy_figures.h"
+#include "smem/host/smem_shm.h"
+
+namespace memloom::bench {
+namespace {
+
+constexpr int kRankCounts[] = {2, 4, 8};
+constexpr uint64_t kCollectiveSlot = 2u << 20;
+
+// Collective calls per timed sample: fewer with more ranks, which share 2 cores.
+int64_t collective_iterations(int ranks) {
+  return ranks <= 2 ? 2000 : ranks <= 4 ? 500 : 200;
+}
+
+// smem_init + smem_shm_init + smem_shm_create for a forked rank; undone in reverse order.
+class ShmSession {
+ public:
+  ShmSession(const RankInfo& info, uint64_t symmetric_size) {
+    smem_shm_config_t config;
+    check_smem(smem_shm_config_init(&config), "smem_shm_config_init");
+    config.startConfigStoreServer = false;  // the job's store process serves
+    config.controlOperationTimeout = 120;
+    config.shmInitTimeout = 120;
+    config.shmCreateTimeout = 120;
+    check_smem(smem_init(0), "smem_init");
+    check_smem(smem_shm_init(info.store_url.c_str(), static_cast<uint32_t>(info.world_size),
+                             static_cast<uint32_t>(info.rank),
+                             static_cast<uint16_t>(info.local_rank), &config),
+               "smem_shm_init");
+    handle_ =
+        smem_shm_create(0, static_cast<uint32_t>(info.world_size), static_cast<uint32_t>(info.rank),
+                        symmetric_size, SMEMS_DATA_OP_MTE, 0, &gva_);
+    if (handle_ == nullptr) check_smem(-1, "smem_shm_create");
+    stride_ = smem_shm_get_symmetric_size(handle_);
+  }
+  ~ShmSession() {
+    smem_shm_destroy(handle_, 0);
+    smem_shm_uninit(0);
+    smem_uninit();
+  }
+  ShmSession(const ShmSession&) = delete;
+  ShmSession& operator=(const ShmSession&) = delete;
+
+  smem_shm_t handle() const { return handle_; }
+  char* slot(int rank) const { return static_cast<char*>(gva_) + rank * stride_; }
+
+ private:
+  smem_shm_t handle_ = nullptr;
+  void* gva_ = nullptr;
+  uint64_t stride_ = 0;
+};
+
+Figures copy_rank(const RankInfo& info) {
+  ShmSession session(info, kLargestCopy);
+  Figures figures;
+  if (info.rank == 0) {
+    char* peer = session.slot(1);
+    std::vector<char> local(kLargestCopy, 1);
+    figures = time_puts_and_gets(
+        [&](size_t bytes) {
+          std::memcpy(peer, local.data(), bytes);
+          asm volatile("" : : "r"(peer) : "memory");
+        },
+        [&](size_t bytes) {
+          std::memcpy(local.data(), peer, bytes);
+          asm volatile("" : : "r"(local.data()) : "memory");
+        });
+  }
+  // The copies really reach rank 1's memory: rank 0 puts a pattern, rank 1 finds it in its slot.
+  if (info.rank == 0) fill_pattern(session.slot(1), kVerifyBytes, 0x5a);
+  check_smem(smem_shm_control_barrier(session.handle()), "smem_shm_control_barrier");
+  if (info.rank == 1) expect_pattern(session.slot(1), kVerifyBytes, 0x5a, "shm put");
+  // Rank 1 keeps its slot until rank 0 is done with it.
+  check_smem(smem_shm_control_barrier(session.handle()), "smem_shm_control_barrier");
+  return figures;
+}
+
+Figures collective_rank(const RankInfo& info) {
+  ShmSession session(info, kCollectiveSlot);
+  const int64_t iterations = collective_iterations(info.world_size);
+  const uint64_t mine = 1000 + static_cast<uint64_t>(info.rank);
+  std::vector<uint64_t> all(static_cast<size_t>(info.world_size));
+  const double barrier = best_seconds_fixed(
+      [&] { check_smem(smem_shm_control_barrier(session.handle()), "smem_shm_control_barrier"); },
+      iterations);
+  const double allgather = best_seconds_fixed(
+      [&] {
+        check_smem(
+            smem_shm_control_allgather(session.handle(), reinterpret_cast<const char*>(&mine),
+                                       sizeof(mine), reinterpret_cast<char*>(all.data()),
+                                       static_cast<uint32_t>(all.size() * sizeof(mine))),
+            "smem_shm_control_allgather");
+      },
+      iterations);
+  for (int r = 0; r < info.world_size; ++r) {
+    if (all[static_cast<size_t>(r)] != 1000 + static_cast<uint64_t>(r)) {
+      throw std::runtime_error("allgather returned a wrong value for rank " + std::to_string(r));
+    }
+  }
+  if (info.rank != 0) return {};
+  const std::string ranks = std::to_string(info.world_size);
+  return {{"barrier " + ranks, barrier}, {"allgather " + ranks, allgather}};
+}
+
+void report_collectives(const Figures& ours, const ReferenceRun& shmem,
+                        const std::map<int, ReferenceRun>& mpi, VerdictTally& tally) {
+  for (int ranks : kRankCounts) {
+    const std::string n = std::to_string(ranks);
+    const ReferenceRun& mpi_run = mpi.at(ranks);
+    for (const char* op : {"barrier", "allgather"}) {
+      const double seconds = ours.at(std::string(op) + " " + n);
+      const std::string name = std::string("shm ") + op +
+                               (std::string(op) == "allgather" ? " 8 B, " : ", ") + n + " ranks";
+      auto speedup = [&](std::optional<double> theirs) {
+        return theirs ? std::optional<double>(*theirs / seconds) : std::nullopt;
+      };
+      if (std::string(op) == "barrier" && ranks == 2) {
+        tally.add(report_against(name, seconds * 1e6, "us", speedup(shmem.figure("barrier_all 2")),
+                                 "OpenSHMEM barrier_all", 1.0, shmem.why));
+      }
+      tally.add(report_against(
+          name, seconds * 1e6, "us", speedup(mpi_run.figure(std::string(op) + " " + n)),
+          std::string("Open MPI MPI_") + (op[0] == 'b' ? "Barrier" : "Allgather"),
+          ranks >= 4 ? std::optional<double>(1.0) : std::nullopt, mpi_run.why));
+    }
+  }
+}
+
+int run_shm(const std::vector<std::string>& args) {
+  const std::string part = args.empty() ? "all" : args[0];
+  if (part != "all" && part != "copies" && part != "collectives") {
+    std::fprintf(stderr, "usage: memloom-bench shm [all|copies|collectives]\n");
+    return 2;
+  }
+  VerdictTally tally;
+  try {
+    ReferenceRun shmem = run_openshmem_reference(collective_iterations(2));
+    // Its barrier gets one run, as memloom's does; its copies a second one below (2 x 26 samples
+    // against memloom's 51).
+    const ReferenceRun shmem_barrier = shmem;
+    if (part != "collectives") {
+      report_heading("SHM put/get: rank 0 to and from rank 1's slot through the GVA (2 ranks)");
+      Figures copies = run_ranks(RankJob{2, 1}, copy_rank);
+      keep_best(shmem, run_openshmem_reference(collective_iterations(2)));
+      report_copies("shm", copies, shmem, tally);
+    }
+    if (part == "copies") {
+      tally.print("shm");
+      return 0;
+    }
+    report_heading("SHM barrier and 8-byte allgather (ranks oversubscribe the cores beyond 2)");
+    Figures collectives;
+    std::map<int, ReferenceRun> mpi;
+    for (int ranks : kRankCounts) {
+      Figures some = run_ranks(RankJob{ranks, 1}, collective_rank);
+      collectives.insert(some.begin(), some.end());
+      mpi[ranks] = run_reference_program(Launcher::kOpenMpi, "memloom-ref-mpi-collectives", ranks,
+                                         {std::to_string(collective_iterations(ranks))}, 300);
+    }
+    report_collectives(collectives, shmem_barrier, mpi, tally);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "memloom-bench shm failed: %s\n", error.what());
+    return 1;
+  }
+  tally.print("shm");
+  return 0;
+}
+
+}  // namespace
+}  // namespace memloom::bench
+
+MEMLOOM_REGISTER_BENCH("shm", "SHM put/get, barrier, allgather vs memcpy, OpenSHMEM, Open MPI",
+                       memloom::bench::run_shm);

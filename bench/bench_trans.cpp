@@ -1,0 +1,249 @@
+// memloom-bench trans: MemFabric TRANS reads and writes on the emulated backend, against references
+// measured in the same run.
+//   - single reads and writes of 4 KiB, 1 MiB and 64 MiB, and batches of 1024 x 4 KiB (scattered
+//     on the remote side), initiated by rank 0 into rank 1's smem_trans_malloc memory;
+//   - within a node (the direct path: the memory is mapped) vs single-thread memcpy, and across
+//     emulated nodes (TCP over loopback) vs a raw TCP stream between two processes;
+//   - batched vs the same 4 KiB transfers issued one by one (ops/s).
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+#include <vector>
+
+#include "bench/bench_ranks.h"
+#include "bench/bench_registry.h"
+#include "bench/bench_timing.h"
+#include "bench/copy_figures.h"
+#include "bench/reference.h"
+#include "smem/host/smem_trans.h"
+
+namespace memloom::bench {
+namespace {
+
+constexpr size_t kSizes[] = {4096, 1u << 20, 64u << 20};
+constexpr size_t kLargest = 64u << 20;
+constexpr uint32_t kBatch = 1024;
+constexpr size_t kBatchEntry = 4096;
+constexpr int kPoolMailbox = 0, kTargetPortMailbox = 1;
+
+// One TRANS instance of a forked rank: smem_trans_init + create, undone in reverse.
+class TransSession {
+ public:
+  TransSession(const RankInfo& info, smem_trans_role_t role, const std::string& unique_id) {
+    smem_trans_config_t config;
+    check_smem(smem_trans_config_init(&config), "smem_trans_config_init");
+    config.role = role;
+    config.initTimeout = 120;
+    check_smem(smem_trans_init(&config), "smem_trans_init");
+    handle_ = smem_trans_create(info.store_url.c_str(), unique_id.c_str(), &config);
+    if (handle_ == nullptr) check_smem(-1, "smem_trans_create");
+  }
+  ~TransSession() {
+    smem_trans_destroy(handle_, 0);
+    smem_trans_uninit(0);
+  }
+  TransSession(const TransSession&) = delete;
+  TransSession& operator=(const TransSession&) = delete;
+
+  smem_trans_t handle() const { return handle_; }
+
+ private:
+  smem_trans_t handle_ = nullptr;
+};
+
+// The target: offers a pool of kLargest bytes and waits until the initiator is done.
+Figures target_rank(const RankInfo& info) {
+  const std::string id = free_loopback_address();
+  TransSession session(info, SMEM_TRANS_RECEIVER, id);
+  void* pool = smem_trans_malloc(session.handle(), kLargest);
+  if (pool == nullptr) check_smem(-1, "smem_trans_malloc");
+  std::memset(pool, 0, kLargest);
+  info.rendezvous->publish(kPoolMailbox, reinterpret_cast<uintptr_t>(pool));
+  info.rendezvous->publish(kTargetPortMailbox, std::stoull(id.substr(id.rfind(':') + 1)));
+  info.barrier();  // the initiator has finished
+  expect_pattern(pool, kVerifyBytes, 0x71, "trans write");
+  check_smem(smem_trans_free(session.handle(), pool), "smem_trans_free");
+  return {};
+}
+
+Figures initiator_rank(const RankInfo& info) {
+  TransSession session(info, SMEM_TRANS_SENDER, free_loopback_address());
+  auto* pool = reinterpret_cast<char*>(info.rendezvous->wait_for(kPoolMailbox));
+  const std::string target =
+      "127.0.0.1:" + std::to_string(info.rendezvous->wait_for(kTargetPortMailbox));
+  std::vector<char> local(kLargest, 1);
+  smem_trans_t handle = session.handle();
+  Figures figures;
+
+  for (size_t bytes : kSizes) {
+    const std::string n = std::to_string(bytes);
+    std::vector<char> from(bytes, 1), to(bytes, 0);
+    auto copy = [&] {
+      std::memcpy(to.data(), from.data(), bytes);
+      asm volatile("" : : "r"(to.data()) : "memory");
+    };
+    const PairedTimes writes = time_paired(copy, [&] {
+      check_smem(smem_trans_write(handle, local.data(), target.c_str(), pool, bytes, 0),
+                 "smem_trans_write");
+    });
+    const PairedTimes reads = time_paired(copy, [&] {
+      check_smem(smem_trans_read(handle, local.data(), target.c_str(), pool, bytes, 0),
+                 "smem_trans_read");
+    });
+    figures["write " + n] = writes.seconds;
+    figures["write " + n + " vs memcpy"] = writes.speedup;
+    figures["read " + n] = reads.seconds;
+    figures["read " + n + " vs memcpy"] = reads.speedup;
+    figures["memcpy " + n] = std::min(writes.reference_seconds, reads.reference_seconds);
+  }
+
+  // Batch entries land scattered over the first 4 MiB of the pool (37 is coprime with 1024), as
+  // a KV-cache allocator's blocks do, so no two entries merge into one contiguous transfer.
+  std::vector<const void*> sources(kBatch);
+  std::vector<void*> sinks(kBatch), targets(kBatch);
+  std::vector<const void*> remote_sources(kBatch);
+  std::vector<size_t> sizes(kBatch, kBatchEntry);
+  for (uint32_t i = 0; i < kBatch; ++i) {
+    char* mine = local.data() + size_t(i) * kBatchEntry;
+    char* theirs = pool + size_t(i * 37u % kBatch) * kBatchEntry;
+    sources[i] = mine;
+    sinks[i] = mine;
+    targets[i] = theirs;
+    remote_sources[i] = theirs;
+  }
+  // Each batch is timed paired with the same 1024 transfers issued one by one, in samples of at
+  // least 30 ms for both (as long as the one-by-one loop takes), so both suffer the machine's
+  // preemptions alike.
+  constexpr int kBatchPairs = 31;
+  constexpr double kBatchSampleSeconds = 0.03;
+  const PairedTimes batch_writes = time_paired(
+      [&] {
+        for (uint32_t i = 0; i < kBatch; ++i) {
+          check_smem(
+              smem_trans_write(handle, sources[i], target.c_str(), targets[i], kBatchEntry, 0),
+              "smem_trans_write");
+        }
+      },
+      [&] {
+        check_smem(smem_trans_batch_write(handle, sources.data(), target.c_str(), targets.data(),
+                                          sizes.data(), kBatch, 0),
+                   "smem_trans_batch_write");
+      },
+      kBatchPairs, kBatchSampleSeconds);
+  const PairedTimes batch_reads = time_paired(
+      [&] {
+        for (uint32_t i = 0; i < kBatch; ++i) {
+          check_smem(
+              smem_trans_read(handle, sinks[i], target.c_str(), remote_sources[i], kBatchEntry, 0),
+              "smem_trans_read");
+        }
+      },
+      [&] {
+        check_smem(smem_trans_batch_read(handle, sinks.data(), target.c_str(),
+                                         remote_sources.data(), sizes.data(), kBatch, 0),
+                   "smem_trans_batch_read");
+      },
+      kBatchPairs, kBatchSampleSeconds);
+  figures["batch write"] = batch_writes.seconds;
+  figures["batch write vs one by one"] = batch_writes.speedup;
+  figures["batch read"] = batch_reads.seconds;
+  figures["batch read vs one by one"] = batch_reads.speedup;
+
+  // The transfers really move the bytes: a pattern written is read back here and checked by
+  // the target in its own memory.
+  fill_pattern(local.data(), kVerifyBytes, 0x71);
+  check_smem(smem_trans_write(handle, local.data(), target.c_str(), pool, kVerifyBytes, 0),
+             "smem_trans_write");
+  std::vector<char> back(kVerifyBytes);
+  check_smem(smem_trans_read(handle, back.data(), target.c_str(), pool, kVerifyBytes, 0),
+             "smem_trans_read");
+  expect_pattern(back.data(), kVerifyBytes, 0x71, "trans read");
+  info.barrier();  // the target may go
+  return figures;
+}
+
+Figures trans_rank(const RankInfo& info) {
+  return info.rank == 0 ? initiator_rank(info) : target_rank(info);
+}
+
+// Raw TCP at every size, once before and once after memloom's run (15 samples each, about as
+// many as the transfers get), keeping each size's better time.
+std::map<size_t, double> raw_tcp(std::map<size_t, double> earlier) {
+  for (size_t bytes : kSizes) {
+    const double now = tcp_stream_seconds(bytes);
+    auto it = earlier.find(bytes);
+    earlier[bytes] = it == earlier.end() ? now : std::min(it->second, now);
+  }
+  return earlier;
+}
+
+// `speedup(key, bytes, seconds)` gives a figure's speed-up over the reference.
+void report_sizes(const std::string& where, const Figures& ours, const std::string& reference,
+                  const std::function<double(const std::string&, size_t, double)>& speedup,
+                  double target, VerdictTally& tally) {
+  for (size_t bytes : kSizes) {
+    for (const char* op : {"write", "read"}) {
+      const std::string key = std::string(op) + " " + std::to_string(bytes);
+      const double seconds = ours.at(key);
+      const CopyDisplay shown = display_copy(bytes, seconds);
+      tally.add(report_against("trans " + std::string(op) + " " + format_bytes(bytes) + where,
+                               shown.value, shown.unit, speedup(key, bytes, seconds), reference,
+                               bytes == kLargest ? std::optional<double>(target) : std::nullopt));
+    }
+  }
+}
+
+void report_batches(const std::string& where, const Figures& ours, std::optional<double> target,
+                    VerdictTally& tally) {
+  for (const std::string op : {"write", "read"}) {
+    tally.add(report_against("trans batch " + op + " 1024 x 4 KiB" + where,
+                             kBatch / ours.at("batch " + op) / 1e6, "Mop/s",
+                             ours.at("batch " + op + " vs one by one"),
+                             "same 4 KiB " + op + "s one by one", target));
+  }
+}
+
+int run_trans(const std::vector<std::string>& args) {
+  const std::string part = args.empty() ? "all" : args[0];
+  if (part != "all" && part != "node" && part != "across") {
+    std::fprintf(stderr, "usage: memloom-bench trans [all|node|across]\n");
+    return 2;
+  }
+  VerdictTally tally;
+  try {
+    if (part != "across") {
+      report_heading("TRANS within a node (direct path into mapped smem_trans_malloc memory)");
+      Figures local = run_ranks(RankJob{2, 1}, trans_rank);
+      report_sizes(
+          "", local, "memcpy",
+          [&](const std::string& key, size_t, double) { return local.at(key + " vs memcpy"); },
+          0.85, tally);
+      report_batches("", local, std::nullopt, tally);
+    }
+    if (part == "node") {
+      tally.print("trans");
+      return 0;
+    }
+    report_heading("TRANS across emulated nodes (TCP over loopback)");
+    std::map<size_t, double> tcp = raw_tcp({});
+    Figures remote = run_ranks(RankJob{2, 2}, trans_rank);
+    tcp = raw_tcp(tcp);
+    report_sizes(
+        " across nodes", remote, "raw TCP stream",
+        [&](const std::string&, size_t bytes, double seconds) { return tcp.at(bytes) / seconds; },
+        0.8, tally);
+    report_batches(" across nodes", remote, 20.0, tally);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "memloom-bench trans failed: %s\n", error.what());
+    return 1;
+  }
+  tally.print("trans");
+  return 0;
+}
+
+}  // namespace
+}  // namespace memloom::bench
+
+MEMLOOM_REGISTER_BENCH("trans", "TRANS read/write, single and batched, vs memcpy and raw TCP",
+                       memloom::bench::run_trans);

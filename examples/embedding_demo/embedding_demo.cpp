@@ -1,0 +1,230 @@
+// embedding_demo: an embedding table spread over the ranks of a job, read by random indices.
+//
+//   memloom-run -n 4 --nodes 2 -- build/bin/embedding_demo [rows] [dim] [lookups]
+//
+// Every rank creates the same WholeMemory tensor: `rows` embeddings of `dim` floats. On one node
+// it is CONTINUOUS (every rank maps the whole table); across nodes it is HIERARCHY (each node maps
+// its own ranks' rows, and rows from other nodes travel over the network). Each rank writes its own
+// rows with wholememory_scatter, then gathers `lookups` random rows (most of them held by other
+// ranks), checks every value and reports the rate it reached.
+//
+// The ranks share the WholeMemory unique id through a file in the job's runtime directory, which
+// memloom-run creates and removes; an MPI program would broadcast it instead.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <memloom/stream.h>
+#include <wholememory/wholememory_op.h>
+
+namespace {
+
+int env_int(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? -1 : std::atoi(value);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The value stored at (row, column): every value is distinct and exact in a float.
+float embedding_value(int64_t row, int64_t column) {
+  return static_cast<float>(row % 100000) * 256.0f + static_cast<float>(column % 256);
+}
+
+// Rank 0 publishes the id (written aside, then renamed, so readers never see half of it).
+bool share_unique_id(int rank, const std::string& directory, wholememory_unique_id_t* id) {
+  const std::string path = directory + "/embedding_demo.id";
+  if (rank == 0) {
+    if (wholememory_create_unique_id(id) != WHOLEMEMORY_SUCCESS) return false;
+    const std::string partial = path + ".partial";
+    std::ofstream(partial, std::ios::binary).write(id->internal, sizeof(id->internal));
+    return std::rename(partial.c_str(), path.c_str()) == 0;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  while (seconds_since(start) < 60) {
+    std::ifstream in(path, std::ios::binary);
+    if (in.read(id->internal, sizeof(id->internal))) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// Memory for an operand: pinned host memory, which the host fills and reads and a GPU reaches.
+class Pinned {
+ public:
+  explicit Pinned(size_t bytes) {
+    auto* env = get_default_env_func();
+    env->temporary_fns.create_memory_context_fn(&context_, nullptr);
+    wholememory_tensor_description_t desc;
+    wholememory_initialize_tensor_desc(&desc);
+    desc.dim = 1;
+    desc.sizes[0] = static_cast<int64_t>(bytes > 0 ? bytes : 1);
+    desc.dtype = WHOLEMEMORY_DT_INT8;
+    data_ = env->output_fns.malloc_fn(&desc, WHOLEMEMORY_MA_PINNED, context_, nullptr);
+  }
+  ~Pinned() {
+    auto* env = get_default_env_func();
+    env->output_fns.free_fn(context_, nullptr);
+    env->temporary_fns.destroy_memory_context_fn(context_, nullptr);
+  }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+
+ private:
+  void* context_ = nullptr;
+  void* data_ = nullptr;
+};
+
+// A tensor over memory this process owns: 1-D int64 indices, or a rows x dim float matrix.
+wholememory_tensor_t local_tensor(void* data, int64_t rows, int64_t dim) {
+  wholememory_tensor_description_t desc;
+  wholememory_initialize_tensor_desc(&desc);
+  desc.dim = dim > 0 ? 2 : 1;
+  desc.sizes[0] = rows;
+  desc.sizes[1] = dim > 0 ? dim : 1;
+  desc.strides[0] = dim > 0 ? dim : 1;
+  desc.dtype = dim > 0 ? WHOLEMEMORY_DT_FLOAT : WHOLEMEMORY_DT_INT64;
+  wholememory_tensor_t tensor = nullptr;
+  if (wholememory_make_tensor_from_pointer(&tensor, data, &desc) != WHOLEMEMORY_SUCCESS) {
+    return nullptr;
+  }
+  return tensor;
+}
+
+#define DEMO_CHECK(call)                                          \
+  do {                                                            \
+    if (!(call)) {                                                \
+      std::fprintf(stderr, "embedding_demo: %s failed\n", #call); \
+      return 1;                                                   \
+    }                                                             \
+  } while (0)
+#define DEMO_OK(call) DEMO_CHECK((call) == WHOLEMEMORY_SUCCESS)
+
+int run(int rank, int world, const char* runtime_dir, int64_t rows, int64_t dim, int64_t lookups) {
+  DEMO_OK(wholememory_init(0, LEVEL_WARN));
+  wholememory_unique_id_t id{};
+  DEMO_CHECK(share_unique_id(rank, runtime_dir, &id));
+  wholememory_comm_t comm = nullptr;
+  DEMO_OK(wholememory_create_communicator(&comm, id, rank, world));
+  clique_info_t nodes{};
+  DEMO_OK(wholememory_communicator_get_clique_info(&nodes, comm));
+  const auto type = nodes.clique_num > 1 ? WHOLEMEMORY_MT_HIERARCHY : WHOLEMEMORY_MT_CONTINUOUS;
+
+  wholememory_tensor_description_t desc;
+  wholememory_initialize_tensor_desc(&desc);
+  desc.dim = 2;
+  desc.sizes[0] = rows;
+  desc.sizes[1] = dim;
+  desc.strides[0] = dim;
+  desc.dtype = WHOLEMEMORY_DT_FLOAT;
+  wholememory_tensor_t table = nullptr;
+  DEMO_OK(wholememory_create_tensor(&table, &desc, comm, type, WHOLEMEMORY_ML_DEVICE));
+  std::vector<size_t> offsets(world + 1);
+  DEMO_OK(wholememory_tensor_get_entry_offsets(offsets.data(), table));
+  const int64_t first = static_cast<int64_t>(offsets[rank]);
+  const int64_t mine = static_cast<int64_t>(offsets[rank + 1]) - first;
+  if (rank == 0) {
+    std::printf("embedding_demo: %lld x %lld float table (%s over %d ranks on %d nodes)\n",
+                static_cast<long long>(rows), static_cast<long long>(dim),
+                type == WHOLEMEMORY_MT_HIERARCHY ? "HIERARCHY" : "CONTINUOUS", world,
+                nodes.clique_num);
+  }
+  memloom_stream_t stream = nullptr;
+  DEMO_CHECK(memloom_stream_create(&stream) == MEMLOOM_STATUS_SUCCESS);
+
+  // Fill: every rank scatters the rows it holds.
+  {
+    Pinned indices(mine * sizeof(int64_t)), values(mine * dim * sizeof(float));
+    for (int64_t i = 0; i < mine; ++i) {
+      indices.as<int64_t>()[i] = first + i;
+      for (int64_t c = 0; c < dim; ++c)
+        values.as<float>()[i * dim + c] = embedding_value(first + i, c);
+    }
+    wholememory_tensor_t index_tensor = local_tensor(indices.as<void>(), mine, 0);
+    wholememory_tensor_t value_tensor = local_tensor(values.as<void>(), mine, dim);
+    DEMO_CHECK(index_tensor != nullptr && value_tensor != nullptr);
+    DEMO_OK(wholememory_scatter(value_tensor, index_tensor, table, nullptr, stream));
+    DEMO_CHECK(memloom_stream_synchronize(stream) == MEMLOOM_STATUS_SUCCESS);
+    wholememory_destroy_tensor(index_tensor);
+    wholememory_destroy_tensor(value_tensor);
+  }
+  DEMO_OK(wholememory_communicator_barrier(comm));
+
+  // Gather random rows, most of them from other ranks.
+  Pinned indices(lookups * sizeof(int64_t)), output(lookups * dim * sizeof(float));
+  std::mt19937_64 random(rank * 7919 + 1);
+  std::uniform_int_distribution<int64_t> pick(0, rows - 1);
+  int64_t remote = 0;
+  for (int64_t i = 0; i < lookups; ++i) {
+    const int64_t row = pick(random);
+    indices.as<int64_t>()[i] = row;
+    remote += row < first || row >= first + mine;
+  }
+  wholememory_tensor_t index_tensor = local_tensor(indices.as<void>(), lookups, 0);
+  wholememory_tensor_t output_tensor = local_tensor(output.as<void>(), lookups, dim);
+  DEMO_CHECK(index_tensor != nullptr && output_tensor != nullptr);
+  DEMO_OK(wholememory_gather(table, index_tensor, output_tensor, nullptr, stream));  // warm-up
+  DEMO_CHECK(memloom_stream_synchronize(stream) == MEMLOOM_STATUS_SUCCESS);
+  DEMO_OK(wholememory_communicator_barrier(comm));
+  const auto start = std::chrono::steady_clock::now();
+  DEMO_OK(wholememory_gather(table, index_tensor, output_tensor, nullptr, stream));
+  DEMO_CHECK(memloom_stream_synchronize(stream) == MEMLOOM_STATUS_SUCCESS);
+  const double elapsed = seconds_since(start);
+
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < lookups; ++i) {
+    const int64_t row = indices.as<int64_t>()[i];
+    for (int64_t c = 0; c < dim; ++c) {
+      wrong += output.as<float>()[i * dim + c] != embedding_value(row, c);
+    }
+  }
+  std::printf(
+      "rank %d: gathered %lld rows (%.0f%% held by other ranks) in %.1f ms: %.2f Mrows/s, "
+      "%.2f GB/s, %s\n",
+      rank, static_cast<long long>(lookups), 100.0 * remote / (lookups ? lookups : 1),
+      elapsed * 1e3, lookups / elapsed / 1e6, lookups * dim * 4.0 / elapsed / 1e9,
+      wrong == 0 ? "every value checked" : "WRONG VALUES");
+  std::fflush(stdout);
+
+  wholememory_destroy_tensor(index_tensor);
+  wholememory_destroy_tensor(output_tensor);
+  memloom_stream_destroy(stream);
+  DEMO_OK(wholememory_communicator_barrier(comm));
+  DEMO_OK(wholememory_destroy_tensor(table));
+  DEMO_OK(wholememory_finalize());
+  return wrong == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rank = env_int("MEMLOOM_RANK");
+  const int world = env_int("MEMLOOM_WORLD_SIZE");
+  const char* runtime_dir = std::getenv("MEMLOOM_RUNTIME_DIR");
+  if (rank < 0 || world < 1 || runtime_dir == nullptr) {
+    std::fprintf(stderr,
+                 "run me with memloom-run: memloom-run -n 4 --nodes 2 -- %s "
+                 "[rows] [dim] [lookups]\n",
+                 argv[0]);
+    return 2;
+  }
+  const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 100000;
+  const int64_t dim = argc > 2 ? std::atoll(argv[2]) : 128;
+  const int64_t lookups = argc > 3 ? std::atoll(argv[3]) : 200000;
+  if (rows < 1 || dim < 1 || lookups < 0) {
+    std::fprintf(stderr, "embedding_demo: rows and dim must be positive, lookups not negative\n");
+    return 2;
+  }
+  return run(rank, world, runtime_dir, rows, dim, lookups);
+}

@@ -1,0 +1,51 @@
+/*
+ * memloom streams: ordered asynchronous work on the current device of the backend in use, for
+ * programs that run on either backend (for example to pass to wholememory_gather).
+ *
+ * A memloom_stream_t is the backend's native stream: a cudaStream_t on the CUDA backend (so it
+ * can be passed to CUDA as well), an opaque handle on the emulated one. Functions return
+ * MEMLOOM_STATUS_SUCCESS or an error status; the reason is logged.
+ */
+#ifndef MEMLOOM_STREAM_H_
+#define MEMLOOM_STREAM_H_
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef void* memloom_stream_t;
+
+/* Numbered as memloom::Status (memloom/error.h). */
+enum memloom_status_t {
+  MEMLOOM_STATUS_SUCCESS = 0,
+  MEMLOOM_STATUS_INVALID_INPUT,
+  MEMLOOM_STATUS_INVALID_VALUE,
+  MEMLOOM_STATUS_OUT_OF_MEMORY,
+  MEMLOOM_STATUS_COMMUNICATION,
+  MEMLOOM_STATUS_TIMEOUT,
+  MEMLOOM_STATUS_NOT_FOUND,
+  MEMLOOM_STATUS_NOT_IMPLEMENTED,
+  MEMLOOM_STATUS_NOT_SUPPORTED,
+  MEMLOOM_STATUS_SYSTEM,
+  MEMLOOM_STATUS_LOGIC,
+  MEMLOOM_STATUS_DEVICE,
+};
+#ifndef __cplusplus
+typedef enum memloom_status_t memloom_status_t;
+#endif
+
+/* A new stream on the current device. */
+memloom_status_t memloom_stream_create(memloom_stream_t* stream);
+/* Waits (bounded) for the stream's work, then destroys it. */
+memloom_status_t memloom_stream_destroy(memloom_stream_t stream);
+/* Waits until the work enqueued so far has finished (at most MEMLOOM_TIMEOUT_S, then
+ * MEMLOOM_STATUS_TIMEOUT). Returns the first error that work raised since the last call, such as
+ * an index past a table in wholememory_gather. NULL is the default stream; on the CUDA backend any
+ * cudaStream_t is accepted. */
+memloom_status_t memloom_stream_synchronize(memloom_stream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MEMLOOM_STREAM_H_ */

@@ -1,0 +1,122 @@
+// DISTRIBUTED gather and scatter: each rank maps only its own partition, so indices are bucketed
+// by the rank owning their entry, exchanged (alltoallv), served by the owner from its partition,
+// and rows travel back (gather) or along (scatter); positions remembered on the way restore the
+// caller's order.
+#include <mutex>
+
+#include "src/wholememory/ops/exchange_op.h"
+#include "src/wholememory/ops/request_round.h"
+
+namespace memloom::wholememory {
+namespace {
+
+// The requests of this rank's rows: request k asks owner destinations[k] for its local entry
+// keys[k] and stands for row row_of_request[k] of the caller's list.
+struct OwnerRequests {
+  std::vector<int64_t> keys;
+  std::vector<int> destinations;
+  std::vector<int64_t> row_of_request;
+  int64_t first_bad = -1;
+};
+
+OwnerRequests route_to_owners(const std::vector<int64_t>& indices, const MatrixShape& table,
+                              const EntryLayout& layout) {
+  OwnerRequests requests;
+  for (size_t row = 0; row < indices.size(); ++row) {
+    const int64_t index = indices[row];
+    if (index < 0) continue;
+    if (index >= table.rows) {
+      if (requests.first_bad < 0) requests.first_bad = index;
+      continue;
+    }
+    const int64_t entry = table.first_entry() + index;
+    requests.keys.push_back(layout.local_entry(entry));
+    requests.destinations.push_back(layout.owner(entry));
+    requests.row_of_request.push_back(static_cast<int64_t>(row));
+  }
+  return requests;
+}
+
+// My partition as a matrix of the table's columns (rows are local entries).
+ops::RowTable local_partition(const ExchangeOperands& operands) {
+  MatrixShape local = operands.table;
+  local.offset = operands.table.column_offset();
+  return contiguous_table(operands.memory->local_pointer(), local);
+}
+
+}  // namespace
+
+void distributed_gather(const ExchangeOperands& operands) {
+  const auto& table = operands.table;
+  auto& comm = operands.memory->comm();
+  const EntryLayout layout(*operands.memory, table.entry_bytes());
+  ExchangeWork work(operands);
+  const auto indices = work.indices_on_host();
+  const OwnerRequests requests = route_to_owners(indices, table, layout);
+  const size_t row_bytes = static_cast<size_t>(table.columns) * table.element_bytes();
+
+  std::lock_guard<std::mutex> lock(comm.collective_mutex());
+  const Deadline deadline = collective_deadline();
+  join_exchange(operands, "wholememory_gather", requests.first_bad, deadline);
+  abort_peers_on_failure(comm.group(), [&] {
+    RequestRound round(comm.group().collectives(), requests.keys, requests.destinations, deadline);
+    // Serve the entries other ranks asked me for.
+    TempMemory* asked = work.upload(round.received());
+    TempMemory* served = work.device_buffer(round.received().size() * row_bytes);
+    work.copy_rows(Direction::kGather, local_partition(operands),
+                   packed_table(served->data(), table.columns, table.dtype), asked,
+                   round.received().size(), layout.local_entries(comm.rank()));
+    work.synchronize();
+    TempMemory* answers = work.device_buffer(round.sent_count() * row_bytes);
+    round.respond(served->data(), answers->data(), row_bytes, deadline);
+
+    // Output row i takes the answer in its request's slot; skipped rows keep their contents.
+    std::vector<int64_t> slot_of_row(indices.size(), -1);
+    for (size_t k = 0; k < requests.row_of_request.size(); ++k) {
+      slot_of_row[requests.row_of_request[k]] = round.slot_of_request()[k];
+    }
+    TempMemory* slots = work.upload(slot_of_row);
+    work.copy_rows(Direction::kGather, packed_table(answers->data(), table.columns, table.dtype),
+                   operands.rows, slots, indices.size(), static_cast<int64_t>(round.sent_count()));
+    work.synchronize();
+  });
+}
+
+void distributed_scatter(const ExchangeOperands& operands) {
+  const auto& table = operands.table;
+  auto& comm = operands.memory->comm();
+  const EntryLayout layout(*operands.memory, table.entry_bytes());
+  ExchangeWork work(operands);
+  const auto indices = work.indices_on_host();
+  const OwnerRequests requests = route_to_owners(indices, table, layout);
+  const size_t row_bytes = static_cast<size_t>(table.columns) * table.element_bytes();
+
+  std::lock_guard<std::mutex> lock(comm.collective_mutex());
+  const Deadline deadline = collective_deadline();
+  join_exchange(operands, "wholememory_scatter", requests.first_bad, deadline);
+  abort_peers_on_failure(comm.group(), [&] {
+    RequestRound round(comm.group().collectives(), requests.keys, requests.destinations, deadline);
+    // Pack my input rows in slot order, converted to the table's element type.
+    std::vector<int64_t> row_in_slot(round.sent_count());
+    for (size_t slot = 0; slot < row_in_slot.size(); ++slot) {
+      row_in_slot[slot] = requests.row_of_request[round.request_in_slot()[slot]];
+    }
+    TempMemory* rows_of_slots = work.upload(row_in_slot);
+    TempMemory* outgoing = work.device_buffer(round.sent_count() * row_bytes);
+    work.copy_rows(Direction::kGather, operands.rows,
+                   packed_table(outgoing->data(), table.columns, table.dtype), rows_of_slots,
+                   round.sent_count(), operands.indices.count);
+    work.synchronize();
+    TempMemory* incoming = work.device_buffer(round.received().size() * row_bytes);
+    round.forward(outgoing->data(), incoming->data(), row_bytes, deadline);
+
+    // Write the rows other ranks sent me into my partition.
+    TempMemory* targets = work.upload(round.received());
+    work.copy_rows(Direction::kScatter, packed_table(incoming->data(), table.columns, table.dtype),
+                   local_partition(operands), targets, round.received().size(),
+                   layout.local_entries(comm.rank()));
+    work.synchronize();
+  });
+}
+
+}  // namespace memloom::wholememory

@@ -1,0 +1,239 @@
+// HIERARCHY gather and scatter across nodes. Every rank maps the partitions of its own node, so
+// rows only need to cross nodes once per distinct entry:
+//   1. inside the node, each rank sends its indices to the node's gateway for the owner's node
+//      (local rank = owner's node % ranks on my node), over the local communicator;
+//   2. the gateway de-duplicates them and asks one rank of the owner's node for each distinct
+//      entry (over the whole communicator), which reads it from its node-wide mapping;
+//   3. rows come back the same way (gather), or go out the same way (scatter).
+#include <algorithm>
+#include <mutex>
+
+#include "memloom/error.h"
+#include "src/wholememory/ops/exchange_op.h"
+#include "src/wholememory/ops/request_round.h"
+
+namespace memloom::wholememory {
+namespace {
+
+// The context of one cross-node operation.
+struct Hierarchy {
+  core::Group& world;
+  core::Group& local;
+  EntryLayout layout;
+  std::vector<std::vector<int>> ranks_of_node;
+
+  Hierarchy(const ExchangeOperands& operands, Communicator& local_comm)
+      : world(operands.memory->comm().group()),
+        local(local_comm.group()),
+        layout(*operands.memory, operands.table.entry_bytes()),
+        ranks_of_node(world.node_count()) {
+    for (int r = 0; r < world.size(); ++r) ranks_of_node[world.node_index_of(r)].push_back(r);
+  }
+
+  int node_of_entry(int64_t entry) const { return world.node_index_of(layout.owner(entry)); }
+  int gateway_for(int node) const { return node % local.size(); }
+  // The rank of `node` that my gateway role asks (spreads gateways over that node's ranks).
+  int server_on(int node) const {
+    const auto& ranks = ranks_of_node[node];
+    return ranks[local.rank() % static_cast<int>(ranks.size())];
+  }
+};
+
+struct GatewayRequests {
+  std::vector<int64_t> keys;  // storage entries
+  std::vector<int> destinations;
+  std::vector<int64_t> row_of_request;
+  int64_t first_bad = -1;
+};
+
+GatewayRequests route_to_gateways(const std::vector<int64_t>& indices, const MatrixShape& table,
+                                  const Hierarchy& hierarchy) {
+  GatewayRequests requests;
+  for (size_t row = 0; row < indices.size(); ++row) {
+    const int64_t index = indices[row];
+    if (index < 0) continue;
+    if (index >= table.rows) {
+      if (requests.first_bad < 0) requests.first_bad = index;
+      continue;
+    }
+    const int64_t entry = table.first_entry() + index;
+    requests.keys.push_back(entry);
+    requests.destinations.push_back(hierarchy.gateway_for(hierarchy.node_of_entry(entry)));
+    requests.row_of_request.push_back(static_cast<int64_t>(row));
+  }
+  return requests;
+}
+
+// The distinct entries a gateway received, and which distinct entry each received key is.
+struct Distinct {
+  std::vector<int64_t> entries;
+  std::vector<int64_t> of_received;
+};
+
+Distinct deduplicate(const std::vector<int64_t>& received) {
+  Distinct distinct;
+  distinct.entries = received;
+  std::sort(distinct.entries.begin(), distinct.entries.end());
+  distinct.entries.erase(std::unique(distinct.entries.begin(), distinct.entries.end()),
+                         distinct.entries.end());
+  distinct.of_received.reserve(received.size());
+  for (int64_t key : received) {
+    const auto at = std::lower_bound(distinct.entries.begin(), distinct.entries.end(), key);
+    distinct.of_received.push_back(at - distinct.entries.begin());
+  }
+  return distinct;
+}
+
+// The cross-node requests of a gateway: distinct entry u goes to a rank of its node, as the
+// entry's position in that node's mapping.
+void route_to_servers(const Distinct& distinct, Hierarchy& hierarchy, std::vector<int64_t>* keys,
+                      std::vector<int>* destinations) {
+  for (int64_t entry : distinct.entries) {
+    keys->push_back(hierarchy.layout.node_entry(entry, hierarchy.world));
+    destinations->push_back(hierarchy.server_on(hierarchy.node_of_entry(entry)));
+  }
+}
+
+// My node's partitions as one matrix of the table's columns (rows are node-wide entries).
+ops::RowTable node_range(const ExchangeOperands& operands, const Hierarchy& hierarchy) {
+  void* base = nullptr;
+  const int first = hierarchy.world.local_ranks().front();
+  if (!operands.memory->rank_pointer(first, &base)) {
+    raise(Status::kLogic,
+          "HIERARCHY memory does not map rank " + std::to_string(first) + " of this node");
+  }
+  MatrixShape node = operands.table;
+  node.offset = operands.table.column_offset();
+  return contiguous_table(base, node);
+}
+
+std::shared_ptr<Communicator> local_communicator(const ExchangeOperands& operands) {
+  auto local = operands.memory->local_comm();
+  if (!local) raise(Status::kLogic, "HIERARCHY memory without a local communicator");
+  return local;
+}
+
+}  // namespace
+
+void hierarchy_gather(const ExchangeOperands& operands) {
+  const auto& table = operands.table;
+  auto& comm = operands.memory->comm();
+  auto local_comm = local_communicator(operands);
+  Hierarchy hierarchy(operands, *local_comm);
+  ExchangeWork work(operands);
+  const auto indices = work.indices_on_host();
+  const GatewayRequests requests = route_to_gateways(indices, table, hierarchy);
+  const size_t row_bytes = static_cast<size_t>(table.columns) * table.element_bytes();
+  const auto packed = [&](TempMemory* buffer) {
+    return packed_table(buffer->data(), table.columns, table.dtype);
+  };
+
+  std::scoped_lock lock(comm.collective_mutex(), local_comm->collective_mutex());
+  const Deadline deadline = collective_deadline();
+  join_exchange(operands, "wholememory_gather", requests.first_bad, deadline);
+  abort_peers_on_failure(comm.group(), [&] {
+    // 1. Indices to the gateways of my node.
+    RequestRound inside(hierarchy.local.collectives(), requests.keys, requests.destinations,
+                        deadline);
+    // 2. As a gateway: each distinct entry once, to a rank of its node.
+    const Distinct distinct = deduplicate(inside.received());
+    std::vector<int64_t> server_keys;
+    std::vector<int> servers;
+    route_to_servers(distinct, hierarchy, &server_keys, &servers);
+    RequestRound across(hierarchy.world.collectives(), server_keys, servers, deadline);
+    // As a server: read the asked entries from my node's mapping.
+    TempMemory* asked = work.upload(across.received());
+    TempMemory* served = work.device_buffer(across.received().size() * row_bytes);
+    work.copy_rows(
+        Direction::kGather, node_range(operands, hierarchy), packed(served), asked,
+        across.received().size(),
+        hierarchy.layout.node_entries(hierarchy.world.node_index_of(comm.rank()), hierarchy.world));
+    work.synchronize();
+    TempMemory* distinct_rows = work.device_buffer(across.sent_count() * row_bytes);
+    across.respond(served->data(), distinct_rows->data(), row_bytes, deadline);
+    // 3. As a gateway: one row per key received inside the node, back to its sender.
+    std::vector<int64_t> slot_of_key;
+    slot_of_key.reserve(distinct.of_received.size());
+    for (int64_t u : distinct.of_received) slot_of_key.push_back(across.slot_of_request()[u]);
+    TempMemory* keys_slots = work.upload(std::move(slot_of_key));
+    TempMemory* answers_inside = work.device_buffer(inside.received().size() * row_bytes);
+    work.copy_rows(Direction::kGather, packed(distinct_rows), packed(answers_inside), keys_slots,
+                   inside.received().size(), static_cast<int64_t>(across.sent_count()));
+    work.synchronize();
+    TempMemory* answers = work.device_buffer(inside.sent_count() * row_bytes);
+    inside.respond(answers_inside->data(), answers->data(), row_bytes, deadline);
+    // Output row i takes the answer in its request's slot; skipped rows keep their contents.
+    std::vector<int64_t> slot_of_row(indices.size(), -1);
+    for (size_t k = 0; k < requests.row_of_request.size(); ++k) {
+      slot_of_row[requests.row_of_request[k]] = inside.slot_of_request()[k];
+    }
+    TempMemory* slots = work.upload(std::move(slot_of_row));
+    work.copy_rows(Direction::kGather, packed(answers), operands.rows, slots, indices.size(),
+                   static_cast<int64_t>(inside.sent_count()));
+    work.synchronize();
+  });
+}
+
+void hierarchy_scatter(const ExchangeOperands& operands) {
+  const auto& table = operands.table;
+  auto& comm = operands.memory->comm();
+  auto local_comm = local_communicator(operands);
+  Hierarchy hierarchy(operands, *local_comm);
+  ExchangeWork work(operands);
+  const auto indices = work.indices_on_host();
+  const GatewayRequests requests = route_to_gateways(indices, table, hierarchy);
+  const size_t row_bytes = static_cast<size_t>(table.columns) * table.element_bytes();
+  const auto packed = [&](TempMemory* buffer) {
+    return packed_table(buffer->data(), table.columns, table.dtype);
+  };
+
+  std::scoped_lock lock(comm.collective_mutex(), local_comm->collective_mutex());
+  const Deadline deadline = collective_deadline();
+  join_exchange(operands, "wholememory_scatter", requests.first_bad, deadline);
+  abort_peers_on_failure(comm.group(), [&] {
+    // 1. Keys and rows (converted to the table's type) to the gateways of my node.
+    RequestRound inside(hierarchy.local.collectives(), requests.keys, requests.destinations,
+                        deadline);
+    std::vector<int64_t> row_in_slot(inside.sent_count());
+    for (size_t slot = 0; slot < row_in_slot.size(); ++slot) {
+      row_in_slot[slot] = requests.row_of_request[inside.request_in_slot()[slot]];
+    }
+    TempMemory* rows_of_slots = work.upload(std::move(row_in_slot));
+    TempMemory* outgoing = work.device_buffer(inside.sent_count() * row_bytes);
+    work.copy_rows(Direction::kGather, operands.rows, packed(outgoing), rows_of_slots,
+                   inside.sent_count(), operands.indices.count);
+    work.synchronize();
+    TempMemory* gathered = work.device_buffer(inside.received().size() * row_bytes);
+    inside.forward(outgoing->data(), gathered->data(), row_bytes, deadline);
+    // 2. As a gateway: one row per distinct entry (the last one received wins), to its node.
+    const Distinct distinct = deduplicate(inside.received());
+    std::vector<int64_t> key_of_distinct(distinct.entries.size());
+    for (size_t k = 0; k < distinct.of_received.size(); ++k) {
+      key_of_distinct[distinct.of_received[k]] = static_cast<int64_t>(k);
+    }
+    std::vector<int64_t> server_keys;
+    std::vector<int> servers;
+    route_to_servers(distinct, hierarchy, &server_keys, &servers);
+    RequestRound across(hierarchy.world.collectives(), server_keys, servers, deadline);
+    std::vector<int64_t> key_in_slot(across.sent_count());
+    for (size_t slot = 0; slot < key_in_slot.size(); ++slot) {
+      key_in_slot[slot] = key_of_distinct[across.request_in_slot()[slot]];
+    }
+    TempMemory* keys_of_slots = work.upload(std::move(key_in_slot));
+    TempMemory* crossing = work.device_buffer(across.sent_count() * row_bytes);
+    work.copy_rows(Direction::kGather, packed(gathered), packed(crossing), keys_of_slots,
+                   across.sent_count(), static_cast<int64_t>(inside.received().size()));
+    work.synchronize();
+    TempMemory* arrived = work.device_buffer(across.received().size() * row_bytes);
+    across.forward(crossing->data(), arrived->data(), row_bytes, deadline);
+    // 3. As a server: write them into my node's mapping.
+    TempMemory* targets = work.upload(across.received());
+    work.copy_rows(
+        Direction::kScatter, packed(arrived), node_range(operands, hierarchy), targets,
+        across.received().size(),
+        hierarchy.layout.node_entries(hierarchy.world.node_index_of(comm.rank()), hierarchy.world));
+    work.synchronize();
+  });
+}
+
+}  // namespace memloom::wholememory

@@ -1,0 +1,16 @@
+// Gather and scatter over tables this process maps in full (CONTINUOUS, CHUNKED, HIERARCHY on one
+// node, and tensors made from a pointer): one kernel reading or writing the table directly, fully
+// asynchronous on the stream. An index past the table is found by the kernel, read back in stream
+// order and raised from the stream, so the next synchronize of the stream reports it.
+#pragma once
+
+#include "src/wholememory/ops/op_stream.h"
+#include "src/wholememory/ops/row_copy_launch.h"
+
+namespace memloom::wholememory {
+
+void enqueue_checked_row_copy(OpStream& stream, int device, Direction direction,
+                              const ops::RowTable& source, const ops::RowTable& destination,
+                              const IndexList& indices, int64_t bound, int64_t columns);
+
+}  // namespace memloom::wholememory

@@ -1,0 +1,87 @@
+#include "src/wholememory/ops/request_round.h"
+
+#include <string>
+
+#include "memloom/error.h"
+
+namespace memloom::wholememory {
+namespace {
+
+// Byte counts and displacements of an alltoallv moving rows[p] items of `item_bytes` per peer.
+struct Layout {
+  std::vector<size_t> counts;
+  std::vector<size_t> displacements;
+};
+
+Layout layout_of(const std::vector<uint64_t>& rows, size_t item_bytes) {
+  Layout layout;
+  size_t position = 0;
+  for (uint64_t count : rows) {
+    layout.counts.push_back(count * item_bytes);
+    layout.displacements.push_back(position);
+    position += count * item_bytes;
+  }
+  return layout;
+}
+
+}  // namespace
+
+RequestRound::RequestRound(hal::Collectives& collectives, const std::vector<int64_t>& keys,
+                           const std::vector<int>& destinations, Deadline deadline)
+    : collectives_(collectives) {
+  const int ranks = collectives.size();
+  MEMLOOM_CHECK_ARG(keys.size() == destinations.size(), "one destination per key");
+  sent_per_rank_.assign(ranks, 0);
+  for (int destination : destinations) {
+    if (destination < 0 || destination >= ranks) {
+      raise(Status::kLogic,
+            "request for rank " + std::to_string(destination) + " of " + std::to_string(ranks));
+    }
+    ++sent_per_rank_[destination];
+  }
+  // Counting sort by destination, stable, so slots keep the callers' order within a peer.
+  std::vector<uint64_t> next(ranks, 0);
+  for (int r = 1; r < ranks; ++r) next[r] = next[r - 1] + sent_per_rank_[r - 1];
+  slot_of_request_.resize(keys.size());
+  request_in_slot_.resize(keys.size());
+  std::vector<int64_t> sorted_keys(keys.size());
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const uint64_t slot = next[destinations[k]]++;
+    slot_of_request_[k] = static_cast<int64_t>(slot);
+    request_in_slot_[slot] = static_cast<int64_t>(k);
+    sorted_keys[slot] = keys[k];
+  }
+
+  received_per_rank_.assign(ranks, 0);
+  const Layout one_each = layout_of(std::vector<uint64_t>(ranks, 1), sizeof(uint64_t));
+  collectives_.alltoallv(sent_per_rank_.data(), one_each.counts.data(),
+                         one_each.displacements.data(), received_per_rank_.data(),
+                         one_each.counts.data(), one_each.displacements.data(), deadline);
+  uint64_t total = 0;
+  for (uint64_t count : received_per_rank_) total += count;
+  received_.resize(total);
+  const Layout send = layout_of(sent_per_rank_, sizeof(int64_t));
+  const Layout receive = layout_of(received_per_rank_, sizeof(int64_t));
+  collectives_.alltoallv(sorted_keys.data(), send.counts.data(), send.displacements.data(),
+                         received_.data(), receive.counts.data(), receive.displacements.data(),
+                         deadline);
+}
+
+void RequestRound::exchange_rows(const void* send, const std::vector<uint64_t>& send_rows,
+                                 void* receive, const std::vector<uint64_t>& receive_rows,
+                                 size_t row_bytes, Deadline deadline) {
+  const Layout out = layout_of(send_rows, row_bytes);
+  const Layout in = layout_of(receive_rows, row_bytes);
+  collectives_.alltoallv(send, out.counts.data(), out.displacements.data(), receive,
+                         in.counts.data(), in.displacements.data(), deadline);
+}
+
+void RequestRound::respond(const void* served, void* out, size_t row_bytes, Deadline deadline) {
+  exchange_rows(served, received_per_rank_, out, sent_per_rank_, row_bytes, deadline);
+}
+
+void RequestRound::forward(const void* rows, void* out, size_t row_bytes, Deadline deadline) {
+  exchange_rows(rows, sent_per_rank_, out, received_per_rank_, row_bytes, deadline);
+}
+
+}  // namespace memloom::wholememory
