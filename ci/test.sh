@@ -81,7 +81,8 @@ if [[ " $sanitizers " == *" tsan "* ]]; then
   sanitizer_build build-tsan thread store_tests hal_conformance_tests
   stage_done "the tsan build"
   # No second chance here: a data race may show in one run out of several.
-  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
+  # ci/tsan_suppressions.txt: libzmq is not instrumented.
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/ci/tsan_suppressions.txt"
   ctest --test-dir build-tsan --output-on-failure -j "$jobs" --timeout 300 -L store
   ctest --test-dir build-tsan --output-on-failure -j "$jobs" --timeout 300 -L hal -R Collectives
   check_no_shm_left "the tsan tests"
