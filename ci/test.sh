@@ -65,12 +65,12 @@ if [[ " $sanitizers " == *" asan "* ]]; then
   sanitizer_build build-asan address,undefined
   stage_done "the asan build"
   # Every report fails its test: ASan and UBSan stop the process (forked ranks turn that into
-  # their exit code); ci/ubsan_suppressions.txt lists the known issues left to their owners.
+  # their exit code).
   # Tests that judge leaks by resident memory are left out: ASan's quarantine keeps freed memory
   # resident on purpose (LeakSanitizer checks leaks instead). As in the plain stage a failed test
   # runs once more (ASan makes timing-sensitive tests slower); memory errors fail both runs.
   ASAN_OPTIONS="detect_leaks=1:halt_on_error=1" \
-    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$PWD/ci/ubsan_suppressions.txt" \
+    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
     ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 300 -LE 'install|load' \
     -E 'NeitherSlowDownNorLeak' --repeat until-pass:2
   check_no_shm_left "the asan tests"

@@ -81,6 +81,31 @@ smem_bm_t create_object(uint32_t id, BmCreateArgs args) {
   return handle;
 }
 
+// Enum parameters of the C API: a C caller may pass any int, and C++ may not load a value outside
+// the enum's range as the enum type, so the bits are read as an integer and checked first.
+template <typename Enum>
+int enum_bits(const Enum& value) {
+  static_assert(sizeof(Enum) == sizeof(int), "C API enums are int-sized");
+  int bits = 0;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+
+smem_bm_copy_type checked_copy_type(const smem_bm_copy_type& type) {
+  const int bits = enum_bits(type);
+  MEMLOOM_CHECK_ARG(bits >= 0 && bits < SMEMB_COPY_BUTT,
+                    "copy type " + std::to_string(bits) + " is not a smem_bm_copy_type (0 .. " +
+                        std::to_string(static_cast<int>(SMEMB_COPY_AUTO)) + ")");
+  return static_cast<smem_bm_copy_type>(bits);
+}
+
+smem_bm_mem_type checked_mem_type(const smem_bm_mem_type& type) {
+  const int bits = enum_bits(type);
+  MEMLOOM_CHECK_ARG(bits >= 0 && bits < SMEM_MEM_TYPE_BUTT,
+                    "memType " + std::to_string(bits) + " is not a smem_bm_mem_type");
+  return static_cast<smem_bm_mem_type>(bits);
+}
+
 void copy_with_flags(smem_bm_t handle, const std::vector<CopyEntry>& entries, smem_bm_copy_type t,
                      uint32_t flags) {
   lookup(handle)->copy(entries, t, (flags & ASYNC_COPY_FLAG) != 0);
@@ -190,7 +215,7 @@ smem_bm_t smem_bm_create(uint32_t id, uint32_t memberSize, smem_bm_data_op_type 
                           std::to_string(SMEM_WORLD_SIZE_MAX) + "]");
     BmCreateArgs args;
     args.member_size = static_cast<int>(memberSize);
-    args.data_ops = static_cast<uint32_t>(dataOpType);
+    args.data_ops = static_cast<uint32_t>(enum_bits(dataOpType));
     args.local_dram = localDRAMSize;
     args.local_hbm = localHBMSize;
     args.flags = flags;
@@ -211,7 +236,7 @@ smem_bm_t smem_bm_create2(uint32_t id, const smem_bm_create_option_t* option) {
       std::lock_guard<std::mutex> lock(bm.mutex);
       args.member_size = world_with_rank(bm)->size();
     }
-    args.data_ops = static_cast<uint32_t>(option->dataOpType);
+    args.data_ops = static_cast<uint32_t>(enum_bits(option->dataOpType));
     args.local_dram = option->localDRAMSize;
     args.local_hbm = option->localHBMSize;
     args.dram_stride = option->maxDramSize;
@@ -252,7 +277,8 @@ int32_t smem_bm_copy(smem_bm_t handle, smem_copy_params* params, smem_bm_copy_ty
                      uint32_t flags) {
   return facade_call("smem_bm_copy", [&] {
     MEMLOOM_CHECK_ARG(params != nullptr, "params is null");
-    copy_with_flags(handle, {CopyEntry{params->src, params->dest, params->dataSize}}, t, flags);
+    copy_with_flags(handle, {CopyEntry{params->src, params->dest, params->dataSize}},
+                    checked_copy_type(t), flags);
   });
 }
 
@@ -269,7 +295,7 @@ int32_t smem_bm_copy_batch(smem_bm_t handle, smem_batch_copy_params* params, sme
       entries[i] = CopyEntry{params->sources[i], params->destinations[i],
                              static_cast<size_t>(params->dataSizes[i])};
     }
-    copy_with_flags(handle, entries, t, flags);
+    copy_with_flags(handle, entries, checked_copy_type(t), flags);
   });
 }
 
@@ -278,13 +304,15 @@ int32_t smem_bm_wait(smem_bm_t handle) {
 }
 
 uint64_t smem_bm_get_local_mem_size_by_mem_type(smem_bm_t handle, smem_bm_mem_type memType) {
-  return facade_value<uint64_t>("smem_bm_get_local_mem_size_by_mem_type", 0,
-                                [&] { return lookup(handle)->local_size(memType); });
+  return facade_value<uint64_t>("smem_bm_get_local_mem_size_by_mem_type", 0, [&] {
+    return lookup(handle)->local_size(checked_mem_type(memType));
+  });
 }
 
 void* smem_bm_ptr_by_mem_type(smem_bm_t handle, smem_bm_mem_type memType, uint16_t peerRankId) {
-  return facade_value<void*>("smem_bm_ptr_by_mem_type", nullptr,
-                             [&] { return lookup(handle)->slot(memType, peerRankId); });
+  return facade_value<void*>("smem_bm_ptr_by_mem_type", nullptr, [&] {
+    return lookup(handle)->slot(checked_mem_type(memType), peerRankId);
+  });
 }
 
 uint32_t smem_bm_get_rank_id_by_gva(smem_bm_t handle, void* gva) {
