@@ -250,6 +250,46 @@ std::unique_ptr<hal::VaRange> VmmMemoryDomain::reserve(size_t size, void* fixed_
   }
 }
 
+std::unique_ptr<hal::VaRange> VmmMemoryDomain::reserve_for(hal::MemoryKind kind, size_t size,
+                                                           void* fixed_address) {
+  if (kind == hal::MemoryKind::kHost && fixed_address == nullptr) {
+    // Host memory anywhere: a plain reservation at once. Starting as a driver reservation would
+    // need a conversion, which fails where the driver keeps the address space it placed itself.
+    check_multiple("reservation size", size);
+    DeviceGuard guard(current_device_.load());
+    void* base = reserve_cpu_range(size, granularity_, nullptr);
+    return std::make_unique<VmmVaRange>(access_, driver_ranges_, base, size, size, granularity_,
+                                        VmmVaRange::Holds::kCpuReservation, current_device_.load());
+  }
+  if (kind != hal::MemoryKind::kDevice || fixed_address == nullptr) {
+    return reserve(size, fixed_address);
+  }
+  // Device memory at an agreed address: the driver reservation is made now. The driver has been
+  // seen to place a hinted reservation elsewhere in one process of a group while honouring the
+  // same hint in the others; refused here, the caller's agreement loop tries another address.
+  check_multiple("reservation size", size);
+  const auto at = reinterpret_cast<uintptr_t>(fixed_address);
+  if (at % granularity_ != 0) {
+    raise(Status::kInvalidInput, "fixed address " + hex(at) +
+                                     " is not aligned to the granularity " +
+                                     std::to_string(granularity_));
+  }
+  const size_t reserved = driver_reservation_size(size);
+  if (driver_ranges_->overlaps(at, reserved)) {
+    raise(Status::kNotSupported,
+          "the address range at " + hex(at) + " (+" + std::to_string(size) + " bytes) is not free");
+  }
+  const int context = current_device_.load();
+  DeviceGuard guard(context);
+  std::string why;
+  if (!reserve_driver_range_at(fixed_address, reserved, granularity_, &why)) {
+    raise(Status::kNotSupported, "the CUDA driver will not reserve device address space at " +
+                                     hex(at) + " (+" + std::to_string(size) + " bytes): " + why);
+  }
+  return std::make_unique<VmmVaRange>(access_, driver_ranges_, fixed_address, size, reserved,
+                                      granularity_, VmmVaRange::Holds::kDriverReservation, context);
+}
+
 void* VmmMemoryDomain::map_anywhere(const hal::Segment& segment) {
   checked(segment, "map_anywhere");
   const size_t size = segment.size();

@@ -28,6 +28,8 @@ class VmmMemoryDomain : public hal::MemoryDomain {
   hal::ExportedSegment export_segment(const hal::Segment& segment) override;
   std::unique_ptr<hal::Segment> import_segment(hal::ExportedSegment exported) override;
   std::unique_ptr<hal::VaRange> reserve(size_t size, void* fixed_address) override;
+  std::unique_ptr<hal::VaRange> reserve_for(hal::MemoryKind kind, size_t size,
+                                            void* fixed_address) override;
   void* map_anywhere(const hal::Segment& segment) override;
   void unmap_anywhere(void* address, size_t size) override;
   void register_user_memory(void* address, size_t size) override;

@@ -42,11 +42,13 @@ class DeviceAccess {
 // range starts exactly there or kNotSupported is thrown.
 void* reserve_cpu_range(size_t size, size_t alignment, void* fixed_address);
 
-// Seen on H200s with driver 580 (CUDA 13): cuMemAddressReserve ignores its address for
-// reservations of up to 16 MiB (they come from a pool the driver keeps, and whose addresses it
-// keeps after they are freed), and honours it for 32 MiB ones placed in free address space. So
-// every reservation that may need to sit at a chosen address is made in whole 32 MiB units.
-inline constexpr size_t kHintedReservationUnit = size_t(32) << 20;
+// Seen on H200s with driver 580 (CUDA 13): cuMemAddressReserve treats its address as a hint that
+// it ignores for reservations small enough to come from a pool of address space the driver keeps
+// (and keeps after they are freed). Before NCCL starts, reservations of 32 MiB are honoured; once a
+// communicator exists the pool has grown and 32 MiB ones are placed inside it, while 1 GiB ones
+// are still honoured. So every reservation that may need to sit at a chosen address is made in
+// whole 1 GiB units (address space only: nothing is committed).
+inline constexpr size_t kHintedReservationUnit = size_t(1) << 30;
 // `size` rounded up to whole units (at least one).
 size_t driver_reservation_size(size_t size);
 

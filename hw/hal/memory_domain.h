@@ -59,6 +59,14 @@ class MemoryDomain {
   // null the range must start exactly there (throws kNotSupported if that is impossible), which is
   // how every rank gets the same base for a global virtual address space.
   virtual std::unique_ptr<VaRange> reserve(size_t size, void* fixed_address = nullptr) = 0;
+  // reserve() for a range whose segments will be of `kind`. A backend that reserves address space
+  // for device and host memory differently (CUDA: driver reservations vs plain ones) makes the
+  // right kind at once, so that an address it cannot serve is refused here, where the caller can
+  // still pick another one, and not at the first map().
+  virtual std::unique_ptr<VaRange> reserve_for(MemoryKind kind, size_t size, void* fixed_address) {
+    (void)kind;
+    return reserve(size, fixed_address);
+  }
 
   // A mapping of one whole segment at an address the domain picks (for CHUNKED-style access).
   virtual void* map_anywhere(const Segment& segment) = 0;

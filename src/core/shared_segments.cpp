@@ -20,7 +20,8 @@ struct Outcome {
   char message[220] = {};
 };
 
-void agree_on_outcome(Group& group, const Outcome& mine, const std::string& step, Deadline deadline) {
+void agree_on_outcome(Group& group, const Outcome& mine, const std::string& step,
+                      Deadline deadline) {
   std::vector<Outcome> all(group.size());
   group.collectives().allgather(&mine, all.data(), sizeof(Outcome), deadline);
   for (int r = 0; r < group.size(); ++r) {
@@ -109,43 +110,64 @@ SegmentSet exchange_segments(Group& group, hal::MemoryKind kind, int device, siz
   return set;
 }
 
-std::unique_ptr<hal::VaRange> reserve_common_range(Group& group, size_t size, Deadline deadline) {
+std::unique_ptr<hal::VaRange> reserve_common_range(Group& group, hal::MemoryKind kind, size_t size,
+                                                   Deadline deadline) {
   auto& domain = platform().memory_domain();
   const size_t alignment = size_t(1) << 30;  // candidates on 1 GiB boundaries
   std::mt19937_64 random(std::random_device{}() ^ static_cast<uint64_t>(::getpid()));
   std::string last_error;
   for (int attempt = 0; attempt < 64; ++attempt) {
-    // Rank 0 draws a candidate in the middle of the 47-bit user address space, away from the heap
-    // (low) and from mmap's default top-down area (high), where forked processes often differ.
-    uint64_t candidate = 0;
-    if (group.rank() == 0) {
-      const uint64_t low = 0x100000000000ull, high = 0x600000000000ull;
-      uint64_t slots = (high - low - size) / alignment;
-      candidate = low + (random() % (slots == 0 ? 1 : slots)) * alignment;
-    }
-    group.collectives().broadcast(&candidate, sizeof(candidate), 0, deadline);
+    // Even attempts: rank 0 draws a candidate in the middle of the 47-bit user address space, away
+    // from the heap (low) and from mmap's default top-down area (high), where forked processes
+    // often differ. Odd attempts: a rank (each in turn) lets its backend place the range and
+    // proposes that address, for processes whose layouts the random draws keep missing (or a
+    // backend that refuses addresses it did not choose).
+    const bool proposed = attempt % 2 == 1;
+    const int proposer = proposed ? (attempt / 2) % group.size() : 0;
     std::unique_ptr<hal::VaRange> range;
+    uint64_t candidate = 0;
     int32_t ok = 1;
-    try {
-      range = domain.reserve(size, reinterpret_cast<void*>(candidate));
-    } catch (const Error& error) {
-      last_error = error.what();
-      ok = error.status() == Status::kNotSupported ? 0 : -1;  // -1: a failure retrying cannot fix
+    if (group.rank() == proposer) {
+      if (proposed) {
+        try {
+          range = domain.reserve_for(kind, size, nullptr);
+          candidate = reinterpret_cast<uintptr_t>(range->base());
+        } catch (const Error& error) {
+          last_error = error.what();  // candidate 0: nobody tries this round
+        }
+      } else {
+        const uint64_t low = 0x100000000000ull, high = 0x600000000000ull;
+        uint64_t slots = (high - low - size) / alignment;
+        candidate = low + (random() % (slots == 0 ? 1 : slots)) * alignment;
+      }
+    }
+    group.collectives().broadcast(&candidate, sizeof(candidate), proposer, deadline);
+    if (candidate == 0) {
+      ok = 0;
+    } else if (range == nullptr) {
+      try {
+        range = domain.reserve_for(kind, size, reinterpret_cast<void*>(candidate));
+      } catch (const Error& error) {
+        last_error = error.what();
+        ok = error.status() == Status::kNotSupported ? 0 : -1;  // -1: retrying cannot fix it
+      }
     }
     std::vector<int32_t> oks(group.size());
     group.collectives().allgather(&ok, oks.data(), sizeof(ok), deadline);
     bool all_ok = true;
     for (int r = 0; r < group.size(); ++r) {
       if (oks[r] < 0) {
-        raise(Status::kSystem, "reserving " + std::to_string(size) + " bytes of address space failed on rank " +
-                                   std::to_string(r) + (r == group.rank() ? ": " + last_error : ""));
+        raise(Status::kSystem, "reserving " + std::to_string(size) +
+                                   " bytes of address space failed on rank " + std::to_string(r) +
+                                   (r == group.rank() ? ": " + last_error : ""));
       }
       all_ok = all_ok && oks[r] == 1;
     }
     if (all_ok) return range;
   }
-  raise(Status::kNotSupported, "no virtual address range of " + std::to_string(size) +
-                                   " bytes is free in every process of the group (last: " + last_error + ")");
+  raise(Status::kNotSupported,
+        "no virtual address range of " + std::to_string(size) +
+            " bytes is free in every process of the group (last: " + last_error + ")");
 }
 
 }  // namespace memloom::core

@@ -29,8 +29,10 @@ SegmentSet exchange_segments(Group& group, hal::MemoryKind kind, int device, siz
 
 // Collective over `group`: reserves `size` bytes of address space at the same base address in
 // every process of the group (retrying with other candidates when one process has that range
-// taken). Throws kNotSupported if no common range is found.
-std::unique_ptr<hal::VaRange> reserve_common_range(Group& group, size_t size, Deadline deadline);
+// taken). `kind` is the kind of memory the range will hold. Throws kNotSupported if no common range
+// is found.
+std::unique_ptr<hal::VaRange> reserve_common_range(Group& group, hal::MemoryKind kind, size_t size,
+                                                   Deadline deadline);
 
 // Rounds up to a multiple of `granularity` (a power of two or not).
 inline size_t round_up(size_t value, size_t granularity) {

@@ -37,7 +37,7 @@ std::unique_ptr<ContiguousRange> ContiguousRange::create(core::Group& group,
       core::exchange_segments(group, kind, device, (first[me + 1] - first[me]) * page, deadline);
   const size_t total_pages = first.back();
   // An empty range still gets one page of address space so that base() is a real address.
-  range->range_ = domain.reserve(std::max<size_t>(total_pages, 1) * page);
+  range->range_ = domain.reserve_for(kind, std::max<size_t>(total_pages, 1) * page, nullptr);
   for (int r = 0; r < group.size(); ++r) {
     if (first[r + 1] == first[r]) continue;
     const auto& segment = range->segments_.segments.at(r);

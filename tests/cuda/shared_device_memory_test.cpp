@@ -45,7 +45,7 @@ TEST_P(SharedMemory, EveryRankReachesEverySlotOfACommonRange) {
         const size_t slot = 2 * domain.granularity(test.kind);
         const int device = platform.current_device();
         core::SegmentSet set = core::exchange_segments(*group, test.kind, device, slot, soon());
-        auto range = core::reserve_common_range(*group, slot * n, soon());
+        auto range = core::reserve_common_range(*group, test.kind, slot * n, soon());
         for (int r = 0; r < n; ++r) {
           ASSERT_NE(set.segments[r], nullptr) << "segment of rank " << r;
           EXPECT_EQ(set.segments[r]->kind(), test.kind);

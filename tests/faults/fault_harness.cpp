@@ -181,8 +181,13 @@ struct RankAudit::Snapshot {
 
 RankAudit::RankAudit() : before_(std::make_shared<Snapshot>()) {
   // Services that live until the process exits by design; started now so they are in the baseline.
-  core::platform();
+  hal::Platform& platform = core::platform();
   core::FdBroker::instance();
+  // A CUDA context, made the first time a device is used, holds descriptors until the process
+  // exits (the driver's, not ours): every device is used once here so they are in the baseline.
+  for (int device = 0; device < platform.device_count(); ++device) {
+    platform.create_stream(device).reset();
+  }
   before_->fds = take_fd_census();
 }
 

@@ -32,7 +32,7 @@ class BmCallScenario : public Scenario {
     config.rankId = static_cast<uint16_t>(context.rank.rank);
     size_ = static_cast<uint32_t>(context.rank.world_size);
     ASSERT_EQ(smem_bm_init(context.rank.store_url.c_str(), size_,
-                           static_cast<uint16_t>(context.rank.local_rank), &config),
+                           static_cast<uint16_t>(context.rank.device()), &config),
               SMEM_SUCCESS)
         << smem_get_last_err_msg();
     bm_ = create(0);

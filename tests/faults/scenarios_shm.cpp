@@ -29,7 +29,7 @@ class ShmCallScenario : public Scenario {
     size_ = static_cast<uint32_t>(context.rank.world_size);
     rank_ = static_cast<uint32_t>(context.rank.rank);
     ASSERT_EQ(smem_shm_init(context.rank.store_url.c_str(), size_, rank_,
-                            static_cast<uint16_t>(context.rank.local_rank), &config),
+                            static_cast<uint16_t>(context.rank.device()), &config),
               SMEM_SUCCESS)
         << smem_get_last_err_msg();
     void* gva = nullptr;

@@ -146,7 +146,7 @@ TEST(StoreDeath, ShmInitWaitingForAMissingRankFailsPromptly) {
     config.shmInitTimeout = kLongTimeoutSeconds;
     expect_prompt_failure(rank, [&] {
       return smem_result(smem_shm_init(store_url().c_str(), rank.world_size + 1, rank.rank,
-                                       static_cast<uint16_t>(rank.local_rank), &config));
+                                       static_cast<uint16_t>(rank.device()), &config));
     });
     smem_shm_uninit(0);
   });
@@ -161,7 +161,7 @@ TEST(StoreDeath, BmInitWaitingForAMissingRankFailsPromptly) {
     config.rankId = static_cast<uint16_t>(rank.rank);
     expect_prompt_failure(rank, [&] {
       return smem_result(smem_bm_init(store_url().c_str(), rank.world_size + 1,
-                                      static_cast<uint16_t>(rank.local_rank), &config));
+                                      static_cast<uint16_t>(rank.device()), &config));
     });
     smem_bm_uninit(0);
   });
@@ -199,7 +199,7 @@ TEST(StoreDeath, ShmObjectsBuiltBeforeKeepWorkingAndShutDown) {
     config.shmCreateTimeout = kLongTimeoutSeconds;
     config.controlOperationTimeout = kLongTimeoutSeconds;
     ASSERT_EQ(smem_shm_init(store_url().c_str(), rank.world_size, rank.rank,
-                            static_cast<uint16_t>(rank.local_rank), &config),
+                            static_cast<uint16_t>(rank.device()), &config),
               SMEM_SUCCESS)
         << smem_get_last_err_msg();
     void* gva = nullptr;

@@ -348,7 +348,7 @@ TEST(BmWorld, AutoRankingHandsOutEveryRankOnce) {
     config.autoRanking = true;
     config.startConfigStoreServer = true;  // whichever process binds first serves the store
     config.rankId = 999;                   // ignored with auto ranking
-    ASSERT_SMEM_OK(smem_bm_init(url.c_str(), 4, static_cast<uint16_t>(ctx.local_rank), &config));
+    ASSERT_SMEM_OK(smem_bm_init(url.c_str(), 4, static_cast<uint16_t>(ctx.device()), &config));
     const uint32_t rank = smem_bm_get_rank_id();
     ASSERT_LT(rank, 4u);
     smem_bm_t bm = smem_bm_create(0, 4, SMEMB_DATA_OP_SDMA, 0, kSlot, 0);
@@ -410,7 +410,7 @@ TEST(BmWorld, StoreOnlyProcessServesTheOthers) {
       return;
     }
     config.rankId = static_cast<uint16_t>(ctx.rank - 1);
-    ASSERT_SMEM_OK(smem_bm_init(url.c_str(), 2, static_cast<uint16_t>(ctx.local_rank), &config));
+    ASSERT_SMEM_OK(smem_bm_init(url.c_str(), 2, static_cast<uint16_t>(ctx.device()), &config));
     EXPECT_EQ(smem_bm_get_rank_id(), uint32_t(ctx.rank - 1));
     smem_bm_t bm = smem_bm_create(0, 2, SMEMB_DATA_OP_SDMA, 0, kSlot, 0);
     ASSERT_NE(bm, nullptr) << smem_get_last_err_msg();

@@ -22,7 +22,7 @@ inline int32_t bm_init_rank(const RankContext& ctx, uint32_t control_timeout_s =
   smem_bm_config_t config = bm_test_config(control_timeout_s);
   config.rankId = static_cast<uint16_t>(ctx.rank);
   return smem_bm_init(ctx.store_url.c_str(), static_cast<uint32_t>(ctx.world_size),
-                      static_cast<uint16_t>(ctx.local_rank), &config);
+                      static_cast<uint16_t>(ctx.device()), &config);
 }
 
 // run_ranks deals ranks to nodes in contiguous blocks.

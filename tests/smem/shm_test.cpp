@@ -72,7 +72,7 @@ void check_symmetric_slots(const RankContext& ctx, int nodes) {
                                             n * sizeof(uint64_t)));
   for (uint32_t r = 0; r < n; ++r) EXPECT_EQ(bases[r], mine) << "rank " << r << "'s gva differs";
 
-  DeviceIo io(ctx.local_rank);
+  DeviceIo io(ctx.device());
   auto* base = static_cast<char*>(gva);
   const size_t probe = 64 * 1024;
   auto my_bytes = pattern_buffer(ctx.rank, probe);
@@ -146,7 +146,7 @@ TEST(ShmObjects, ExtraContextIsReadableByEverySameNodeRank) {
     ASSERT_SMEM_OK(smem_shm_set_extra_context(shm, context.data(), size));
     ASSERT_SMEM_OK(smem_shm_control_barrier(shm));
 
-    DeviceIo io(ctx.local_rank);
+    DeviceIo io(ctx.device());
     for (uint32_t r = 0; r < 3; ++r) {
       void* address = smem_shm_extra_context_addr(shm, r);
       // The documented place: just below the GVA, one stride per rank.
@@ -432,7 +432,7 @@ TEST(ShmWorld, RankZeroStartsTheConfigStore) {
   auto results = run_ranks(options, [&](const RankContext& ctx) {
     smem_shm_config_t config = shm_test_config();
     config.startConfigStoreServer = true;  // only rank 0 acts on it
-    ASSERT_SMEM_OK(smem_shm_init(url.c_str(), 3, ctx.rank, ctx.local_rank, &config));
+    ASSERT_SMEM_OK(smem_shm_init(url.c_str(), 3, ctx.rank, ctx.device(), &config));
     void* gva = nullptr;
     smem_shm_t shm = smem_shm_create(0, 3, ctx.rank, kSymmetric, SMEMS_DATA_OP_MTE, 0, &gva);
     ASSERT_NE(shm, nullptr) << smem_get_last_err_msg();

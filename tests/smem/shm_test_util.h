@@ -20,7 +20,7 @@ inline smem_shm_config_t shm_test_config(uint32_t control_timeout_s = 20) {
 inline int32_t shm_init_rank(const RankContext& ctx, uint32_t control_timeout_s = 20) {
   smem_shm_config_t config = shm_test_config(control_timeout_s);
   return smem_shm_init(ctx.store_url.c_str(), static_cast<uint32_t>(ctx.world_size),
-                       static_cast<uint32_t>(ctx.rank), static_cast<uint16_t>(ctx.local_rank),
+                       static_cast<uint32_t>(ctx.rank), static_cast<uint16_t>(ctx.device()),
                        &config);
 }
 

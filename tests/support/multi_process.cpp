@@ -14,9 +14,15 @@
 #include <thread>
 
 #include "memloom/error.h"
+#include "src/core/platform_loader.h"
 #include "src/store/server.h"
 
 namespace memloom::testing {
+
+int RankContext::device() const {
+  const int devices = core::platform().device_count();
+  return devices > 0 ? local_rank % devices : 0;
+}
 namespace {
 
 std::string make_job_id() {
@@ -173,9 +179,12 @@ std::string describe(const std::vector<RankResult>& results) {
   std::ostringstream out;
   for (const auto& r : results) {
     out << "rank " << r.rank << ": ";
-    if (r.timed_out) out << "timed out (killed)";
-    else if (r.signal != 0) out << "killed by signal " << r.signal;
-    else out << "exit " << r.exit_code;
+    if (r.timed_out)
+      out << "timed out (killed)";
+    else if (r.signal != 0)
+      out << "killed by signal " << r.signal;
+    else
+      out << "exit " << r.exit_code;
     out << "\n";
   }
   return out.str();

@@ -19,14 +19,19 @@ struct RankContext {
   std::string node;       // the MEMLOOM_NODE value of this rank
   std::string store_url;  // the job's config store ("" when the run has none)
   std::string job_id;     // unique per run_ranks call; used to namespace keys
+
+  // The device this rank passes to APIs that take one (smem deviceId): its local rank folded onto
+  // the devices of the backend, so that a node with more ranks than GPUs (4 ranks on 2 H200s) runs
+  // two ranks per GPU. Initialises the backend in the calling rank.
+  int device() const;
 };
 
 struct MultiProcessOptions {
   int ranks = 2;
-  int nodes = 1;  // ranks are dealt to nodes in contiguous blocks
+  int nodes = 1;                             // ranks are dealt to nodes in contiguous blocks
   std::chrono::milliseconds timeout{60000};  // children still alive then are SIGKILLed
-  bool start_store = true;                  // a store server in its own child process
-  std::map<std::string, std::string> env;   // extra environment for every rank
+  bool start_store = true;                   // a store server in its own child process
+  std::map<std::string, std::string> env;    // extra environment for every rank
 };
 
 struct RankResult {

@@ -115,14 +115,16 @@ std::unique_ptr<BmObject> BmObject::create(SmemWorld& world, const BmCreateArgs&
   const size_t n = static_cast<size_t>(args.member_size);
   const int device = world.device();
   if (args.hbm_stride > 0) {
-    object->device_va_ = core::reserve_common_range(*group, n * args.hbm_stride, deadline);
+    object->device_va_ =
+        core::reserve_common_range(*group, hal::MemoryKind::kDevice, n * args.hbm_stride, deadline);
     object->device_segments_ =
         core::exchange_segments(*group, hal::MemoryKind::kDevice, device, args.local_hbm, deadline);
     object->device_ = GvaLayout("device", reinterpret_cast<uintptr_t>(object->device_va_->base()),
                                 args.hbm_stride, object->device_segments_.sizes);
   }
   if (args.dram_stride > 0) {
-    object->host_va_ = core::reserve_common_range(*group, n * args.dram_stride, deadline);
+    object->host_va_ =
+        core::reserve_common_range(*group, hal::MemoryKind::kHost, n * args.dram_stride, deadline);
     object->host_segments_ =
         core::exchange_segments(*group, hal::MemoryKind::kHost, -1, args.local_dram, deadline);
     object->host_ = GvaLayout("host", reinterpret_cast<uintptr_t>(object->host_va_->base()),

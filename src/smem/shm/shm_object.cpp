@@ -118,8 +118,8 @@ std::unique_ptr<ShmObject> ShmObject::create(SmemWorld& world, const ShmCreateAr
 
   const size_t n = static_cast<size_t>(args.rank_size);
   const size_t contexts_bytes = n * kContextStride;
-  object->range_ =
-      core::reserve_common_range(*group, contexts_bytes + n * args.symmetric_size, deadline);
+  object->range_ = core::reserve_common_range(*group, hal::MemoryKind::kDevice,
+                                              contexts_bytes + n * args.symmetric_size, deadline);
   const int device = world.device();
   object->data_ = core::exchange_segments(*group, hal::MemoryKind::kDevice, device,
                                           args.symmetric_size, deadline);
