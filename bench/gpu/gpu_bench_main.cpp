@@ -25,7 +25,7 @@ namespace memloom::bench::gpu {
 namespace {
 
 const char* const kGroups[] = {"ceilings", "local", "gather", "shm", "bm", "trans"};
-constexpr std::chrono::seconds kJobTimeout{120};
+constexpr std::chrono::seconds kJobTimeout{150};
 
 struct Options {
   std::string only;  // empty: every group
@@ -88,11 +88,21 @@ Ceilings measure_ceilings(Report& report) {
   Ceilings ceilings{rate(2.0 * kD2DBytes, figure(figures, "d2d")),
                     rate(double(kCopyBytes), figure(figures, "peer copy")),
                     rate(double(kCopyBytes), figure(figures, "peer read"))};
-  report.add({"ceiling: D2D cudaMemcpy GPU0, 1 GiB (r+w)", ceilings.d2d, "GB/s", {}, "", {},
+  report.add({"ceiling: D2D cudaMemcpy GPU0, 1 GiB (r+w)",
+              ceilings.d2d,
+              "GB/s",
+              {},
+              "",
+              {},
               "2 x bytes / time"});
-  report.add({"ceiling: cudaMemcpyPeer GPU0->GPU1 64 MiB", ceilings.peer_copy, "GB/s", {}, "", {},
-              ""});
-  report.add({"ceiling: peer read GPU1->GPU0 64 MiB", ceilings.peer_read, "GB/s", {}, "", {},
+  report.add(
+      {"ceiling: cudaMemcpyPeer GPU0->GPU1 64 MiB", ceilings.peer_copy, "GB/s", {}, "", {}, ""});
+  report.add({"ceiling: peer read GPU1->GPU0 64 MiB",
+              ceilings.peer_read,
+              "GB/s",
+              {},
+              "",
+              {},
               "cudaMemcpyPeer issued on GPU 0"});
   return ceilings;
 }
@@ -175,7 +185,7 @@ int run(const Options& options) {
   // The ranks inherit these; the caller's own settings win.
   ::setenv("MEMLOOM_BACKEND", "cuda", 0);
   ::setenv("NCCL_NVLS_ENABLE", "0", 0);
-  ::setenv("MEMLOOM_TIMEOUT_S", "30", 0);  // collectives give up well before a job's timeout
+  ::setenv("MEMLOOM_TIMEOUT_S", "60", 0);  // collectives give up well before a job's timeout
 
   int devices = 0;
   try {
@@ -195,7 +205,12 @@ int run(const Options& options) {
   for (const char* group : {"gather", "shm", "bm", "trans"}) {
     if (!wanted(group)) continue;
     if (devices < 2) {
-      report.add({std::string(group) + " (2 GPUs)", std::nullopt, "", {}, "two GPUs", {},
+      report.add({std::string(group) + " (2 GPUs)",
+                  std::nullopt,
+                  "",
+                  {},
+                  "two GPUs",
+                  {},
                   "skipped: this machine has one GPU"});
       continue;
     }

@@ -25,12 +25,12 @@ Figures ceilings_rank(const RankInfo&) {
     use_device_with_peers(0);
     Stream stream;
     DeviceBuffer from(kD2DBytes, "the D2D source"), to(kD2DBytes, "the D2D target");
-    check_cuda(cudaMemset(from.data(), 1, kD2DBytes), "cudaMemset");
+    fill_device(from.data(), 1, kD2DBytes);
     figures["d2d"] = best_event_seconds(
         stream.get(),
         [&] {
-          check_cuda(cudaMemcpyAsync(to.data(), from.data(), kD2DBytes,
-                                     cudaMemcpyDeviceToDevice, stream.get()),
+          check_cuda(cudaMemcpyAsync(to.data(), from.data(), kD2DBytes, cudaMemcpyDeviceToDevice,
+                                     stream.get()),
                      "cudaMemcpyAsync D2D");
         },
         "D2D cudaMemcpy", 10, 2);
@@ -45,7 +45,7 @@ Figures ceilings_rank(const RankInfo&) {
     use_device_with_peers(0);
     DeviceBuffer on0(kCopyBytes, "GPU 0's peer buffer");
     Stream stream;  // GPU 0's: both copies are issued from GPU 0, as the figures' are
-    check_cuda(cudaMemset(on0.data(), 2, kCopyBytes), "cudaMemset");
+    fill_device(on0.data(), 2, kCopyBytes);
     figures["peer copy"] = best_event_seconds(
         stream.get(),
         [&] {

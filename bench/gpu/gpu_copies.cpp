@@ -21,7 +21,7 @@
 namespace memloom::bench::gpu {
 namespace {
 
-constexpr uint32_t kControlTimeoutSeconds = 30;
+constexpr uint32_t kControlTimeoutSeconds = 60;
 constexpr size_t kChecked = 4096;
 constexpr int kBmBatch = 4;
 constexpr uint64_t kBmHostSlot = 2 * kMiB;
@@ -62,9 +62,9 @@ class ShmSession {
                              static_cast<uint32_t>(info.rank),
                              static_cast<uint16_t>(info.local_rank), &config),
                "smem_shm_init");
-    handle_ = smem_shm_create(0, static_cast<uint32_t>(info.world_size),
-                              static_cast<uint32_t>(info.rank), kCopyBytes, SMEMS_DATA_OP_MTE, 0,
-                              &gva_);
+    handle_ =
+        smem_shm_create(0, static_cast<uint32_t>(info.world_size), static_cast<uint32_t>(info.rank),
+                        kCopyBytes, SMEMS_DATA_OP_MTE, 0, &gva_);
     if (handle_ == nullptr) check_smem(-1, "smem_shm_create");
     stride_ = smem_shm_get_symmetric_size(handle_);
   }
@@ -76,7 +76,9 @@ class ShmSession {
   ShmSession(const ShmSession&) = delete;
   ShmSession& operator=(const ShmSession&) = delete;
 
-  void barrier() const { check_smem(smem_shm_control_barrier(handle_), "smem_shm_control_barrier"); }
+  void barrier() const {
+    check_smem(smem_shm_control_barrier(handle_), "smem_shm_control_barrier");
+  }
   char* slot(int rank) const { return static_cast<char*>(gva_) + rank * stride_; }
 
  private:
@@ -118,7 +120,8 @@ class BmSession {
 
   smem_bm_t handle() const { return handle_; }
   char* device_slot(int rank) const {
-    void* slot = smem_bm_ptr_by_mem_type(handle_, SMEM_MEM_TYPE_DEVICE, static_cast<uint16_t>(rank));
+    void* slot =
+        smem_bm_ptr_by_mem_type(handle_, SMEM_MEM_TYPE_DEVICE, static_cast<uint16_t>(rank));
     if (slot == nullptr) check_smem(-1, "smem_bm_ptr_by_mem_type");
     return static_cast<char*>(slot);
   }
@@ -158,7 +161,7 @@ class TransSession {
 }  // namespace
 
 Figures shm_rank(const RankInfo& info) {
-  use_device_with_peers(info.local_rank);
+  use_device(info.local_rank);
   ShmSession session(info);
   session.barrier();
   Figures figures;
@@ -166,23 +169,23 @@ Figures shm_rank(const RankInfo& info) {
       [&] {
         if (info.rank != 0) return;
         DeviceBuffer local(kCopyBytes, "rank 0's SHM buffer");
-        check_cuda(cudaMemset(local.data(), 0x5a, kCopyBytes), "cudaMemset");
+        fill_device(local.data(), 0x5a, kCopyBytes);
         Stream stream;
         char* peer = session.slot(1);
         figures["put"] = best_event_seconds(
             stream.get(),
             [&] {
-              check_cuda(cudaMemcpyAsync(peer, local.data(), kCopyBytes, cudaMemcpyDefault,
-                                         stream.get()),
-                         "cudaMemcpyAsync to rank 1's SHM slot");
+              check_cuda(
+                  cudaMemcpyAsync(peer, local.data(), kCopyBytes, cudaMemcpyDefault, stream.get()),
+                  "cudaMemcpyAsync to rank 1's SHM slot");
             },
             "SHM put");
         figures["get"] = best_event_seconds(
             stream.get(),
             [&] {
-              check_cuda(cudaMemcpyAsync(local.data(), peer, kCopyBytes, cudaMemcpyDefault,
-                                         stream.get()),
-                         "cudaMemcpyAsync from rank 1's SHM slot");
+              check_cuda(
+                  cudaMemcpyAsync(local.data(), peer, kCopyBytes, cudaMemcpyDefault, stream.get()),
+                  "cudaMemcpyAsync from rank 1's SHM slot");
             },
             "SHM get");
       },
@@ -193,7 +196,7 @@ Figures shm_rank(const RankInfo& info) {
 }
 
 Figures bm_rank(const RankInfo& info) {
-  use_device_with_peers(info.local_rank);
+  use_device(info.local_rank);
   BmSession session(info);
   info.barrier();  // every rank has joined: copies to rank 1 are accepted
   Figures figures;
@@ -201,7 +204,7 @@ Figures bm_rank(const RankInfo& info) {
       [&] {
         if (info.rank != 0) return;
         DeviceBuffer local(kCopyBytes, "rank 0's BM buffer");
-        check_cuda(cudaMemset(local.data(), 0x3c, kCopyBytes), "cudaMemset");
+        fill_device(local.data(), 0x3c, kCopyBytes);
         char* peer = session.device_slot(1);
         auto batch = [&](const void* from, void* to, smem_bm_copy_type type, const char* what) {
           smem_copy_params params{from, to, kCopyBytes};
@@ -211,12 +214,12 @@ Figures bm_rank(const RankInfo& info) {
           check_smem(smem_bm_wait(session.handle()), "smem_bm_wait");
         };
         figures["put"] =
-            best_wall_seconds([&] { batch(local.data(), peer, SMEMB_COPY_L2G, "smem_bm_copy L2G"); },
-                              10, 1) /
+            best_wall_seconds(
+                [&] { batch(local.data(), peer, SMEMB_COPY_L2G, "smem_bm_copy L2G"); }, 10, 1) /
             kBmBatch;
         figures["get"] =
-            best_wall_seconds([&] { batch(peer, local.data(), SMEMB_COPY_G2L, "smem_bm_copy G2L"); },
-                              10, 1) /
+            best_wall_seconds(
+                [&] { batch(peer, local.data(), SMEMB_COPY_G2L, "smem_bm_copy G2L"); }, 10, 1) /
             kBmBatch;
       },
       [&] { info.barrier(); });
@@ -226,12 +229,12 @@ Figures bm_rank(const RankInfo& info) {
 }
 
 Figures trans_rank(const RankInfo& info) {
-  use_device_with_peers(info.local_rank);
+  use_device(info.local_rank);
   if (info.rank == 1) {  // the target: registers GPU 1 memory and waits for the initiator
     const std::string id = free_loopback_address();
     TransSession session(info, SMEM_TRANS_RECEIVER, id);
     DeviceBuffer pool(kCopyBytes, "rank 1's TRANS target");
-    check_cuda(cudaMemset(pool.data(), 0, kCopyBytes), "cudaMemset");
+    fill_device(pool.data(), 0, kCopyBytes);
     check_smem(smem_trans_register_mem(session.handle(), pool.data(), kCopyBytes, 0),
                "smem_trans_register_mem");
     info.rendezvous->publish(kPoolMailbox, reinterpret_cast<uintptr_t>(pool.data()));
@@ -250,18 +253,18 @@ Figures trans_rank(const RankInfo& info) {
         const std::string target =
             "127.0.0.1:" + std::to_string(info.rendezvous->wait_for(kTargetPortMailbox));
         DeviceBuffer local(kCopyBytes, "rank 0's TRANS buffer");
-        check_cuda(cudaMemset(local.data(), 0x71, kCopyBytes), "cudaMemset");
+        fill_device(local.data(), 0x71, kCopyBytes);
         check_smem(smem_trans_register_mem(session.handle(), local.data(), kCopyBytes, 0),
                    "smem_trans_register_mem (rank 0's buffer)");
         figures["write"] = best_wall_seconds([&] {
-          check_smem(smem_trans_write(session.handle(), local.data(), target.c_str(), pool,
-                                      kCopyBytes, 0),
-                     "smem_trans_write");
+          check_smem(
+              smem_trans_write(session.handle(), local.data(), target.c_str(), pool, kCopyBytes, 0),
+              "smem_trans_write");
         });
         figures["read"] = best_wall_seconds([&] {
-          check_smem(smem_trans_read(session.handle(), local.data(), target.c_str(), pool,
-                                     kCopyBytes, 0),
-                     "smem_trans_read");
+          check_smem(
+              smem_trans_read(session.handle(), local.data(), target.c_str(), pool, kCopyBytes, 0),
+              "smem_trans_read");
         });
         check_smem(smem_trans_deregister_mem(session.handle(), local.data()),
                    "smem_trans_deregister_mem");

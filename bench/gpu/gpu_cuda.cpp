@@ -42,17 +42,21 @@ void wait_stream(cudaStream_t stream, const std::string& what) {
 }
 
 DeviceBuffer::DeviceBuffer(size_t bytes, const std::string& what) {
-  check_cuda(cudaMalloc(&data_, bytes), "cudaMalloc of " + std::to_string(bytes >> 20) +
-                                            " MiB for " + what);
+  check_cuda(cudaMalloc(&data_, bytes),
+             "cudaMalloc of " + std::to_string(bytes >> 20) + " MiB for " + what);
 }
 
-DeviceBuffer::~DeviceBuffer() { cudaFree(data_); }
+DeviceBuffer::~DeviceBuffer() {
+  cudaFree(data_);
+}
 
 Stream::Stream() {
-  check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamDefault), "cudaStreamCreate");
 }
 
-Stream::~Stream() { cudaStreamDestroy(stream_); }
+Stream::~Stream() {
+  cudaStreamDestroy(stream_);
+}
 
 EventTimer::EventTimer() {
   check_cuda(cudaEventCreate(&start_), "cudaEventCreate");
@@ -80,12 +84,24 @@ double EventTimer::stop(cudaStream_t stream, const std::string& what) {
 }
 
 double wall_seconds_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void use_device(int device) {
+  check_cuda(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
+}
+
+void fill_device(void* data, unsigned char value, size_t bytes) {
+  check_cuda(cudaMemsetAsync(data, value, bytes, nullptr), "cudaMemsetAsync");
+  settle_default_stream("cudaMemsetAsync");
+}
+
+void settle_default_stream(const std::string& what) {
+  wait_stream(nullptr, what);
 }
 
 void use_device_with_peers(int device) {
-  check_cuda(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
+  use_device(device);
   int count = 0;
   check_cuda(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   for (int peer = 0; peer < count; ++peer) {

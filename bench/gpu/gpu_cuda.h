@@ -37,7 +37,8 @@ class DeviceBuffer {
   void* data_ = nullptr;
 };
 
-// A non-blocking stream on the current device.
+// A stream on the current device. Blocking (ordered after the legacy default stream), so the
+// set-up copies and memsets issued before the timed work have landed when it starts.
 class Stream {
  public:
   Stream();
@@ -100,8 +101,20 @@ double best_wall_seconds(Op&& op, int samples = 10, int reps = 4) {
   return best;
 }
 
-// Makes `device` current and lets it read and write every other device's memory directly.
+// Makes `device` current.
+void use_device(int device);
+
+// Makes `device` current and lets it read and write every other device's cudaMalloc'ed memory
+// directly (cudaMemcpyPeer then goes over NVLink without staging).
 void use_device_with_peers(int device);
+
+// Sets bytes at data (device memory) to value and waits (bounded) until it is done, so work on
+// any stream, memloom's included, sees it.
+void fill_device(void* data, unsigned char value, size_t bytes);
+
+// Waits (bounded) for everything issued so far on the legacy default stream: synchronous-looking
+// CUDA calls (cudaMemcpy from pageable memory) may return before their DMA has finished.
+void settle_default_stream(const std::string& what);
 
 // Throws unless the first `checked` bytes at `data` (device memory of any GPU) all equal value:
 // proves that a timed copy really landed.

@@ -81,7 +81,8 @@ wholememory_tensor_description_t table_description(int64_t rows) {
 void label_local_rows(wholememory_tensor_t table) {
   wholememory_tensor_t local = nullptr;
   size_t first = 0;
-  check_wm(wholememory_tensor_map_local_tensor(table, &local), "wholememory_tensor_map_local_tensor");
+  check_wm(wholememory_tensor_map_local_tensor(table, &local),
+           "wholememory_tensor_map_local_tensor");
   check_wm(wholememory_tensor_get_local_entry_start(&first, table),
            "wholememory_tensor_get_local_entry_start");
   const auto rows = static_cast<size_t>(wholememory_tensor_get_tensor_description(local)->sizes[0]);
@@ -124,7 +125,7 @@ const char* type_name(wholememory_memory_type_t type) {
 
 // Best seconds of one gather on this rank; every rank of the job runs it at the same time.
 double gather_seconds(const RankInfo& info, wholememory_memory_type_t type) {
-  use_device_with_peers(info.local_rank);
+  use_device(info.local_rank);
   WholeMemorySession session;
   wholememory_comm_t comm = make_communicator(info);
   auto desc = table_description(static_cast<int64_t>(kTableRows));
@@ -142,6 +143,8 @@ double gather_seconds(const RankInfo& info, wholememory_memory_type_t type) {
   check_cuda(cudaMemcpy(index_memory.data(), indices.data(), kGatherRows * sizeof(int64_t),
                         cudaMemcpyHostToDevice),
              "copying the indices to the device");
+  // Every rank's labels and indices have landed before any rank's first gather reads them.
+  settle_default_stream("labelling the table");
   wholememory_tensor_description_t index_desc;
   wholememory_initialize_tensor_desc(&index_desc);
   index_desc.dim = 1;

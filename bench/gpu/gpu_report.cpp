@@ -67,9 +67,9 @@ bool Report::append_markdown(const std::string& path, const std::string& heading
     const std::string value = row.value ? number(*row.value) + " " + row.unit : "-";
     std::string why = row.why;
     for (char& c : why) c = c == '|' || c == '\n' ? ' ' : c;
-    std::fprintf(file, "| %s | %s | %s | %s | %s | %s | %s |\n", row.figure.c_str(),
-                 value.c_str(), ceiling_text(row).c_str(), ratio_text(row).c_str(),
-                 target_text(row).c_str(), verdict(row).c_str(), why.c_str());
+    std::fprintf(file, "| %s | %s | %s | %s | %s | %s | %s |\n", row.figure.c_str(), value.c_str(),
+                 ceiling_text(row).c_str(), ratio_text(row).c_str(), target_text(row).c_str(),
+                 verdict(row).c_str(), why.c_str());
   }
   const bool ok = std::fclose(file) == 0;
   if (!ok) std::fprintf(stderr, "memloom-bench-gpu: writing %s failed\n", path.c_str());
