@@ -9,11 +9,13 @@
 // device can be used or the arguments are wrong.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -192,7 +194,13 @@ int run(const Options& options) {
     const Figures probe = run_ranks(RankJob{1, 1, std::chrono::seconds(60)}, probe_rank);
     devices = static_cast<int>(probe.at("devices"));
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "memloom-bench-gpu: no CUDA device can be used: %s\n", error.what());
+    std::string why = error.what();
+    while (!why.empty() && why.back() == '\n') why.pop_back();
+    std::fprintf(stderr, "memloom-bench-gpu: no CUDA device can be used: %s\n", why.c_str());
+    if (!options.markdown.empty()) {
+      Report().append_markdown(options.markdown,
+                               heading(0) + ": no CUDA device can be used (" + why + ")");
+    }
     return 2;
   }
   std::printf("memloom-bench-gpu: %d CUDA device%s, MEMLOOM_BACKEND=%s\n", devices,

@@ -4,6 +4,7 @@
 // The first gather is checked row by row (column 0 of row e holds e), then timed.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -77,35 +78,46 @@ wholememory_tensor_description_t table_description(int64_t rows) {
   return desc;
 }
 
-// Writes e into column 0 of each row e this rank holds.
+// Set-up copies go through a host buffer of this many rows (32 MiB): whole rows, because a 2-D
+// copy of one 4-byte column can take the driver a row at a time.
+constexpr size_t kStagingRows = size_t(1) << 16;
+
+// Writes e into column 0 of each row e this rank holds (the other columns: 0).
 void label_local_rows(wholememory_tensor_t table) {
   wholememory_tensor_t local = nullptr;
   size_t first = 0;
   check_wm(wholememory_tensor_map_local_tensor(table, &local),
            "wholememory_tensor_map_local_tensor");
+  const auto rows = static_cast<size_t>(wholememory_tensor_get_tensor_description(local)->sizes[0]);
+  auto* data = static_cast<char*>(wholememory_tensor_get_data_pointer(local));
+  wholememory_destroy_tensor(local);  // the view only; the memory stays with the table
   check_wm(wholememory_tensor_get_local_entry_start(&first, table),
            "wholememory_tensor_get_local_entry_start");
-  const auto rows = static_cast<size_t>(wholememory_tensor_get_tensor_description(local)->sizes[0]);
-  std::vector<float> labels(rows);
-  for (size_t r = 0; r < rows; ++r) labels[r] = static_cast<float>(first + r);
-  const cudaError_t status =
-      rows == 0 ? cudaSuccess
-                : cudaMemcpy2D(wholememory_tensor_get_data_pointer(local), kRowBytes, labels.data(),
-                               sizeof(float), sizeof(float), rows, cudaMemcpyDefault);
-  wholememory_destroy_tensor(local);
-  check_cuda(status, "labelling the table's local rows (cudaMemcpy2D)");
+  std::vector<float> staging(kStagingRows * kRowFloats, 0.0f);
+  for (size_t done = 0; done < rows; done += kStagingRows) {
+    const size_t count = std::min(kStagingRows, rows - done);
+    for (size_t r = 0; r < count; ++r)
+      staging[r * kRowFloats] = static_cast<float>(first + done + r);
+    check_cuda(cudaMemcpy(data + done * kRowBytes, staging.data(), count * kRowBytes,
+                          cudaMemcpyHostToDevice),
+               "labelling the table's local rows");
+  }
 }
 
-void check_gathered(const void* output, const std::vector<int64_t>& indices, const char* type) {
-  std::vector<float> labels(indices.size());
-  check_cuda(cudaMemcpy2D(labels.data(), sizeof(float), output, kRowBytes, sizeof(float),
-                          indices.size(), cudaMemcpyDefault),
-             "reading the gathered rows back");
-  for (size_t i = 0; i < indices.size(); ++i) {
-    if (labels[i] != static_cast<float>(indices[i])) {
-      throw std::runtime_error(std::string(type) + " gather: output row " + std::to_string(i) +
-                               " holds row " + std::to_string(labels[i]) + ", expected row " +
-                               std::to_string(indices[i]));
+void check_gathered(const char* output, const std::vector<int64_t>& indices, const char* type) {
+  std::vector<float> staging(kStagingRows * kRowFloats);
+  for (size_t done = 0; done < indices.size(); done += kStagingRows) {
+    const size_t count = std::min(kStagingRows, indices.size() - done);
+    check_cuda(cudaMemcpy(staging.data(), output + done * kRowBytes, count * kRowBytes,
+                          cudaMemcpyDeviceToHost),
+               "reading the gathered rows back");
+    for (size_t r = 0; r < count; ++r) {
+      const size_t i = done + r;
+      if (staging[r * kRowFloats] != static_cast<float>(indices[i])) {
+        throw std::runtime_error(std::string(type) + " gather: output row " + std::to_string(i) +
+                                 " holds row " + std::to_string(staging[r * kRowFloats]) +
+                                 ", expected row " + std::to_string(indices[i]));
+      }
     }
   }
 }
@@ -161,7 +173,7 @@ double gather_seconds(const RankInfo& info, wholememory_memory_type_t type) {
   check_wm(wholememory_communicator_barrier(comm), "wholememory_communicator_barrier");
   gather();  // warm-up (temporary memory, first touches), checked
   wait_stream(stream.get(), "the first gather");
-  check_gathered(output_memory.data(), indices, type_name(type));
+  check_gathered(output_memory.bytes(), indices, type_name(type));
 
   EventTimer timer;
   double best = 1e30;

@@ -61,6 +61,7 @@ bool Report::append_markdown(const std::string& path, const std::string& heading
     return false;
   }
   std::fprintf(file, "\n### %s\n\n", heading.c_str());
+  if (rows_.empty()) return std::fclose(file) == 0;
   std::fprintf(file, "| figure | value | ceiling | ratio | target | verdict | note |\n");
   std::fprintf(file, "|---|---|---|---|---|---|---|\n");
   for (const Row& row : rows_) {
