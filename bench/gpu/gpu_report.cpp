@@ -34,7 +34,7 @@ std::string ceiling_text(const Row& row) {
 }  // namespace
 
 std::string verdict(const Row& row) {
-  if (!row.value) return "FAILED";
+  if (!row.value) return row.why.rfind("skipped", 0) == 0 ? "SKIPPED" : "FAILED";
   if (row.ceiling_name.empty()) return "CEILING";
   if (!row.ceiling) return "NO CEILING";
   if (!row.target) return "REPORT";

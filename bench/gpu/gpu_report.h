@@ -33,7 +33,8 @@ class Report {
   int failures_ = 0;
 };
 
-// "PASS", "MISS", "REPORT", "CEILING", "FAILED" or "NO CEILING".
+// "PASS", "MISS", "REPORT", "CEILING", "FAILED", "SKIPPED" (no value, why starts with "skipped")
+// or "NO CEILING".
 std::string verdict(const Row& row);
 
 }  // namespace memloom::bench::gpu
