@@ -90,7 +90,6 @@ void label_local_rows(wholememory_tensor_t table) {
            "wholememory_tensor_map_local_tensor");
   const auto rows = static_cast<size_t>(wholememory_tensor_get_tensor_description(local)->sizes[0]);
   auto* data = static_cast<char*>(wholememory_tensor_get_data_pointer(local));
-  wholememory_destroy_tensor(local);  // the view only; the memory stays with the table
   check_wm(wholememory_tensor_get_local_entry_start(&first, table),
            "wholememory_tensor_get_local_entry_start");
   std::vector<float> staging(kStagingRows * kRowFloats, 0.0f);
@@ -102,6 +101,7 @@ void label_local_rows(wholememory_tensor_t table) {
                           cudaMemcpyHostToDevice),
                "labelling the table's local rows");
   }
+  wholememory_destroy_tensor(local);  // the view; the memory stays with the table
 }
 
 void check_gathered(const char* output, const std::vector<int64_t>& indices, const char* type) {
