@@ -1,0 +1,46 @@
+// The measurements of memloom-bench-gpu, each run in forked ranks (bench/bench_ranks.h) so the
+// parent never initialises CUDA and can fork every job. A rank returns seconds per operation
+// under the names below; the parent turns them into bandwidths, ceilings and ratios.
+#pragma once
+
+#include <cstddef>
+
+#include "bench/bench_ranks.h"
+#include "wholememory/wholememory.h"
+
+namespace memloom::bench::gpu {
+
+constexpr size_t kMiB = size_t(1) << 20;
+constexpr size_t kD2DBytes = size_t(1) << 30;  // the device-to-device ceiling's buffer
+constexpr size_t kCopyBytes = 64 * kMiB;       // peer copies: ceilings, SHM, BM, TRANS
+constexpr size_t kRowBytes = 512;              // 128 floats
+constexpr size_t kRowFloats = kRowBytes / sizeof(float);
+constexpr size_t kGatherRows = size_t(1) << 20;  // rows each rank gathers
+constexpr size_t kTableRows = size_t(4) << 20;   // 2 GiB table (1 GiB per GPU over two)
+
+// {"devices": count}; throws when CUDA sees no device.
+Figures probe_rank(const RankInfo& info);
+
+// "d2d", "peer copy", "peer read": seconds per copy of kD2DBytes (GPU 0 to GPU 0) and of
+// kCopyBytes GPU 0 to GPU 1 and GPU 1 to GPU 0 (the last two only with two GPUs).
+Figures ceilings_rank(const RankInfo& info);
+
+// "gather": seconds of one wholememory_gather of kGatherRows rows on one rank (GPU 0).
+Figures local_gather_rank(const RankInfo& info);
+
+// "gather rank R": seconds of rank R's gather from a table of `type` over all ranks (one GPU
+// each), every rank gathering at once.
+Figures spread_gather_rank(const RankInfo& info, wholememory_memory_type_t type);
+
+// "put", "get": rank 0's copies of kCopyBytes to / from rank 1's SHM slot (GPU 1).
+Figures shm_rank(const RankInfo& info);
+
+// "put", "get": smem_bm_copy L2G / G2L of kCopyBytes between rank 0's GPU memory and rank 1's
+// device slot.
+Figures bm_rank(const RankInfo& info);
+
+// "write", "read": smem_trans_*_submit of kCopyBytes from rank 0 (GPU 0) into / out of memory
+// rank 1 registered on GPU 1; "write blocking", "read blocking": the synchronous calls.
+Figures trans_rank(const RankInfo& info);
+
+}  // namespace memloom::bench::gpu
