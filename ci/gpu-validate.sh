@@ -11,6 +11,8 @@
 #
 #   ci/gpu-validate.sh                 # build + both runs
 #   GPU_VALIDATE_TESTS=Regex ci/gpu-validate.sh   # only tests matching the regex
+#   GPU_VALIDATE_BENCH=0 ci/gpu-validate.sh       # without memloom-bench-gpu (run first, ~2 min)
+#   GPU_VALIDATE_EMULATED_S=0 ...                 # leave no time for the emulated control run
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -20,7 +22,7 @@ out=${OUT:-$repo/gpu-logs}
 mkdir -p "$out"
 build_dir=${MEMLOOM_BUILD_DIR:-$repo/build-gpu}
 jobs=${MEMLOOM_JOBS:-16}
-test_jobs=${GPU_VALIDATE_TEST_JOBS:-8}
+test_jobs=${GPU_VALIDATE_TEST_JOBS:-12}
 tests_regex=${GPU_VALIDATE_TESTS:-}
 summary=$out/summary.txt
 : >"$summary"
@@ -70,7 +72,7 @@ cmake_args=(
   -DCMAKE_BUILD_TYPE=RelWithDebInfo
   -DMEMLOOM_WITH_CUDA=ON
   -DMEMLOOM_CUDA_ARCHITECTURES=90
-  -DMEMLOOM_BUILD_BENCH=OFF
+  -DMEMLOOM_BUILD_BENCH=ON
   -DMEMLOOM_DEPS_ROOT="$deps_root"
   -DCMAKE_PREFIX_PATH="$deps_root/usr"
 )
@@ -138,8 +140,22 @@ if [[ -n $smoke ]]; then
   note "smoke (Platform.DescribesItsDevices on cuda): exit $?; $(grep -m1 -o 'backend: [a-z]*' "$out/smoke.log")"
 fi
 
+# ---- benchmarks (first, on an otherwise idle machine) ---------------------------------------------
+bench=$(find "$build_dir" -maxdepth 3 -type f -name memloom-bench-gpu | head -1)
+if [[ ${GPU_VALIDATE_BENCH:-1} == 1 && -n $bench ]]; then
+  note "memloom-bench-gpu ($(elapsed) s)"
+  timeout --kill-after=10 "${GPU_VALIDATE_BENCH_S:-200}" "$bench" --markdown "$out/bench-gpu.md" \
+    >"$out/bench-gpu.log" 2>&1
+  note "memloom-bench-gpu: exit $? ($(elapsed) s)"
+  grep -E "PASS|MISS|FAILED|REPORT|CEILING" "$out/bench-gpu.log" | sed 's/^/  bench: /' | tee -a "$summary"
+elif [[ ${GPU_VALIDATE_BENCH:-1} == 1 ]]; then
+  note "memloom-bench-gpu was not built"
+fi
+
+# A rank that hangs past its test's timeout has its threads' stacks printed (gdb) before it dies.
+export MEMLOOM_TEST_STACKS_ON_TIMEOUT=1
 left=$(remaining)
-cuda_seconds=$((left * 2 / 3 - 40))
+cuda_seconds=$((left - ${GPU_VALIDATE_EMULATED_S:-70} - 40))
 run_suite cuda "$cuda_seconds" MEMLOOM_BACKEND=cuda NCCL_DEBUG=WARN
 cuda_rc=$?
 left=$(remaining)

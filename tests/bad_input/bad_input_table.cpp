@@ -5,11 +5,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <memory>
 #include <mutex>
 
 #include "smem/host/smem.h"
 #include "src/core/log.h"
+#include "src/core/platform_loader.h"
 
 namespace memloom::bad_input {
 
@@ -70,6 +72,24 @@ std::string free_store_url() {
   if (fd >= 0) ::close(fd);
   EXPECT_TRUE(bound) << "no free TCP port";
   return "tcp://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+}
+
+std::string backend_granularity_phrase() {
+  return "the " + core::platform().name() + " backend's granularity";
+}
+
+void drop_row_where_device_exceeds(std::vector<Row>& rows, const std::string& argument,
+                                   uint64_t api_maximum) {
+  if (core::platform().device_capacity(0) < api_maximum) return;
+  for (auto row = rows.begin(); row != rows.end(); ++row) {
+    if (row->argument != argument) continue;
+    std::printf(
+        "[bad input] %s with %s: not expressible, device 0 holds more than the API allows\n",
+        row->function.c_str(), argument.c_str());
+    rows.erase(row);
+    return;
+  }
+  ADD_FAILURE() << "no row for " << argument;
 }
 
 }  // namespace memloom::bad_input

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <climits>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -52,5 +53,14 @@ inline int no_code(const std::function<void()>& call) {
 
 // "tcp://127.0.0.1:<a port that was free a moment ago>".
 std::string free_store_url();
+
+// "the <backend> backend's granularity", as size errors name it for the backend in use.
+std::string backend_granularity_phrase();
+
+// Removes the row for `argument` when device 0 holds at least `api_maximum` bytes: a size both
+// allowed by the API and larger than the device does not exist there (an H200 holds 141 GB, the
+// MemFabric maximum is 64 GiB). Says so on stdout.
+void drop_row_where_device_exceeds(std::vector<Row>& rows, const std::string& argument,
+                                   uint64_t api_maximum);
 
 }  // namespace memloom::bad_input

@@ -169,7 +169,7 @@ TEST(BadInputTable, SmemShm) {
        [&] { return create(4, 1, 0, 32ull << 30, 1); }, kFailureValue, "32.0 GiB"},
       {"smem_shm_create", "symmetricSize misaligned",
        [&] { return create(4, 1, 0, kSymmetric + 1, 1); }, kFailureValue,
-       "is not a multiple of the emulated backend's granularity"},
+       "is not a multiple of " + backend_granularity_phrase()},
       {"smem_shm_create", "dataOpType 0", [&] { return create(4, 1, 0, kSymmetric, 0); },
        kFailureValue, "dataOpType 0 is not a set of smem_shm_data_op_type values"},
       {"smem_shm_create", "dataOpType RDMA",
@@ -311,6 +311,7 @@ TEST(BadInputTable, SmemShm) {
        [&] { return no_code([&] { smem_shm_global_exit(destroyed, 3); }); }, kNoCode,
        "already destroyed"},
   };
+  drop_row_where_device_exceeds(live, "symmetricSize larger than the device", 64ull << 30);
   count += run_rows(live, messages);
 
   // Nothing was corrupted: the object still works, and so do new ones.

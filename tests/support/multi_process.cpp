@@ -25,6 +25,20 @@ int RankContext::device() const {
 }
 namespace {
 
+// MEMLOOM_TEST_STACKS_ON_TIMEOUT=1: a rank that outlives its test's timeout has every thread's
+// stack printed (gdb, at most 30 s) before it is killed, so a hang seen once on a machine that
+// is gone afterwards (a lent GPU host) can still be understood.
+void print_stacks_if_asked(int rank, pid_t pid) {
+  const char* asked = std::getenv("MEMLOOM_TEST_STACKS_ON_TIMEOUT");
+  if (asked == nullptr || std::string(asked) != "1") return;
+  std::fprintf(stderr, "---- rank %d (pid %d) timed out; its threads:\n", rank,
+               static_cast<int>(pid));
+  const std::string command =
+      "timeout 30 gdb -p " + std::to_string(pid) +
+      " -batch -ex 'thread apply all bt 25' 2>&1 | grep -E '^(#|Thread)' >&2";
+  if (std::system(command.c_str()) != 0) std::fprintf(stderr, "(gdb could not attach)\n");
+}
+
 std::string make_job_id() {
   std::random_device random;
   std::ostringstream out;
@@ -151,6 +165,7 @@ std::vector<RankResult> run_ranks(const MultiProcessOptions& opts,
     if (std::chrono::steady_clock::now() > deadline) {
       for (int rank = 0; rank < opts.ranks; ++rank) {
         if (pids[rank] <= 0) continue;
+        print_stacks_if_asked(rank, pids[rank]);
         ::kill(pids[rank], SIGKILL);
         ::waitpid(pids[rank], nullptr, 0);
         results[rank] = RankResult{rank, -1, SIGKILL, true};
