@@ -1,6 +1,7 @@
 #include "tests/support/multi_process.h"
 
 #include <dirent.h>
+#include <execinfo.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -82,9 +83,37 @@ pid_t start_store_process(std::string* url) {
   return pid;
 }
 
+// A rank that crashes prints where (function names from shared libraries, addresses elsewhere):
+// a crash on a machine that is gone afterwards (a lent GPU host) can still be located.
+[[maybe_unused]] void print_backtrace_and_die(int signal_number) {
+  void* frames[64];
+  const int depth = ::backtrace(frames, 64);
+  char line[96];
+  const int length = std::snprintf(line, sizeof(line), "---- rank pid %d: signal %d; backtrace:\n",
+                                   static_cast<int>(::getpid()), signal_number);
+  if (length > 0) (void)!::write(STDERR_FILENO, line, static_cast<size_t>(length));
+  ::backtrace_symbols_fd(frames, depth, STDERR_FILENO);
+  ::raise(signal_number);  // SA_RESETHAND: the default action now, so the parent sees the signal
+}
+
+void install_crash_backtraces() {
+  // Under a sanitizer its own report is better: its handlers stay.
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  void* warm_up[1];
+  ::backtrace(warm_up, 1);  // loads the unwinder now: the handler must not allocate
+  struct sigaction action {};
+  action.sa_handler = print_backtrace_and_die;
+  action.sa_flags = SA_RESETHAND | SA_NODEFER;
+  for (int signal_number : {SIGSEGV, SIGBUS, SIGILL, SIGFPE}) {
+    ::sigaction(signal_number, &action, nullptr);
+  }
+#endif
+}
+
 [[noreturn]] void run_child(const RankContext& context, const MultiProcessOptions& opts,
                             const std::function<void(const RankContext&)>& body) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test process
+  install_crash_backtraces();
   ::setenv("MEMLOOM_RANK", std::to_string(context.rank).c_str(), 1);
   ::setenv("MEMLOOM_WORLD_SIZE", std::to_string(context.world_size).c_str(), 1);
   ::setenv("MEMLOOM_LOCAL_RANK", std::to_string(context.local_rank).c_str(), 1);
