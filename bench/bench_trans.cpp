@@ -67,6 +67,9 @@ Figures target_rank(const RankInfo& info) {
   return {};
 }
 
+// `memloom-bench trans batch` times only the batches across nodes (for profiling the batch path).
+bool g_batches_only = false;
+
 Figures initiator_rank(const RankInfo& info) {
   TransSession session(info, SMEM_TRANS_SENDER, free_loopback_address());
   auto* pool = reinterpret_cast<char*>(info.rendezvous->wait_for(kPoolMailbox));
@@ -77,6 +80,7 @@ Figures initiator_rank(const RankInfo& info) {
   Figures figures;
 
   for (size_t bytes : kSizes) {
+    if (g_batches_only) break;
     const std::string n = std::to_string(bytes);
     std::vector<char> from(bytes, 1), to(bytes, 0);
     auto copy = [&] {
@@ -206,12 +210,19 @@ void report_batches(const std::string& where, const Figures& ours, std::optional
 
 int run_trans(const std::vector<std::string>& args) {
   const std::string part = args.empty() ? "all" : args[0];
-  if (part != "all" && part != "node" && part != "across") {
-    std::fprintf(stderr, "usage: memloom-bench trans [all|node|across]\n");
+  if (part != "all" && part != "node" && part != "across" && part != "batch") {
+    std::fprintf(stderr, "usage: memloom-bench trans [all|node|across|batch]\n");
     return 2;
   }
   VerdictTally tally;
   try {
+    if (part == "batch") {
+      report_heading("TRANS batches across emulated nodes (TCP over loopback)");
+      g_batches_only = true;
+      report_batches(" across nodes", run_ranks(RankJob{2, 2}, trans_rank), 20.0, tally);
+      tally.print("trans");
+      return 0;
+    }
     if (part != "across") {
       report_heading("TRANS within a node (direct path into mapped smem_trans_malloc memory)");
       Figures local = run_ranks(RankJob{2, 1}, trans_rank);

@@ -88,8 +88,7 @@ void DataServer::accept_loop() {
       }
       continue;
     }
-    int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    tune_data_socket(fd);
     reap_finished();
     auto connection = std::make_unique<Connection>();
     connection->fd.reset(fd);

@@ -129,13 +129,19 @@ uint64_t address_value(const void* address) {
   return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(address));
 }
 
-TransferEntry entry(const void* local, const void* remote, size_t bytes, const std::string& where) {
-  MEMLOOM_CHECK_ARG(local != nullptr, "the local address" + where + " is null");
-  MEMLOOM_CHECK_ARG(remote != nullptr, "the remote address" + where + " is null");
-  MEMLOOM_CHECK_ARG(bytes > 0, "the data size" + where + " is 0");
+// " of entry N" for entry N of a batch, "" for a single transfer (index < 0). Built only for an
+// error message: a batch checks 1024 entries per call.
+std::string entry_name(int64_t index) {
+  return index < 0 ? std::string() : " of entry " + std::to_string(index);
+}
+
+TransferEntry entry(const void* local, const void* remote, size_t bytes, int64_t index = -1) {
+  MEMLOOM_CHECK_ARG(local != nullptr, "the local address" + entry_name(index) + " is null");
+  MEMLOOM_CHECK_ARG(remote != nullptr, "the remote address" + entry_name(index) + " is null");
+  MEMLOOM_CHECK_ARG(bytes > 0, "the data size" + entry_name(index) + " is 0");
   MEMLOOM_CHECK_ARG(
       address_value(local) <= UINT64_MAX - bytes && address_value(remote) <= UINT64_MAX - bytes,
-      "the range" + where + " wraps around the address space");
+      "the range" + entry_name(index) + " wraps around the address space");
   return TransferEntry{static_cast<char*>(const_cast<void*>(local)), address_value(remote), bytes};
 }
 
@@ -148,7 +154,7 @@ std::vector<TransferEntry> batch(const void* const* locals, const void* const* r
   std::vector<TransferEntry> entries;
   entries.reserve(count);
   for (uint32_t i = 0; i < count; ++i) {
-    entries.push_back(entry(locals[i], remotes[i], sizes[i], " of entry " + std::to_string(i)));
+    entries.push_back(entry(locals[i], remotes[i], sizes[i], i));
   }
   return entries;
 }
@@ -223,7 +229,7 @@ smem_trans_t smem_trans_create(const char* storeUrl, const char* uniqueId,
     EngineOptions options = engine_options(config);
     auto engine = Engine::create(storeUrl, uniqueId, options);
     std::lock_guard<std::mutex> lock(g_mutex);
-// Handles are never reused, so a stale handle cannot reach a newer engine.
+    // Handles are never reused, so a stale handle cannot reach a newer engine.
     void* handle = memloom::smem::fresh_handle();
     g_engines[handle] = engine;
     return handle;
@@ -311,7 +317,7 @@ int32_t smem_trans_write(smem_trans_t handle, const void* localAddr, const char*
                          void* remoteAddr, size_t dataSize, uint32_t flags) {
   return run_api("smem_trans_write", [&] {
     transfer_now(handle, Direction::kWrite, remoteUniqueId,
-                 {entry(localAddr, remoteAddr, dataSize, "")}, flags);
+                 {entry(localAddr, remoteAddr, dataSize)}, flags);
   });
 }
 
@@ -329,8 +335,8 @@ int32_t smem_trans_batch_write(smem_trans_t handle, const void* localAddrs[],
 int32_t smem_trans_read(smem_trans_t handle, void* localAddr, const char* remoteUniqueId,
                         const void* remoteAddr, size_t dataSize, uint32_t flags) {
   return run_api("smem_trans_read", [&] {
-    transfer_now(handle, Direction::kRead, remoteUniqueId,
-                 {entry(localAddr, remoteAddr, dataSize, "")}, flags);
+    transfer_now(handle, Direction::kRead, remoteUniqueId, {entry(localAddr, remoteAddr, dataSize)},
+                 flags);
   });
 }
 
@@ -350,7 +356,7 @@ int32_t smem_trans_read_submit(smem_trans_t handle, void* localAddr, const char*
                                uint32_t flags) {
   return run_api("smem_trans_read_submit", [&] {
     transfer_in_stream(handle, Direction::kRead, remoteUniqueId,
-                       {entry(localAddr, remoteAddr, dataSize, "")}, stream, flags);
+                       {entry(localAddr, remoteAddr, dataSize)}, stream, flags);
   });
 }
 
@@ -359,7 +365,7 @@ int32_t smem_trans_write_submit(smem_trans_t handle, const void* localAddr,
                                 void* stream, uint32_t flags) {
   return run_api("smem_trans_write_submit", [&] {
     transfer_in_stream(handle, Direction::kWrite, remoteUniqueId,
-                       {entry(localAddr, remoteAddr, dataSize, "")}, stream, flags);
+                       {entry(localAddr, remoteAddr, dataSize)}, stream, flags);
   });
 }
 

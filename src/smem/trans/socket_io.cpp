@@ -7,12 +7,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "memloom/error.h"
+#include "src/core/log.h"
 
 namespace memloom::smem::trans {
 namespace {
@@ -24,7 +27,59 @@ constexpr size_t kMaxIovPerCall = IOV_MAX < 1024 ? IOV_MAX : 1024;
         std::string(what) + " failed: " + std::strerror(error) + " (the peer may have exited)");
 }
 
+constexpr size_t kCongestionNameBytes = 16;  // the kernel's TCP_CA_NAME_MAX
+
+struct CongestionChoice {
+  bool keep_default = false;
+  std::vector<std::string> preferred;  // tried in order
+  bool only_replace_pacing = true;     // change only a connection that starts with bbr*
+};
+
+CongestionChoice congestion_choice() {
+  CongestionChoice choice;
+  const char* named = std::getenv("MEMLOOM_TRANS_TCP_CONGESTION");
+  if (named == nullptr || *named == '\0') {
+    choice.preferred = {"cubic", "reno"};
+  } else if (std::string(named) == "default") {
+    choice.keep_default = true;
+  } else {
+    choice.preferred = {named};
+    choice.only_replace_pacing = false;
+  }
+  return choice;
+}
+
+void choose_congestion_control(int fd) {
+  static const CongestionChoice choice = congestion_choice();
+  if (choice.keep_default) return;
+  if (choice.only_replace_pacing) {
+    char current[kCongestionNameBytes] = {};
+    socklen_t length = sizeof(current);
+    if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, current, &length) != 0) return;
+    if (std::strncmp(current, "bbr", 3) != 0) return;
+  }
+  for (const std::string& name : choice.preferred) {
+    if (::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(),
+                     static_cast<socklen_t>(name.size())) == 0) {
+      return;
+    }
+  }
+  // Not available or not permitted: the system's algorithm still moves the bytes, only slower.
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    MEMLOOM_LOG(kWarn, "TRANS data connections keep the system's TCP congestion control: "
+                           << choice.preferred.front() << " is not available ("
+                           << std::strerror(errno) << ")");
+  }
+}
+
 }  // namespace
+
+void tune_data_socket(int fd) {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  choose_congestion_control(fd);
+}
 
 UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
   if (this != &other) reset(std::exchange(other.fd_, -1));
@@ -76,8 +131,7 @@ UniqueFd listen_on(const EndpointAddress& address) {
 UniqueFd connect_to(const EndpointAddress& address, Deadline deadline) {
   UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) raise_errno("socket", errno);
-  int one = 1;
-  ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  tune_data_socket(fd.get());
   if (::connect(fd.get(), address.address(), address.length) != 0) {
     if (errno != EINPROGRESS) {
       raise(Status::kCommunication,
