@@ -37,7 +37,15 @@ void print_stacks_if_asked(int rank, pid_t pid) {
   const std::string command =
       "timeout 30 gdb -p " + std::to_string(pid) +
       " -batch -ex 'thread apply all bt 25' 2>&1 | grep -E '^(#|Thread)' >&2";
-  if (std::system(command.c_str()) != 0) std::fprintf(stderr, "(gdb could not attach)\n");
+  if (std::system(command.c_str()) == 0) return;
+  // Without gdb: SIGABRT makes the rank print the stack of the thread that takes it (usually the
+  // main thread, where a test waits), see install_crash_backtraces.
+  std::fprintf(stderr, "(gdb could not attach; asking the rank for its main stack)\n");
+  ::kill(pid, SIGABRT);
+  for (int waited_ms = 0; waited_ms < 2000; waited_ms += 10) {
+    if (::waitpid(pid, nullptr, WNOHANG) == pid) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 std::string make_job_id() {
@@ -104,7 +112,7 @@ void install_crash_backtraces() {
   struct sigaction action {};
   action.sa_handler = print_backtrace_and_die;
   action.sa_flags = SA_RESETHAND | SA_NODEFER;
-  for (int signal_number : {SIGSEGV, SIGBUS, SIGILL, SIGFPE}) {
+  for (int signal_number : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) {
     ::sigaction(signal_number, &action, nullptr);
   }
 #endif
