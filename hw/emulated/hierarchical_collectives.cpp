@@ -96,9 +96,13 @@ HierarchicalCollectives::~HierarchicalCollectives() {
 
 template <typename Body>
 void HierarchicalCollectives::guarded(CollectiveOp op, Body&& body) {
-  const std::string call = std::string(collective_op_name(op)) + " #" + std::to_string(next_seq_);
+  // Named only on failure: a barrier takes a fraction of a microsecond.
+  const uint64_t seq = next_seq_;
+  auto name = [op, seq] {
+    return std::string(collective_op_name(op)) + " #" + std::to_string(seq);
+  };
   if (shm_->aborted()) {
-    raise(Status::kCommunication, call + " on rank " + std::to_string(rank_) +
+    raise(Status::kCommunication, name() + " on rank " + std::to_string(rank_) +
                                       ": the collective group is aborted: " + shm_->abort_reason());
   }
   try {
@@ -106,11 +110,11 @@ void HierarchicalCollectives::guarded(CollectiveOp op, Body&& body) {
   } catch (const Error& error) {
     // Disagreeing arguments are found by every rank alike; the group stays in step and usable.
     if (error.status() == Status::kInvalidInput) throw;
-    std::string reason = call + " failed on rank " + std::to_string(rank_) + ": " + error.what();
+    std::string reason = name() + " failed on rank " + std::to_string(rank_) + ": " + error.what();
     poison(reason);
     raise(error.status(), reason);
   } catch (const std::exception& error) {
-    std::string reason = call + " failed on rank " + std::to_string(rank_) + ": " + error.what();
+    std::string reason = name() + " failed on rank " + std::to_string(rank_) + ": " + error.what();
     poison(reason);
     raise(Status::kSystem, reason);
   }
@@ -233,10 +237,18 @@ void HierarchicalCollectives::allgather(const void* send, void* recv, size_t byt
     if (bytes > 0 && (send == nullptr || recv == nullptr)) {
       header.local_error = "the send or receive buffer is null";
     }
+    // Equal on every rank once the agreement passed (same bytes, no local error anywhere).
+    const bool staged = can_stage(header, bytes);
+    if (staged) shm_stage_piece(*shm_, static_cast<const std::byte*>(send), bytes);
     agree(header, deadline);
     std::vector<size_t> counts(size_, bytes);
     std::vector<size_t> displs(size_);
     for (int r = 0; r < size_; ++r) displs[r] = bytes * static_cast<size_t>(r);
+    if (staged) {
+      collect_staged(static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), counts,
+                     displs.data());
+      return;
+    }
     gather_data(static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), counts,
                 displs.data(), deadline);
   });
@@ -255,11 +267,35 @@ void HierarchicalCollectives::allgatherv(const void* send, void* recv, const siz
       if (recv_counts[rank_] > 0 && send == nullptr) header.local_error = "the send buffer is null";
       if (total > 0 && recv == nullptr) header.local_error = "the receive buffer is null";
     }
+    size_t largest = 0;
+    for (uint64_t count : header.counts) largest = std::max<size_t>(largest, count);
+    // Equal on every rank once the agreement passed (same counts, no local error anywhere).
+    const bool staged = can_stage(header, largest);
+    if (staged) shm_stage_piece(*shm_, static_cast<const std::byte*>(send), recv_counts[rank_]);
     agree(header, deadline);
     std::vector<size_t> counts(recv_counts, recv_counts + size_);
+    if (staged) {
+      collect_staged(static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), counts,
+                     recv_displs);
+      return;
+    }
     gather_data(static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), counts,
                 recv_displs, deadline);
   });
+}
+
+// A single-node allgather whose every piece fits in one chunk moves its data through the
+// agreement's barrier (shm_stage_piece before, shm_collect_pieces after).
+bool HierarchicalCollectives::can_stage(const CollectiveHeader& header, size_t largest) const {
+  return !mesh_ && header.local_error.empty() && largest <= shm_->chunk_bytes();
+}
+
+void HierarchicalCollectives::collect_staged(const std::byte* send, std::byte* recv,
+                                             const std::vector<size_t>& counts,
+                                             const size_t* displs) {
+  std::vector<std::byte*> local_recv(static_cast<size_t>(size_));
+  for (int r = 0; r < size_; ++r) local_recv[r] = piece(recv, displs[r], counts[r]);
+  shm_collect_pieces(*shm_, send, counts, local_recv);
 }
 
 void HierarchicalCollectives::gather_data(const std::byte* send, std::byte* recv,
