@@ -1,6 +1,7 @@
 #include "hw/emulated/collective_header.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <sstream>
 
@@ -27,6 +28,11 @@ struct EncodedFixed {
   uint32_t reserved;
 };
 static_assert(sizeof(EncodedFixed) == 48);
+
+template <typename T>
+void put_field(std::byte* out, size_t offset, T value) {
+  std::memcpy(out + offset, &value, sizeof(value));
+}
 
 std::string describe_call(const CollectiveHeader& h) {
   std::ostringstream out;
@@ -121,7 +127,7 @@ void CollectiveHeader::encode(std::byte* out, int group_size) const {
   if (counts.size() > n || counts2.size() > n) {
     raise(Status::kLogic, "collective header carries more counts than the group has ranks");
   }
-  EncodedFixed fixed{};
+  EncodedFixed fixed;
   fixed.op = static_cast<uint32_t>(op);
   fixed.rank = rank;
   fixed.seq = seq;
@@ -130,7 +136,18 @@ void CollectiveHeader::encode(std::byte* out, int group_size) const {
   fixed.counts = static_cast<uint32_t>(counts.size());
   fixed.counts2 = static_cast<uint32_t>(counts2.size());
   fixed.error_bytes = static_cast<uint32_t>(std::min(local_error.size(), kLocalErrorBytes));
-  std::memcpy(out, &fixed, sizeof(fixed));
+  fixed.reserved = 0;
+  // Field by field into the (shared) header: no partial-store-then-wide-load of a stack copy,
+  // which stalls store forwarding on every barrier.
+  put_field(out, offsetof(EncodedFixed, op), fixed.op);
+  put_field(out, offsetof(EncodedFixed, rank), fixed.rank);
+  put_field(out, offsetof(EncodedFixed, seq), fixed.seq);
+  put_field(out, offsetof(EncodedFixed, bytes), fixed.bytes);
+  put_field(out, offsetof(EncodedFixed, root), fixed.root);
+  put_field(out, offsetof(EncodedFixed, counts), fixed.counts);
+  put_field(out, offsetof(EncodedFixed, counts2), fixed.counts2);
+  put_field(out, offsetof(EncodedFixed, error_bytes), fixed.error_bytes);
+  put_field(out, offsetof(EncodedFixed, reserved), fixed.reserved);
   std::byte* tail = out + sizeof(fixed);
   if (!counts.empty()) std::memcpy(tail, counts.data(), counts.size() * sizeof(uint64_t));
   if (!counts2.empty()) {
@@ -167,6 +184,33 @@ CollectiveHeader CollectiveHeader::decode(const std::byte* in, int group_size) {
     std::memcpy(h.counts2.data(), tail + n * sizeof(uint64_t), fixed.counts2 * sizeof(uint64_t));
   }
   return h;
+}
+
+bool headers_trivially_agree(const ShmGroup& group, int group_size) {
+  EncodedFixed first;
+  std::memcpy(&first, group.read_header(0), sizeof(first));
+  switch (static_cast<CollectiveOp>(first.op)) {
+    case CollectiveOp::kCreate:
+    case CollectiveOp::kBarrier:
+    case CollectiveOp::kAllgather:
+      break;
+    case CollectiveOp::kBroadcast:
+      if (first.root < 0 || first.root >= group_size) return false;
+      break;
+    default:
+      return false;
+  }
+  if (first.error_bytes != 0 || first.counts != 0 || first.counts2 != 0) return false;
+  for (int m = 1; m < group.local_size(); ++m) {
+    EncodedFixed other;
+    std::memcpy(&other, group.read_header(m), sizeof(other));
+    if (other.op != first.op || other.seq != first.seq || other.bytes != first.bytes ||
+        other.root != first.root || other.error_bytes != 0 || other.counts != 0 ||
+        other.counts2 != 0) {
+      return false;
+    }
+  }
+  return true;
 }
 
 ShmVerdict check_agreement(const std::vector<CollectiveHeader>& headers) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 
 #include "hw/emulated/shm_collectives.h"
@@ -139,6 +140,7 @@ void HierarchicalCollectives::agree(CollectiveHeader header, Deadline deadline) 
   seq_ = header.seq;
   header.encode(shm_->write_header(), size_);
   shm_->barrier(deadline);
+  if (!mesh_ && headers_trivially_agree(*shm_, size_)) return;  // no need to decode
   local_headers_.clear();
   for (int m = 0; m < shm_->local_size(); ++m) {
     local_headers_.push_back(CollectiveHeader::decode(shm_->read_header(m), size_));
@@ -241,14 +243,19 @@ void HierarchicalCollectives::allgather(const void* send, void* recv, size_t byt
     const bool staged = can_stage(header, bytes);
     if (staged) shm_stage_piece(*shm_, static_cast<const std::byte*>(send), bytes);
     agree(header, deadline);
+    if (staged) {
+      // One node: local index == rank.
+      for (int r = 0; r < size_ && bytes > 0; ++r) {
+        std::byte* to = static_cast<std::byte*>(recv) + bytes * static_cast<size_t>(r);
+        const std::byte* from =
+            r == rank_ ? static_cast<const std::byte*>(send) : shm_->read_data(r);
+        if (to != from) std::memmove(to, from, bytes);
+      }
+      return;
+    }
     std::vector<size_t> counts(size_, bytes);
     std::vector<size_t> displs(size_);
     for (int r = 0; r < size_; ++r) displs[r] = bytes * static_cast<size_t>(r);
-    if (staged) {
-      collect_staged(static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), counts,
-                     displs.data());
-      return;
-    }
     gather_data(static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), counts,
                 displs.data(), deadline);
   });

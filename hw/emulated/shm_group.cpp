@@ -384,17 +384,13 @@ void ShmGroup::wait_for_arrivals(uint64_t number, Deadline deadline) {
   // next spin would likely be wasted as well), doubled back up to the policy's after one that did.
   if (!policy_.oversubscribed && spin_budget_.count() > 0 && !awaited_member_shares_my_core()) {
     for (uint32_t i = 1;; ++i) {
-      if (all_arrived(number)) {
-        spin_budget_ = std::min(policy_.spin, spin_budget_ * 2);
-        return;
-      }
+      if (all_arrived(number)) return;
       cpu_relax();
       if (i % kPausesPerClockRead == 0 &&
           (aborted() || Clock::now() - start >= spin_budget_ || awaited_member_shares_my_core())) {
         break;
       }
     }
-    spin_budget_ = std::min(policy_.spin, std::max(kMinSpin, spin_budget_ / 2));
   }
   // 2. Yield: gives the core to a peer that shares it, and stays responsive.
   const auto yield_end = Clock::now() + policy_.yield;
