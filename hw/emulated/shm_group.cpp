@@ -32,8 +32,6 @@ constexpr size_t kReasonBytes = 480;
 constexpr size_t kArrivalBytes = 16;  // in front of each header area
 // A spinning waiter reads the clock and the abort flag once per this many pauses.
 constexpr uint32_t kPausesPerClockRead = 32;
-// The adaptive spin never drops below this, so a waiter notices when spinning pays again.
-constexpr std::chrono::nanoseconds kMinSpin{2'000};
 // A sleeping waiter wakes at least this often to check the abort flag, peers and its deadline.
 constexpr long kSleepSliceNs = 20'000'000;
 constexpr auto kLivenessInterval = std::chrono::milliseconds(20);
@@ -170,7 +168,6 @@ ShmGroup::ShmGroup(const ShmGroupOptions& options, hal::Bootstrap& bootstrap, De
   MEMLOOM_CHECK_ARG(!members_.empty(), "a shared-memory group needs at least one member");
   policy_ = options.wait_policy ? *options.wait_policy
                                 : ShmWaitPolicy::for_members(static_cast<int>(members_.size()));
-  spin_budget_ = policy_.spin;
   MEMLOOM_CHECK_ARG(local_index_ >= 0 && local_index_ < local_size(),
                     "local index out of range of the node's members");
   if (local_index_ == 0) {
@@ -379,15 +376,15 @@ bool ShmGroup::awaited_member_shares_my_core() const {
 void ShmGroup::wait_for_arrivals(uint64_t number, Deadline deadline) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  // 1. Spin: the peers hold cores of their own and arrive within microseconds. The budget adapts:
-  // halved after a spin that did not see the barrier complete (the peers were descheduled, so the
-  // next spin would likely be wasted as well), doubled back up to the policy's after one that did.
-  if (!policy_.oversubscribed && spin_budget_.count() > 0 && !awaited_member_shares_my_core()) {
+  // 1. Spin: the peers hold cores of their own and arrive within microseconds. Not while the
+  // member awaited last ran on this core: it needs this core to arrive.
+  const std::chrono::nanoseconds spin = policy_.spin;
+  if (!policy_.oversubscribed && spin.count() > 0 && !awaited_member_shares_my_core()) {
     for (uint32_t i = 1;; ++i) {
       if (all_arrived(number)) return;
       cpu_relax();
       if (i % kPausesPerClockRead == 0 &&
-          (aborted() || Clock::now() - start >= spin_budget_ || awaited_member_shares_my_core())) {
+          (aborted() || Clock::now() - start >= spin || awaited_member_shares_my_core())) {
         break;
       }
     }

@@ -151,7 +151,6 @@ class ShmGroup {
   ShmControl* control_ = nullptr;
   std::byte* slots_ = nullptr;
   ShmWaitPolicy policy_;
-  std::chrono::nanoseconds spin_budget_{0};  // adapts between kMinSpin and policy_.spin
   int scan_from_ = 0;        // members before this one are known to have arrived at this barrier
   std::vector<int> pidfds_;  // per member; -1 for this process or where pidfd_open failed
   std::string fd_token_;     // non-empty while the creator publishes the fd
