@@ -166,8 +166,7 @@ ShmGroup::ShmGroup(const ShmGroupOptions& options, hal::Bootstrap& bootstrap, De
       local_index_(options.local_index),
       header_bytes_(round_up(kArrivalBytes + options.header_bytes, 64)) {
   MEMLOOM_CHECK_ARG(!members_.empty(), "a shared-memory group needs at least one member");
-  policy_ = options.wait_policy ? *options.wait_policy
-                                : ShmWaitPolicy::for_members(static_cast<int>(members_.size()));
+  policy_ = ShmWaitPolicy::for_members(static_cast<int>(members_.size()));
   MEMLOOM_CHECK_ARG(local_index_ >= 0 && local_index_ < local_size(),
                     "local index out of range of the node's members");
   if (local_index_ == 0) {
@@ -400,9 +399,11 @@ void ShmGroup::wait_for_arrivals(uint64_t number, Deadline deadline) {
     if (healthy_or_arrived(number, deadline)) return;
     control_->sleepers.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t generation = control_->generation.load(std::memory_order_seq_cst);
-    if (all_arrived(number)) {
+    // An abort bumps the word too: one that came before this load is seen here, one after it
+    // makes the futex return.
+    if (all_arrived(number) || aborted()) {
       control_->sleepers.fetch_sub(1, std::memory_order_seq_cst);
-      return;
+      continue;
     }
     long left_ns =
         std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.remaining()).count();
