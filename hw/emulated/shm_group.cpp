@@ -70,8 +70,8 @@ struct ShmControl {
   // Futex word: bumped (to wake sleepers) when a barrier completes while some member sleeps, and
   // by abort(). Its value means nothing else; arrival flags say whether a barrier completed.
   alignas(64) std::atomic<uint32_t> generation;
-  std::atomic<uint32_t>
-      sleepers;  // waiters about to sleep or sleeping (lets completers skip wakes)
+  // Waiters about to sleep or sleeping (lets completers skip the wake-up system call).
+  std::atomic<uint32_t> sleepers;
   alignas(64) std::atomic<uint32_t> abort_state;
   char abort_reason[kReasonBytes];
   ShmVerdictArea verdict[2];
