@@ -3,8 +3,11 @@
 //   - put/get: rank 0 copies to and from rank 1's symmetric slot through the GVA (SHM's MTE data
 //     path: plain loads and stores), vs single-thread memcpy and OpenSHMEM putmem/getmem;
 //   - smem_shm_control_barrier and an 8-byte smem_shm_control_allgather with 2, 4 and 8 ranks,
-//     vs OpenSHMEM shmem_barrier_all (2 ranks) and Open MPI MPI_Barrier / MPI_Allgather.
+//     vs OpenSHMEM shmem_barrier_all (2 ranks) and Open MPI MPI_Barrier / MPI_Allgather; the
+//     ranks are bound to cores as mpirun binds the references' (one core each with 2 ranks).
 // The ranks are forked here (bench_ranks.h), so this is one command.
+#include <sched.h>
+
 #include <cstring>
 #include <stdexcept>
 #include <vector>
@@ -88,7 +91,31 @@ Figures copy_rank(const RankInfo& info) {
   return figures;
 }
 
+// What mpirun does to the reference programs (`--report-bindings`: with 2 ranks on 2 cores it
+// binds rank r to core r; with more ranks than cores it binds none), done to memloom's ranks so
+// both run alike: unbound, the scheduler sometimes stacks both ranks on one core while a
+// neighbour's compiler holds the other, and each barrier then costs two context switches.
+void bind_like_mpirun(const RankInfo& info) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  if (info.world_size > CPU_COUNT(&allowed)) return;
+  int seen = 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed) || seen++ != info.rank) continue;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (::sched_setaffinity(0, sizeof(one), &one) != 0) {
+      throw std::runtime_error("binding rank " + std::to_string(info.rank) + " to CPU " +
+                               std::to_string(cpu) + " failed");
+    }
+    return;
+  }
+}
+
 Figures collective_rank(const RankInfo& info) {
+  bind_like_mpirun(info);
   ShmSession session(info, kCollectiveSlot);
   const int64_t iterations = collective_iterations(info.world_size);
   const uint64_t mine = 1000 + static_cast<uint64_t>(info.rank);

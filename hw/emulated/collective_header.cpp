@@ -1,6 +1,7 @@
 #include "hw/emulated/collective_header.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <sstream>
 
@@ -11,6 +12,10 @@ namespace {
 
 constexpr size_t kLocalErrorBytes = 120;
 
+// Encoded: | fixed (48 B) | counts (8 B x group size) | counts2 (same) | local error |. The
+// fixed part of a header fits in one cache line with the group's arrival flag in front of it;
+// the counts and the error are written and read only when present, so a barrier or an allgather
+// moves one line per member.
 struct EncodedFixed {
   uint32_t op;
   int32_t rank;
@@ -19,8 +24,15 @@ struct EncodedFixed {
   int64_t root;
   uint32_t counts;
   uint32_t counts2;
-  char local_error[kLocalErrorBytes];
+  uint32_t error_bytes;
+  uint32_t reserved;
 };
+static_assert(sizeof(EncodedFixed) == 48);
+
+template <typename T>
+void put_field(std::byte* out, size_t offset, T value) {
+  std::memcpy(out + offset, &value, sizeof(value));
+}
 
 std::string describe_call(const CollectiveHeader& h) {
   std::ostringstream out;
@@ -106,7 +118,8 @@ const char* collective_op_name(CollectiveOp op) {
 }
 
 size_t CollectiveHeader::encoded_bytes(int group_size) {
-  return sizeof(EncodedFixed) + 2 * sizeof(uint64_t) * static_cast<size_t>(group_size);
+  return sizeof(EncodedFixed) + 2 * sizeof(uint64_t) * static_cast<size_t>(group_size) +
+         kLocalErrorBytes;
 }
 
 void CollectiveHeader::encode(std::byte* out, int group_size) const {
@@ -114,7 +127,7 @@ void CollectiveHeader::encode(std::byte* out, int group_size) const {
   if (counts.size() > n || counts2.size() > n) {
     raise(Status::kLogic, "collective header carries more counts than the group has ranks");
   }
-  EncodedFixed fixed{};
+  EncodedFixed fixed;
   fixed.op = static_cast<uint32_t>(op);
   fixed.rank = rank;
   fixed.seq = seq;
@@ -122,13 +135,26 @@ void CollectiveHeader::encode(std::byte* out, int group_size) const {
   fixed.root = root;
   fixed.counts = static_cast<uint32_t>(counts.size());
   fixed.counts2 = static_cast<uint32_t>(counts2.size());
-  size_t error_bytes = std::min(local_error.size(), kLocalErrorBytes - 1);
-  std::memcpy(fixed.local_error, local_error.data(), error_bytes);
-  std::memcpy(out, &fixed, sizeof(fixed));
+  fixed.error_bytes = static_cast<uint32_t>(std::min(local_error.size(), kLocalErrorBytes));
+  fixed.reserved = 0;
+  // Field by field into the (shared) header: no partial-store-then-wide-load of a stack copy,
+  // which stalls store forwarding on every barrier.
+  put_field(out, offsetof(EncodedFixed, op), fixed.op);
+  put_field(out, offsetof(EncodedFixed, rank), fixed.rank);
+  put_field(out, offsetof(EncodedFixed, seq), fixed.seq);
+  put_field(out, offsetof(EncodedFixed, bytes), fixed.bytes);
+  put_field(out, offsetof(EncodedFixed, root), fixed.root);
+  put_field(out, offsetof(EncodedFixed, counts), fixed.counts);
+  put_field(out, offsetof(EncodedFixed, counts2), fixed.counts2);
+  put_field(out, offsetof(EncodedFixed, error_bytes), fixed.error_bytes);
+  put_field(out, offsetof(EncodedFixed, reserved), fixed.reserved);
   std::byte* tail = out + sizeof(fixed);
   if (!counts.empty()) std::memcpy(tail, counts.data(), counts.size() * sizeof(uint64_t));
   if (!counts2.empty()) {
     std::memcpy(tail + n * sizeof(uint64_t), counts2.data(), counts2.size() * sizeof(uint64_t));
+  }
+  if (fixed.error_bytes > 0) {
+    std::memcpy(tail + 2 * n * sizeof(uint64_t), local_error.data(), fixed.error_bytes);
   }
 }
 
@@ -136,8 +162,9 @@ CollectiveHeader CollectiveHeader::decode(const std::byte* in, int group_size) {
   const size_t n = static_cast<size_t>(group_size);
   EncodedFixed fixed;
   std::memcpy(&fixed, in, sizeof(fixed));
-  if (fixed.counts > n || fixed.counts2 > n) {
-    raise(Status::kCommunication, "malformed collective header (counts beyond the group size)");
+  if (fixed.counts > n || fixed.counts2 > n || fixed.error_bytes > kLocalErrorBytes) {
+    raise(Status::kCommunication,
+          "malformed collective header (counts beyond the group size or an overlong error)");
   }
   CollectiveHeader h;
   h.op = static_cast<CollectiveOp>(fixed.op);
@@ -145,8 +172,11 @@ CollectiveHeader CollectiveHeader::decode(const std::byte* in, int group_size) {
   h.seq = fixed.seq;
   h.bytes = fixed.bytes;
   h.root = fixed.root;
-  h.local_error.assign(fixed.local_error, strnlen(fixed.local_error, kLocalErrorBytes));
   const std::byte* tail = in + sizeof(fixed);
+  if (fixed.error_bytes > 0) {
+    h.local_error.assign(reinterpret_cast<const char*>(tail + 2 * n * sizeof(uint64_t)),
+                         fixed.error_bytes);
+  }
   h.counts.resize(fixed.counts);
   h.counts2.resize(fixed.counts2);
   if (fixed.counts > 0) std::memcpy(h.counts.data(), tail, fixed.counts * sizeof(uint64_t));
@@ -154,6 +184,33 @@ CollectiveHeader CollectiveHeader::decode(const std::byte* in, int group_size) {
     std::memcpy(h.counts2.data(), tail + n * sizeof(uint64_t), fixed.counts2 * sizeof(uint64_t));
   }
   return h;
+}
+
+bool headers_trivially_agree(const ShmGroup& group, int group_size) {
+  EncodedFixed first;
+  std::memcpy(&first, group.read_header(0), sizeof(first));
+  switch (static_cast<CollectiveOp>(first.op)) {
+    case CollectiveOp::kCreate:
+    case CollectiveOp::kBarrier:
+    case CollectiveOp::kAllgather:
+      break;
+    case CollectiveOp::kBroadcast:
+      if (first.root < 0 || first.root >= group_size) return false;
+      break;
+    default:
+      return false;
+  }
+  if (first.error_bytes != 0 || first.counts != 0 || first.counts2 != 0) return false;
+  for (int m = 1; m < group.local_size(); ++m) {
+    EncodedFixed other;
+    std::memcpy(&other, group.read_header(m), sizeof(other));
+    if (other.op != first.op || other.seq != first.seq || other.bytes != first.bytes ||
+        other.root != first.root || other.error_bytes != 0 || other.counts != 0 ||
+        other.counts2 != 0) {
+      return false;
+    }
+  }
+  return true;
 }
 
 ShmVerdict check_agreement(const std::vector<CollectiveHeader>& headers) {

@@ -44,6 +44,13 @@ struct CollectiveHeader {
   static CollectiveHeader decode(const std::byte* in, int group_size);
 };
 
+// The common case of check_agreement, read straight from the node's encoded headers (the
+// group's read_header areas) without decoding them: true when every member called the same
+// barrier, creation, allgather or broadcast (same op and seq, same bytes and root, the root inside
+// the group of `group_size`), with no local error and no counts. False means "not known": decode
+// the headers and ask check_agreement.
+bool headers_trivially_agree(const ShmGroup& group, int group_size);
+
 // headers[r] is rank r's header (all ranks of the group). ok=false carries a message naming the
 // first disagreement.
 ShmVerdict check_agreement(const std::vector<CollectiveHeader>& headers);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 
 #include "hw/emulated/shm_collectives.h"
@@ -96,9 +97,13 @@ HierarchicalCollectives::~HierarchicalCollectives() {
 
 template <typename Body>
 void HierarchicalCollectives::guarded(CollectiveOp op, Body&& body) {
-  const std::string call = std::string(collective_op_name(op)) + " #" + std::to_string(next_seq_);
+  // Named only on failure: a barrier takes a fraction of a microsecond.
+  const uint64_t seq = next_seq_;
+  auto name = [op, seq] {
+    return std::string(collective_op_name(op)) + " #" + std::to_string(seq);
+  };
   if (shm_->aborted()) {
-    raise(Status::kCommunication, call + " on rank " + std::to_string(rank_) +
+    raise(Status::kCommunication, name() + " on rank " + std::to_string(rank_) +
                                       ": the collective group is aborted: " + shm_->abort_reason());
   }
   try {
@@ -106,11 +111,11 @@ void HierarchicalCollectives::guarded(CollectiveOp op, Body&& body) {
   } catch (const Error& error) {
     // Disagreeing arguments are found by every rank alike; the group stays in step and usable.
     if (error.status() == Status::kInvalidInput) throw;
-    std::string reason = call + " failed on rank " + std::to_string(rank_) + ": " + error.what();
+    std::string reason = name() + " failed on rank " + std::to_string(rank_) + ": " + error.what();
     poison(reason);
     raise(error.status(), reason);
   } catch (const std::exception& error) {
-    std::string reason = call + " failed on rank " + std::to_string(rank_) + ": " + error.what();
+    std::string reason = name() + " failed on rank " + std::to_string(rank_) + ": " + error.what();
     poison(reason);
     raise(Status::kSystem, reason);
   }
@@ -135,6 +140,7 @@ void HierarchicalCollectives::agree(CollectiveHeader header, Deadline deadline) 
   seq_ = header.seq;
   header.encode(shm_->write_header(), size_);
   shm_->barrier(deadline);
+  if (!mesh_ && headers_trivially_agree(*shm_, size_)) return;  // no need to decode
   local_headers_.clear();
   for (int m = 0; m < shm_->local_size(); ++m) {
     local_headers_.push_back(CollectiveHeader::decode(shm_->read_header(m), size_));
@@ -233,7 +239,20 @@ void HierarchicalCollectives::allgather(const void* send, void* recv, size_t byt
     if (bytes > 0 && (send == nullptr || recv == nullptr)) {
       header.local_error = "the send or receive buffer is null";
     }
+    // Equal on every rank once the agreement passed (same bytes, no local error anywhere).
+    const bool staged = can_stage(header, bytes);
+    if (staged) shm_stage_piece(*shm_, static_cast<const std::byte*>(send), bytes);
     agree(header, deadline);
+    if (staged) {
+      // One node: local index == rank.
+      for (int r = 0; r < size_ && bytes > 0; ++r) {
+        std::byte* to = static_cast<std::byte*>(recv) + bytes * static_cast<size_t>(r);
+        const std::byte* from =
+            r == rank_ ? static_cast<const std::byte*>(send) : shm_->read_data(r);
+        if (to != from) std::memmove(to, from, bytes);
+      }
+      return;
+    }
     std::vector<size_t> counts(size_, bytes);
     std::vector<size_t> displs(size_);
     for (int r = 0; r < size_; ++r) displs[r] = bytes * static_cast<size_t>(r);
@@ -255,11 +274,35 @@ void HierarchicalCollectives::allgatherv(const void* send, void* recv, const siz
       if (recv_counts[rank_] > 0 && send == nullptr) header.local_error = "the send buffer is null";
       if (total > 0 && recv == nullptr) header.local_error = "the receive buffer is null";
     }
+    size_t largest = 0;
+    for (uint64_t count : header.counts) largest = std::max<size_t>(largest, count);
+    // Equal on every rank once the agreement passed (same counts, no local error anywhere).
+    const bool staged = can_stage(header, largest);
+    if (staged) shm_stage_piece(*shm_, static_cast<const std::byte*>(send), recv_counts[rank_]);
     agree(header, deadline);
     std::vector<size_t> counts(recv_counts, recv_counts + size_);
+    if (staged) {
+      collect_staged(static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), counts,
+                     recv_displs);
+      return;
+    }
     gather_data(static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), counts,
                 recv_displs, deadline);
   });
+}
+
+// A single-node allgather whose every piece fits in one chunk moves its data through the
+// agreement's barrier (shm_stage_piece before, shm_collect_pieces after).
+bool HierarchicalCollectives::can_stage(const CollectiveHeader& header, size_t largest) const {
+  return !mesh_ && header.local_error.empty() && largest <= shm_->chunk_bytes();
+}
+
+void HierarchicalCollectives::collect_staged(const std::byte* send, std::byte* recv,
+                                             const std::vector<size_t>& counts,
+                                             const size_t* displs) {
+  std::vector<std::byte*> local_recv(static_cast<size_t>(size_));
+  for (int r = 0; r < size_; ++r) local_recv[r] = piece(recv, displs[r], counts[r]);
+  shm_collect_pieces(*shm_, send, counts, local_recv);
 }
 
 void HierarchicalCollectives::gather_data(const std::byte* send, std::byte* recv,

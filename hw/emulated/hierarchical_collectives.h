@@ -57,6 +57,9 @@ class HierarchicalCollectives : public hal::Collectives {
                                         ShmVerdict* verdict);
   void gather_data(const std::byte* send, std::byte* recv, const std::vector<size_t>& counts,
                    const size_t* displs, Deadline deadline);
+  bool can_stage(const CollectiveHeader& header, size_t largest) const;
+  void collect_staged(const std::byte* send, std::byte* recv, const std::vector<size_t>& counts,
+                      const size_t* displs);
   void poison(const std::string& reason);
   ZmqPeerMesh::HealthCheck health(Deadline deadline);
 

@@ -32,6 +32,8 @@ class MemfdMemoryDomain : public hal::MemoryDomain {
   void unmap_anywhere(void* address, size_t size) override;
   void register_user_memory(void* address, size_t size) override;
   void unregister_user_memory(void* address) override;
+  // Every kind is memfd memory mapped into the process.
+  bool memory_is_host_accessible() const override { return true; }
 
   // Bytes of `device` this process holds (allocations and mappings still alive).
   size_t device_used(int device) { return budget_->used(device); }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "memloom/error.h"
+
 namespace memloom::emulated {
 namespace {
 
@@ -57,6 +59,24 @@ void shm_allgatherv(ShmGroup& group, const std::byte* send, const std::vector<si
       if (m == me || offset >= counts[m]) continue;
       std::memcpy(recv[m] + offset, group.read_data(m), std::min(chunk, counts[m] - offset));
     }
+  }
+}
+
+void shm_stage_piece(ShmGroup& group, const std::byte* send, size_t count) {
+  if (count > group.chunk_bytes()) {
+    raise(Status::kLogic, "a staged allgather piece larger than the collective chunk");
+  }
+  if (count > 0 && group.local_size() > 1) {
+    std::memcpy(group.write_data(group.local_index()), send, count);
+  }
+}
+
+void shm_collect_pieces(ShmGroup& group, const std::byte* send, const std::vector<size_t>& counts,
+                        const std::vector<std::byte*>& recv) {
+  const int me = group.local_index();
+  if (counts[me] > 0 && recv[me] != send) std::memmove(recv[me], send, counts[me]);
+  for (int m = 0; m < group.local_size(); ++m) {
+    if (m != me && counts[m] > 0) std::memcpy(recv[m], group.read_data(m), counts[m]);
   }
 }
 

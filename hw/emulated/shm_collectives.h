@@ -22,6 +22,14 @@ void shm_broadcast(ShmGroup& group, const std::vector<Segment>& segments, int ro
 void shm_allgatherv(ShmGroup& group, const std::byte* send, const std::vector<size_t>& counts,
                     const std::vector<std::byte*>& recv, Deadline deadline);
 
+// shm_allgatherv in one round whose barrier the caller runs: the collective agreement, which
+// every call passes anyway, so a small allgather costs one barrier instead of two. Before that
+// barrier each member stages its piece (counts[local_index] <= chunk_bytes); after it, each
+// collects the others'. Every member must take this path alike (all counts <= chunk_bytes).
+void shm_stage_piece(ShmGroup& group, const std::byte* send, size_t count);
+void shm_collect_pieces(ShmGroup& group, const std::byte* send, const std::vector<size_t>& counts,
+                        const std::vector<std::byte*>& recv);
+
 // send[j]: what this member sends to member j; recv[i]: where member i's data for this member
 // goes. max_pair_bytes: the largest count between two different members of the node.
 void shm_alltoallv(ShmGroup& group, const std::vector<ConstSegment>& send,

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -13,9 +14,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <new>
+#include <thread>
 
 #include "memloom/error.h"
 
@@ -24,11 +27,11 @@ namespace memloom::emulated {
 namespace {
 
 constexpr uint64_t kMagic = 0x4d4c434f4c4c3031ull;  // "MLCOLL01"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr size_t kReasonBytes = 480;
-// Waiters spin this many times before sleeping: long enough to catch a barrier that completes
-// while both cores are busy, short enough that 16 ranks on 2 cores do not burn CPU.
-constexpr int kSpinIterations = 256;
+constexpr size_t kArrivalBytes = 16;  // in front of each header area
+// A spinning waiter reads the clock and the abort flag once per this many pauses.
+constexpr uint32_t kPausesPerClockRead = 32;
 // A sleeping waiter wakes at least this often to check the abort flag, peers and its deadline.
 constexpr long kSleepSliceNs = 20'000'000;
 constexpr auto kLivenessInterval = std::chrono::milliseconds(20);
@@ -36,6 +39,8 @@ constexpr int kMembersPerLivenessCheck = 16;
 
 static_assert(std::atomic<uint32_t>::is_always_lock_free && sizeof(std::atomic<uint32_t>) == 4,
               "the futex word must be a plain 32-bit integer");
+static_assert(std::atomic<uint64_t>::is_always_lock_free,
+              "arrival flags are shared between processes: they must not need a lock");
 
 enum AbortState : uint32_t { kRunning = 0, kWritingReason = 1, kAborted = 2 };
 
@@ -46,6 +51,14 @@ struct ShmVerdictArea {
   char message[kReasonBytes];
 };
 
+// The arrival flag in front of each header area: the member's header of a barrier and its
+// arrival share a cache line, so a waiter that sees the arrival has the header too.
+struct alignas(kArrivalBytes) ShmArrival {
+  std::atomic<uint64_t> number;  // the last barrier of this parity the member arrived at
+  std::atomic<int32_t> cpu;      // the CPU it ran on when it arrived (-1: unknown)
+};
+static_assert(sizeof(ShmArrival) == kArrivalBytes);
+
 struct ShmControl {
   uint64_t magic;
   uint32_t version;
@@ -54,10 +67,11 @@ struct ShmControl {
   uint64_t chunk_bytes;
   uint64_t slot_bytes;
   uint64_t region_bytes;
-  // Separate cache lines: arrivals hammer `arrived` while waiters read `generation`.
-  alignas(64) std::atomic<uint32_t> arrived;
-  alignas(64) std::atomic<uint32_t> generation;  // futex word; bumped when a barrier completes
-  std::atomic<uint32_t> sleepers;                // waiters in FUTEX_WAIT (lets arrivals skip wakes)
+  // Futex word: bumped (to wake sleepers) when a barrier completes while some member sleeps, and
+  // by abort(). Its value means nothing else; arrival flags say whether a barrier completed.
+  alignas(64) std::atomic<uint32_t> generation;
+  // Waiters about to sleep or sleeping (lets completers skip the wake-up system call).
+  std::atomic<uint32_t> sleepers;
   alignas(64) std::atomic<uint32_t> abort_state;
   char abort_reason[kReasonBytes];
   ShmVerdictArea verdict[2];
@@ -71,6 +85,21 @@ size_t round_up(size_t value, size_t to) {
 
 size_t control_bytes() {
   return round_up(sizeof(ShmControl), 4096);
+}
+
+// A phase length from the environment, in microseconds; `fallback` when unset.
+std::chrono::nanoseconds phase_from_environment(const char* name,
+                                                std::chrono::nanoseconds fallback) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const long long us = std::strtoll(value, &end, 10);
+  if (errno != 0 || end == value || *end != '\0' || us < 0 || us > 10'000'000) {
+    raise(Status::kInvalidInput,
+          std::string(name) + "='" + value + "' is not a number of microseconds in [0, 10000000]");
+  }
+  return std::chrono::microseconds(us);
 }
 
 // FUTEX_WAIT on a MAP_SHARED mapping (not FUTEX_PRIVATE_FLAG): the waiters are other processes.
@@ -114,11 +143,30 @@ void copy_reason(char* destination, const std::string& reason) {
 
 }  // namespace
 
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) == 0) {
+    const int count = CPU_COUNT(&set);
+    if (count > 0) return count;
+  }
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+ShmWaitPolicy ShmWaitPolicy::for_members(int members) {
+  ShmWaitPolicy policy;
+  policy.oversubscribed = members > available_cores();
+  policy.spin = phase_from_environment("MEMLOOM_EMU_BARRIER_SPIN_US", policy.spin);
+  policy.yield = phase_from_environment("MEMLOOM_EMU_BARRIER_YIELD_US", policy.yield);
+  return policy;
+}
+
 ShmGroup::ShmGroup(const ShmGroupOptions& options, hal::Bootstrap& bootstrap, Deadline deadline)
     : members_(options.members),
       local_index_(options.local_index),
-      header_bytes_(round_up(options.header_bytes, 64)) {
+      header_bytes_(round_up(kArrivalBytes + options.header_bytes, 64)) {
   MEMLOOM_CHECK_ARG(!members_.empty(), "a shared-memory group needs at least one member");
+  policy_ = ShmWaitPolicy::for_members(static_cast<int>(members_.size()));
   MEMLOOM_CHECK_ARG(local_index_ >= 0 && local_index_ < local_size(),
                     "local index out of range of the node's members");
   if (local_index_ == 0) {
@@ -173,7 +221,7 @@ void ShmGroup::create(hal::Bootstrap& bootstrap, size_t chunk_bytes, const std::
     ::close(fd);
     raise_errno("mapping the collective region", error);
   }
-  // The fresh memfd is zero-filled: every counter starts at 0.
+  // The fresh memfd is zero-filled: every counter and arrival number starts at 0.
   control_ = new (region_) ShmControl();
   control_->magic = kMagic;
   control_->version = kVersion;
@@ -183,6 +231,12 @@ void ShmGroup::create(hal::Bootstrap& bootstrap, size_t chunk_bytes, const std::
   control_->slot_bytes = slot_bytes_;
   control_->region_bytes = region_bytes_;
   slots_ = static_cast<std::byte*>(region_) + control_bytes();
+  for (int m = 0; m < local_size(); ++m) {
+    for (int parity = 0; parity < 2; ++parity) {
+      auto* flag = new (area(m, parity)) ShmArrival();
+      flag->cpu.store(-1, std::memory_order_relaxed);
+    }
+  }
   try {
     fd_token_ = bootstrap.publish_fd(fd);
     ::close(fd);
@@ -239,8 +293,16 @@ void ShmGroup::withdraw_fd(hal::Bootstrap& bootstrap) {
   bootstrap.withdraw_fd(token);
 }
 
-std::byte* ShmGroup::header(int member, int parity) const {
+std::byte* ShmGroup::area(int member, int parity) const {
   return slots_ + slot_bytes_ * static_cast<size_t>(member) + header_bytes_ * parity;
+}
+
+std::byte* ShmGroup::header(int member, int parity) const {
+  return area(member, parity) + kArrivalBytes;
+}
+
+size_t ShmGroup::header_bytes() const {
+  return header_bytes_ - kArrivalBytes;
 }
 
 std::byte* ShmGroup::data(int member, int parity) const {
@@ -248,45 +310,101 @@ std::byte* ShmGroup::data(int member, int parity) const {
          chunk_bytes_ * parity;
 }
 
+// During a barrier the flags of the current epoch's parity: the areas whose headers were just
+// written.
+ShmArrival& ShmGroup::arrival(int member) const {
+  return *std::launder(reinterpret_cast<ShmArrival*>(area(member, write_parity())));
+}
+
+// Flags only grow, so members found arrived stay arrived: each barrier scans every flag once,
+// then polls one line at a time.
+bool ShmGroup::all_arrived(uint64_t barrier_number) {
+  for (; scan_from_ < local_size(); ++scan_from_) {
+    if (arrival(scan_from_).number.load(std::memory_order_seq_cst) < barrier_number) return false;
+  }
+  return true;
+}
+
+// Called by every member that finds the barrier complete right after arriving (at least the last
+// arriver does). Both sides are seq_cst (a Dekker pair): a waiter registers in `sleepers` before
+// its last look at the flags, a completer sees all flags before it reads `sleepers`, so either the
+// completer sees the sleeper and wakes it, or the sleeper sees every flag and does not sleep.
+void ShmGroup::wake_sleepers() {
+  if (control_->sleepers.load(std::memory_order_seq_cst) == 0) return;
+  control_->generation.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake_all(&control_->generation);
+}
+
 void ShmGroup::barrier(Deadline deadline) {
   if (aborted()) check_health(deadline);  // throws with the reason
-  const uint32_t generation = control_->generation.load(std::memory_order_acquire);
-  const uint32_t arrived = control_->arrived.fetch_add(1, std::memory_order_acq_rel) + 1;
-  if (arrived == members_.size()) {
-    // Nobody can arrive for the next barrier before seeing the new generation, so resetting the
-    // count first is safe.
-    control_->arrived.store(0, std::memory_order_relaxed);
-    control_->generation.store(generation + 1, std::memory_order_seq_cst);
-    if (control_->sleepers.load(std::memory_order_seq_cst) > 0) {
-      futex_wake_all(&control_->generation);
-    }
+  const uint64_t number = epoch_ + 1;
+  ShmArrival& mine = arrival(local_index_);
+  mine.cpu.store(::sched_getcpu(), std::memory_order_relaxed);
+  mine.number.store(number, std::memory_order_seq_cst);
+  scan_from_ = 0;
+  if (all_arrived(number)) {
+    wake_sleepers();
   } else {
-    wait_generation_change(generation, deadline);
+    wait_for_arrivals(number, deadline);
   }
   ++epoch_;
 }
 
-void ShmGroup::wait_generation_change(uint32_t generation, Deadline deadline) {
-  for (int i = 0; i < kSpinIterations; ++i) {
-    if (control_->generation.load(std::memory_order_acquire) != generation) return;
-    cpu_relax();
+// True when the barrier completed; otherwise throws if the group is aborted, a member died or
+// the deadline passed. A barrier that completed is a success whatever happened after it (a
+// member that passed it may already have exited).
+bool ShmGroup::healthy_or_arrived(uint64_t barrier_number, Deadline deadline) {
+  try {
+    check_health(deadline);
+  } catch (const Error&) {
+    if (all_arrived(barrier_number)) return true;
+    throw;
   }
-  auto completed = [&] {
-    return control_->generation.load(std::memory_order_acquire) != generation;
-  };
-  while (true) {
-    if (completed()) return;
-    try {
-      check_health(deadline);
-    } catch (const Error&) {
-      // The barrier may have completed while we checked, and a member that passed it may
-      // already have exited: a completed barrier is a success whatever happened after it.
-      if (completed()) return;
-      throw;
+  return all_arrived(barrier_number);
+}
+
+// True when the member this waiter polls last arrived on the CPU this waiter runs on: it is
+// then waiting for this very core (ranks are not pinned, and the scheduler may stack two on one
+// core while the other is busy), so spinning would only delay it.
+bool ShmGroup::awaited_member_shares_my_core() const {
+  if (scan_from_ >= local_size()) return false;
+  const int theirs = arrival(scan_from_).cpu.load(std::memory_order_relaxed);
+  return theirs >= 0 && theirs == ::sched_getcpu();
+}
+
+void ShmGroup::wait_for_arrivals(uint64_t number, Deadline deadline) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  // 1. Spin: the peers hold cores of their own and arrive within microseconds. Not while the
+  // member awaited last ran on this core: it needs this core to arrive.
+  const std::chrono::nanoseconds spin = policy_.spin;
+  if (!policy_.oversubscribed && spin.count() > 0 && !awaited_member_shares_my_core()) {
+    for (uint32_t i = 1;; ++i) {
+      if (all_arrived(number)) return;
+      cpu_relax();
+      if (i % kPausesPerClockRead == 0 &&
+          (aborted() || Clock::now() - start >= spin || awaited_member_shares_my_core())) {
+        break;
+      }
     }
-    // The sleeper count and the generation are both seq_cst: either the arriving member sees
-    // this sleeper and wakes it, or the kernel sees the new generation and does not sleep.
+  }
+  // 2. Yield: gives the core to a peer that shares it, and stays responsive.
+  const auto yield_end = Clock::now() + policy_.yield;
+  while (Clock::now() < yield_end) {
+    if (healthy_or_arrived(number, deadline)) return;
+    ::sched_yield();
+  }
+  // 3. Sleep until a completer wakes us, checking health every slice.
+  while (true) {
+    if (healthy_or_arrived(number, deadline)) return;
     control_->sleepers.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t generation = control_->generation.load(std::memory_order_seq_cst);
+    // An abort bumps the word too: one that came before this load is seen here, one after it
+    // makes the futex return.
+    if (all_arrived(number) || aborted()) {
+      control_->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+      continue;
+    }
     long left_ns =
         std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.remaining()).count();
     futex_wait(&control_->generation, generation,
@@ -314,6 +432,8 @@ bool ShmGroup::abort(const std::string& reason) {
     copy_reason(control_->abort_reason, reason);
     control_->abort_state.store(kAborted, std::memory_order_release);
   }
+  // Bumping the word first also stops a waiter that is just about to sleep.
+  control_->generation.fetch_add(1, std::memory_order_seq_cst);
   futex_wake_all(&control_->generation);
   return first;
 }

@@ -72,6 +72,12 @@ class MemoryDomain {
   virtual void* map_anywhere(const Segment& segment) = 0;
   virtual void unmap_anywhere(void* address, size_t size) = 0;
 
+  // True when the CPU can load and store every address this domain's streams copy between
+  // (mapped segments of either kind, registered user memory), so a synchronous copy may be a
+  // plain memmove on the calling thread. False by default: device memory is not host-visible on
+  // an accelerator.
+  virtual bool memory_is_host_accessible() const { return false; }
+
   // Makes user memory usable by the backend's copy engines (pinning on CUDA). Idempotent per range.
   virtual void register_user_memory(void* address, size_t size) = 0;
   virtual void unregister_user_memory(void* address) = 0;

@@ -3,7 +3,9 @@
 // memory or a same-node slot), the transport when one side is a slot on another node (one request
 // per peer for a whole batch), or a read then a write through a host buffer when both are.
 // Synchronous copies use their own stream, so a failed asynchronous copy is reported by
-// smem_bm_wait and never by a later synchronous copy.
+// smem_bm_wait and never by a later synchronous copy; where the backend's memory is host-visible
+// (the emulated backend), synchronous copies within this process's mappings are a memmove on the
+// calling thread instead.
 #pragma once
 
 #include <chrono>
@@ -68,6 +70,7 @@ class BmCopyEngine {
   hal::Transport* transport_;
   std::vector<std::string> peer_addresses_;
   std::chrono::milliseconds timeout_;
+  bool host_copies_;  // the backend's memory is host-visible: synchronous copies need no stream
   std::mutex sync_mutex_;
   std::unique_ptr<hal::Stream> sync_stream_;
   std::mutex async_mutex_;

@@ -1,0 +1,159 @@
+// The emulated node barrier's wait policy (hw/emulated/shm_group.h, ShmWaitPolicy): spinning only
+// while the node's members do not outnumber the cores, yielding otherwise, sleeping on the futex
+// after that, and the member that completes a barrier waking the sleepers. Ranks are forked
+// processes (tests/support/multi_process.h) on one emulated node.
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "hw/emulated/collectives_factory.h"
+#include "hw/emulated/shm_group.h"
+#include "memloom/error.h"
+#include "src/core/store_bootstrap.h"
+#include "src/store/client.h"
+#include "tests/support/multi_process.h"
+
+namespace memloom {
+namespace {
+
+using testing::RankContext;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kCallDeadline = std::chrono::seconds(20);
+
+struct Member {
+  std::unique_ptr<store::Client> client;
+  std::unique_ptr<core::StoreBootstrap> bootstrap;
+  std::unique_ptr<hal::Collectives> group;
+};
+
+Member join_group(const RankContext& context) {
+  Member member;
+  member.client = store::Client::connect(context.store_url);
+  store::KeyPrefix prefix(context.job_id + "/wait-policy/");
+  member.client->set(prefix("member/" + std::to_string(context.rank)),
+                     context.node + "|" + std::to_string(getpid()));
+  hal::GroupSpec spec;
+  spec.rank = context.rank;
+  spec.size = context.world_size;
+  for (int r = 0; r < context.world_size; ++r) {
+    auto value = member.client->get(prefix("member/" + std::to_string(r)), kCallDeadline);
+    if (!value) raise(Status::kTimeout, "rank " + std::to_string(r) + " did not register");
+    auto bar = value->rfind('|');
+    spec.node_of_rank.push_back(value->substr(0, bar));
+    spec.pid_of_rank.push_back(std::stoi(value->substr(bar + 1)));
+  }
+  member.bootstrap = std::make_unique<core::StoreBootstrap>(*member.client, prefix.sub("group"));
+  member.group =
+      emulated::create_collectives(spec, *member.bootstrap, Deadline::after(kCallDeadline));
+  return member;
+}
+
+testing::MultiProcessOptions options_for(int ranks) {
+  testing::MultiProcessOptions options;
+  options.ranks = ranks;
+  options.timeout = std::chrono::seconds(50);
+  return options;
+}
+
+// Restricts the calling process to the first CPU it may run on.
+void bind_to_one_cpu() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    ASSERT_EQ(::sched_setaffinity(0, sizeof(one), &one), 0);
+    return;
+  }
+  FAIL() << "no CPU in this process's affinity mask";
+}
+
+// Barriers and allgathers, each allgather checked, `rounds` times.
+void barriers_and_allgathers(hal::Collectives& group, int rounds) {
+  std::vector<uint64_t> all(static_cast<size_t>(group.size()));
+  for (int i = 0; i < rounds; ++i) {
+    group.barrier(Deadline::after(kCallDeadline));
+    const uint64_t mine = static_cast<uint64_t>(i) * 1000 + static_cast<uint64_t>(group.rank());
+    group.allgather(&mine, all.data(), sizeof(mine), Deadline::after(kCallDeadline));
+    for (int r = 0; r < group.size(); ++r) {
+      ASSERT_EQ(all[static_cast<size_t>(r)], static_cast<uint64_t>(i) * 1000 + r)
+          << "round " << i << ", piece of rank " << r << " on rank " << group.rank();
+    }
+  }
+}
+
+TEST(BarrierWaitPolicy, SpinsOnlyWhileMembersDoNotOutnumberTheCores) {
+  const int cores = emulated::available_cores();
+  ASSERT_GE(cores, 1);
+  EXPECT_FALSE(emulated::ShmWaitPolicy::for_members(cores).oversubscribed);
+  EXPECT_TRUE(emulated::ShmWaitPolicy::for_members(cores + 1).oversubscribed);
+  // The phase lengths can be set in microseconds; nonsense is refused.
+  ::setenv("MEMLOOM_EMU_BARRIER_SPIN_US", "7", 1);
+  ::setenv("MEMLOOM_EMU_BARRIER_YIELD_US", "0", 1);
+  auto policy = emulated::ShmWaitPolicy::for_members(1);
+  EXPECT_EQ(policy.spin, std::chrono::microseconds(7));
+  EXPECT_EQ(policy.yield, std::chrono::microseconds(0));
+  ::setenv("MEMLOOM_EMU_BARRIER_SPIN_US", "fast", 1);
+  try {
+    emulated::ShmWaitPolicy::for_members(1);
+    ADD_FAILURE() << "a spin length of 'fast' was accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.status(), Status::kInvalidInput);
+  }
+  ::unsetenv("MEMLOOM_EMU_BARRIER_SPIN_US");
+  ::unsetenv("MEMLOOM_EMU_BARRIER_YIELD_US");
+}
+
+// Six ranks bound to one core: the group is oversubscribed, so waiters yield instead of
+// spinning, and every barrier and allgather still completes with the right data.
+TEST(BarrierWaitPolicy, MoreMembersThanCoresPassBarriersAndAllgathers) {
+  const auto start = Clock::now();
+  auto results = testing::run_ranks(options_for(6), [&](const RankContext& context) {
+    bind_to_one_cpu();
+    ASSERT_EQ(emulated::available_cores(), 1);
+    ASSERT_TRUE(emulated::ShmWaitPolicy::for_members(6).oversubscribed);
+    Member member = join_group(context);
+    barriers_and_allgathers(*member.group, 300);
+  });
+  EXPECT_ALL_RANKS_PASS(results);
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::printf("6 ranks on one core, 300 x (barrier + allgather): %.2f s\n", seconds);
+  EXPECT_LT(seconds, 20.0);
+}
+
+// No spin and no yield: every waiter goes straight to the futex, so every barrier depends on
+// the completer waking the sleepers. A lost wake-up costs a 20 ms sleep slice; 200 of them would
+// take 4 s, correct wake-ups a fraction of that even on a loaded machine.
+TEST(BarrierWaitPolicy, SleepingWaitersAreWokenByTheMemberThatCompletes) {
+  auto options = options_for(4);
+  options.env["MEMLOOM_EMU_BARRIER_SPIN_US"] = "0";
+  options.env["MEMLOOM_EMU_BARRIER_YIELD_US"] = "0";
+  auto results = testing::run_ranks(options, [&](const RankContext& context) {
+    Member member = join_group(context);
+    member.group->barrier(Deadline::after(kCallDeadline));
+    const auto start = Clock::now();
+    for (int i = 0; i < 200; ++i) {
+      // A different rank comes last each time, after the others are surely asleep.
+      if (i % 4 == context.rank) std::this_thread::sleep_for(std::chrono::microseconds(300));
+      member.group->barrier(Deadline::after(kCallDeadline));
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (context.rank == 0) std::printf("200 barriers, all waiters asleep: %.2f s\n", seconds);
+    EXPECT_LT(seconds, 2.0);
+    barriers_and_allgathers(*member.group, 50);
+  });
+  EXPECT_ALL_RANKS_PASS(results);
+}
+
+}  // namespace
+}  // namespace memloom
