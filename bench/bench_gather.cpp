@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -150,7 +151,16 @@ struct Timing {
   int samples = 0;                          // 0 on failure
   std::array<double, kMaxRepeat> gather{};  // seconds of this rank's gather i
   std::array<double, kMaxRepeat> memcpy{};  // seconds of memcpy i (rank 0 only)
+  // CPU seconds of the whole process (every thread) over the same gather and memcpy
+  std::array<double, kMaxRepeat> gather_cpu{};
+  std::array<double, kMaxRepeat> memcpy_cpu{};
 };
+
+double process_cpu_seconds() {
+  timespec now{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -249,30 +259,35 @@ Timing run_rank(const Options& options, const Config& config, int rank, int id_r
   std::vector<char> copy_source(copy_bytes, 1), copy_target(copy_bytes, 0);
   std::memcpy(copy_target.data(), copy_source.data(), copy_bytes);  // fault the pages in
   Timing timing;
-  auto timed_copy = [&] {
+  auto timed_copy = [&](int i) {
+    const double cpu = process_cpu_seconds();
     const double start = memloom::bench::now_seconds();
     std::memcpy(copy_target.data(), copy_source.data(), copy_bytes);
     asm volatile("" : : "r"(copy_target.data()) : "memory");
-    return memloom::bench::now_seconds() - start;
+    timing.memcpy[i] = memloom::bench::now_seconds() - start;
+    timing.memcpy_cpu[i] = process_cpu_seconds() - cpu;
   };
-  auto timed_gather = [&] {
+  auto timed_gather = [&](int i) {
+    const double cpu = process_cpu_seconds();
     const double start = memloom::bench::now_seconds();
     if (wholememory_gather(table, index_tensor, output_tensor, nullptr, stream) !=
             WHOLEMEMORY_SUCCESS ||
         memloom_stream_synchronize(stream) != MEMLOOM_STATUS_SUCCESS) {
-      return -1.0;
+      return false;
     }
-    return memloom::bench::now_seconds() - start;
+    timing.gather[i] = memloom::bench::now_seconds() - start;
+    timing.gather_cpu[i] = process_cpu_seconds() - cpu;
+    return true;
   };
   for (int i = 0; i < options.repeat; ++i) {
     // Pairs alternate which goes first, so neither side always follows the other's wake-up.
     const bool copy_first = i % 2 == 0;
     if (wholememory_communicator_barrier(comm) != WHOLEMEMORY_SUCCESS) return {};
-    if (copy_first) timing.memcpy[i] = timed_copy();
-    if (!copy_first && (timing.gather[i] = timed_gather()) < 0) return {};
+    if (copy_first) timed_copy(i);
+    if (!copy_first && !timed_gather(i)) return {};
     if (wholememory_communicator_barrier(comm) != WHOLEMEMORY_SUCCESS) return {};
-    if (!copy_first) timing.memcpy[i] = timed_copy();
-    if (copy_first && (timing.gather[i] = timed_gather()) < 0) return {};
+    if (!copy_first) timed_copy(i);
+    if (copy_first && !timed_gather(i)) return {};
   }
   timing.samples = options.repeat;
   memloom_stream_destroy(stream);
@@ -378,13 +393,17 @@ int run_gather(const std::vector<std::string>& args) {
     }
     // Every rank works at once: the job's time for sample i is its slowest rank's, and its rate
     // all bytes over that time; each is paired with rank 0's memcpy i of one rank's bytes.
-    std::vector<double> jobs, copies, ratios;
+    std::vector<double> jobs, copies, ratios, cpu_ratios;
     for (int i = 0; i < options.repeat; ++i) {
-      double job = 0;
-      for (const auto& timing : timings) job = std::max(job, timing.gather[i]);
+      double job = 0, job_cpu = 0;
+      for (const auto& timing : timings) {
+        job = std::max(job, timing.gather[i]);
+        job_cpu += timing.gather_cpu[i];
+      }
       jobs.push_back(job);
       copies.push_back(timings[0].memcpy[i]);
       ratios.push_back(timings[0].memcpy[i] * options.ranks / job);
+      cpu_ratios.push_back(timings[0].memcpy_cpu[i] * options.ranks / job_cpu);
     }
     const double gather = median(jobs);
     const double job_bytes = static_cast<double>(bytes_per_rank) * options.ranks;
@@ -396,6 +415,10 @@ int run_gather(const std::vector<std::string>& args) {
     tally.add(memloom::bench::report_against("  vs memcpy", job_bytes / gather / 1e9, "GB/s",
                                              median(ratios), "single-thread memcpy (paired)",
                                              target_of(config.type)));
+    // CPU time, all threads of all ranks: what the ratio tends to when other users' load leaves
+    // the job about as much CPU as the one-thread memcpy gets (bench/RESULTS.md, gather).
+    std::printf("  CPU time per byte: memcpy's / the job's = %.2fx (median of the pairs)\n",
+                median(cpu_ratios));
   }
   tally.print("gather");
   return failures == 0 ? 0 : 1;
