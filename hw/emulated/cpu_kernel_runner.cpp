@@ -8,7 +8,6 @@
 #include "memloom/error.h"
 #include "src/ops/fill_kernel.h"
 #include "src/ops/row_copy_kernel.h"
-#include "src/ops/streaming_copy.h"
 
 namespace memloom::emulated {
 namespace {
@@ -17,20 +16,6 @@ template <class Kernel>
 void run_range_of(const void* args, size_t begin, size_t end) {
   const auto& typed = *static_cast<const typename Kernel::Args*>(args);
   for (size_t i = begin; i < end; ++i) Kernel::body(typed, i);
-}
-
-// A launch writing at least this much streams its rows around the caches (ops/streaming_copy.h):
-// beyond any one process's share of a last-level cache, the rows would not be found there anyway.
-// Narrow rows keep plain stores: a non-temporal store needs whole 64-byte lines to pay off.
-constexpr size_t kStreamingBytes = size_t{16} << 20;
-constexpr size_t kStreamingRowBytes = 256;
-
-bool streams_rows(const ops::RowCopyArgs& args) {
-  if (args.source.dtype != args.destination.dtype) return false;  // converted, not copied
-  const size_t row_bytes =
-      static_cast<size_t>(args.columns) * ops::element_size(args.destination.dtype);
-  return row_bytes >= kStreamingRowBytes &&
-         row_bytes * static_cast<size_t>(args.rows) >= kStreamingBytes;
 }
 
 // Row copies run whole rows per item (the dispatcher's choice on CPUs) through copy_rows, which
@@ -43,14 +28,7 @@ void run_row_copy_range(const void* args, size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) Kernel::body(typed, i);
     return;
   }
-  const auto first = static_cast<int64_t>(begin);
-  const auto last = static_cast<int64_t>(end);
-  if (streams_rows(typed)) {
-    Kernel::copy_rows(typed, first, last, ops::StreamingCopy{});
-    ops::streaming_stores_fence();  // before the pool publishes this range as done
-  } else {
-    Kernel::copy_rows(typed, first, last, ops::WideCopy{});
-  }
+  Kernel::copy_rows(typed, static_cast<int64_t>(begin), static_cast<int64_t>(end));
 }
 
 template <class Kernel>

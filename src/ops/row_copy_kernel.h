@@ -138,23 +138,16 @@ MEMLOOM_HOST_DEVICE inline int64_t load_index(const RowCopyArgs& args, int64_t p
   return static_cast<const int64_t*>(args.indices)[position];
 }
 
-// The copy both backends use for rows of equal types (a functor, so CPU callers can pass another
-// one, e.g. ops/streaming_copy.h's). `kFetchesDestination`: whether it reads destination lines into
-// the cache before writing them (then written rows are worth prefetching).
-struct WideCopy {
-  static constexpr bool kFetchesDestination = true;
-  MEMLOOM_HOST_DEVICE void operator()(char* destination, const char* source, size_t bytes) const {
-    copy_bytes(destination, source, bytes);
-  }
-};
-
 // CPUs copy whole rows one after another (copy_rows) and prefetch the indexed rows about
 // kPrefetchAheadBytes ahead: a random row read from memory costs a DRAM round trip that a single
 // thread would otherwise wait out row after row. The prefetches ask for the second-level cache
 // only (prefetcht2): filling the first level, they held the core's few first-level miss slots and
 // stalled once a few rows were in flight. Measured on the 2-core EPYC VM, 512-byte rows, thread CPU
 // time against memcpy's for the same bytes: first 256 bytes, 8 rows ahead, into L1: 0.48-0.57x;
-// whole rows (up to 512 bytes), 16 rows ahead, into L2: 0.70-0.75x.
+// whole rows (up to 512 bytes), 16 rows ahead, into L2: 0.70-0.75x. Non-temporal stores for the
+// rows written (as glibc's memcpy uses for large copies) were tried on top and dropped: with them
+// the 2-rank job of memloom-bench gather took more CPU time per byte (0.62x against 0.69x of
+// memcpy's on average, 8 alternated runs each).
 constexpr size_t kPrefetchAheadBytes = 8192;
 constexpr int64_t kPrefetchMaxRowsAhead = 64;
 constexpr size_t kPrefetchRowBytes = 512;
@@ -202,11 +195,10 @@ struct IndexedRowCopy {
   }
 
   // Copies (or converts) `count` elements from column `first` on, between row `row` of the
-  // unindexed side and row `index` of the indexed one; `copy` copies when the types are equal.
-  template <class Copy>
+  // unindexed side and row `index` of the indexed one.
   MEMLOOM_HOST_DEVICE static void copy_part(const Args& args, const RowBytes& source,
                                             const RowBytes& destination, int64_t row, int64_t index,
-                                            int64_t first, int64_t count, const Copy& copy) {
+                                            int64_t first, int64_t count) {
     const int64_t source_row = kIndexedSource ? index : row;
     const int64_t destination_row = kIndexedSource ? row : index;
     const auto column = static_cast<size_t>(first);
@@ -214,7 +206,7 @@ struct IndexedRowCopy {
     char* to =
         row_address(args.destination, destination, destination_row, column * destination.element);
     if (args.source.dtype == args.destination.dtype) {
-      copy(to, from, static_cast<size_t>(count) * source.element);
+      copy_bytes(to, from, static_cast<size_t>(count) * source.element);
     } else {
       convert_elements(args.source.dtype, args.destination.dtype, from, to,
                        static_cast<size_t>(count));
@@ -232,27 +224,23 @@ struct IndexedRowCopy {
     const int64_t count =
         args.columns - first < args.chunk_columns ? args.columns - first : args.chunk_columns;
     copy_part(args, row_bytes_of(args.source), row_bytes_of(args.destination), row, index, first,
-              count, WideCopy{});
+              count);
   }
 
   // Whole rows [begin, end) one after another, the indexed rows prefetched ahead: what a CPU thread
   // runs (work item = row, chunks_per_row == 1). The layouts are derived once, and the arguments
   // are copied so that the compiler knows the rows written do not change them.
-  template <class Copy>
-  MEMLOOM_HOST_DEVICE static void copy_rows(const Args& shared, int64_t begin, int64_t end,
-                                            const Copy& copy) {
+  MEMLOOM_HOST_DEVICE static void copy_rows(const Args& shared, int64_t begin, int64_t end) {
     const Args args = shared;
     const RowBytes source = row_bytes_of(args.source);
     const RowBytes destination = row_bytes_of(args.destination);
     const RowTable& indexed = kIndexedSource ? args.source : args.destination;
     const RowBytes& indexed_bytes = kIndexedSource ? source : destination;
     const size_t row_length = static_cast<size_t>(args.columns) * indexed_bytes.element;
-    // Rows written around the caches need no fetching; gathered rows always do.
-    const bool prefetch = kIndexedSource || Copy::kFetchesDestination;
     const size_t prefetch_length = row_length < kPrefetchRowBytes ? row_length : kPrefetchRowBytes;
     const int64_t ahead = prefetch_rows_ahead(row_length);
     for (int64_t row = begin; row < end; ++row) {
-      if (prefetch && row + ahead < end) {
+      if (row + ahead < end) {
         const int64_t next = load_index(args, row + ahead);
         if (next >= 0 && next < args.index_bound) {
           prefetch_row(indexed, indexed_bytes, next, prefetch_length, !kIndexedSource);
@@ -260,7 +248,7 @@ struct IndexedRowCopy {
       }
       const int64_t index = load_index(args, row);
       if (!follow(args, index)) continue;
-      copy_part(args, source, destination, row, index, 0, args.columns, copy);
+      copy_part(args, source, destination, row, index, 0, args.columns);
     }
   }
 };
