@@ -2,17 +2,22 @@
 // several ranks (forked here, all on one emulated node or spread over two), for each memory
 // type: CONTINUOUS, CHUNKED and DISTRIBUTED on one node, HIERARCHY over two nodes. Prints rows/s
 // and bytes/s of the whole job (every rank gathering at once) and their ratio to a single-thread
-// memcpy of the same bytes, which rank 0 measures between the gathers while the other ranks wait
-// (so the reference sees the same machine, load included, as the gathers it is compared with).
+// memcpy of the same bytes, which rank 0 measures between the gathers while the other ranks wait.
+// The ratio is paired (as bench_timing.h's time_paired): each gather of the job is timed next to
+// one memcpy, alternating which goes first, and the median of the pairs' ratios is printed, so
+// that each ratio compares two moments of the same load on this shared machine.
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -31,7 +36,7 @@ struct Options {
   size_t table_rows = 1u << 18;  // rows of the table (128 MiB at 512 B)
   size_t row_bytes = 512;
   int ranks = 2;
-  int repeat = 5;
+  int repeat = 11;  // timed pairs (gather of the job, memcpy)
   std::vector<std::string> types;
 };
 
@@ -49,6 +54,13 @@ const Config kConfigs[] = {
 };
 
 constexpr int kChildTimeoutMs = 300000;
+constexpr int kMaxRepeat = 63;
+
+// Targets of the issue (ratio to memcpy), by memory type; the others are reported without one.
+std::optional<double> target_of(wholememory_memory_type_t type) {
+  if (type == WHOLEMEMORY_MT_CONTINUOUS || type == WHOLEMEMORY_MT_CHUNKED) return 0.7;
+  return std::nullopt;
+}
 
 bool parse(const std::vector<std::string>& args, Options* options) {
   for (size_t i = 0; i < args.size(); ++i) {
@@ -71,14 +83,15 @@ bool parse(const std::vector<std::string>& args, Options* options) {
       return false;
     }
   }
-  return options->row_bytes % 4 == 0 && options->ranks >= 1 && options->ranks <= 64;
+  return options->row_bytes % 4 == 0 && options->ranks >= 1 && options->ranks <= 64 &&
+         options->repeat <= kMaxRepeat;
 }
 
 void usage() {
   std::fprintf(stderr,
                "usage: memloom-bench gather [--type continuous|chunked|distributed|hierarchy]...\n"
                "         [--rows N] [--table-rows N] [--row-bytes N (multiple of 4)] [--ranks N]\n"
-               "         [--repeat N]\n");
+               "         [--repeat N (pairs, at most 63)]\n");
 }
 
 bool read_exactly(int fd, void* out, size_t bytes, int timeout_ms) {
@@ -132,10 +145,22 @@ wholememory_tensor_t pointer_tensor(void* data, wholememory_tensor_description_t
   return tensor;
 }
 
+// One rank's samples: sample i of every rank is the same gather of the job (between the same
+// barriers), paired with rank 0's memcpy i. Fixed-size, so it crosses a pipe in one write.
 struct Timing {
-  double gather = -1;  // median seconds of one gather
-  double memcpy = -1;  // median seconds of a memcpy of the same bytes (rank 0)
+  int samples = 0;                          // 0 on failure
+  std::array<double, kMaxRepeat> gather{};  // seconds of this rank's gather i
+  std::array<double, kMaxRepeat> memcpy{};  // seconds of memcpy i (rank 0 only)
+  // CPU seconds of the whole process (every thread) over the same gather and memcpy
+  std::array<double, kMaxRepeat> gather_cpu{};
+  std::array<double, kMaxRepeat> memcpy_cpu{};
 };
+
+double process_cpu_seconds() {
+  timespec now{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -233,29 +258,45 @@ Timing run_rank(const Options& options, const Config& config, int rank, int id_r
   const size_t copy_bytes = rank == 0 ? options.rows * options.row_bytes : 0;
   std::vector<char> copy_source(copy_bytes, 1), copy_target(copy_bytes, 0);
   std::memcpy(copy_target.data(), copy_source.data(), copy_bytes);  // fault the pages in
-  std::vector<double> gathers, copies;
-  for (int i = 0; i < options.repeat; ++i) {
-    if (wholememory_communicator_barrier(comm) != WHOLEMEMORY_SUCCESS) return {};
-    double start = memloom::bench::now_seconds();
+  Timing timing;
+  auto timed_copy = [&](int i) {
+    const double cpu = process_cpu_seconds();
+    const double start = memloom::bench::now_seconds();
     std::memcpy(copy_target.data(), copy_source.data(), copy_bytes);
     asm volatile("" : : "r"(copy_target.data()) : "memory");
-    copies.push_back(memloom::bench::now_seconds() - start);
-    if (wholememory_communicator_barrier(comm) != WHOLEMEMORY_SUCCESS) return {};
-    start = memloom::bench::now_seconds();
+    timing.memcpy[i] = memloom::bench::now_seconds() - start;
+    timing.memcpy_cpu[i] = process_cpu_seconds() - cpu;
+  };
+  auto timed_gather = [&](int i) {
+    const double cpu = process_cpu_seconds();
+    const double start = memloom::bench::now_seconds();
     if (wholememory_gather(table, index_tensor, output_tensor, nullptr, stream) !=
             WHOLEMEMORY_SUCCESS ||
         memloom_stream_synchronize(stream) != MEMLOOM_STATUS_SUCCESS) {
-      return {};
+      return false;
     }
-    gathers.push_back(memloom::bench::now_seconds() - start);
+    timing.gather[i] = memloom::bench::now_seconds() - start;
+    timing.gather_cpu[i] = process_cpu_seconds() - cpu;
+    return true;
+  };
+  for (int i = 0; i < options.repeat; ++i) {
+    // Pairs alternate which goes first, so neither side always follows the other's wake-up.
+    const bool copy_first = i % 2 == 0;
+    if (wholememory_communicator_barrier(comm) != WHOLEMEMORY_SUCCESS) return {};
+    if (copy_first) timed_copy(i);
+    if (!copy_first && !timed_gather(i)) return {};
+    if (wholememory_communicator_barrier(comm) != WHOLEMEMORY_SUCCESS) return {};
+    if (!copy_first) timed_copy(i);
+    if (copy_first && !timed_gather(i)) return {};
   }
+  timing.samples = options.repeat;
   memloom_stream_destroy(stream);
   wholememory_destroy_tensor(index_tensor);
   wholememory_destroy_tensor(output_tensor);
   wholememory_communicator_barrier(comm);
   wholememory_destroy_tensor(table);
   wholememory_finalize();
-  return {median(gathers), median(copies)};
+  return timing;
 }
 
 // Forks the ranks of one configuration; returns each rank's timing (empty on failure).
@@ -290,7 +331,7 @@ std::vector<Timing> run_config(const Options& options, const Config& config) {
       const RankResult result{rank, timing};
       const bool sent =
           ::write(result_pipe[1], &result, sizeof(result)) == static_cast<ssize_t>(sizeof(result));
-      ::_exit(sent && timing.gather > 0 ? 0 : 1);
+      ::_exit(sent && timing.samples > 0 ? 0 : 1);
     }
     children.push_back(pid);
   }
@@ -299,7 +340,8 @@ std::vector<Timing> run_config(const Options& options, const Config& config) {
   for (size_t i = 0; complete && i < children.size(); ++i) {
     RankResult result{};
     complete = read_exactly(result_pipe[0], &result, sizeof(result), kChildTimeoutMs) &&
-               result.rank >= 0 && result.rank < options.ranks && result.timing.gather > 0;
+               result.rank >= 0 && result.rank < options.ranks &&
+               result.timing.samples == options.repeat;
     if (complete) timings[result.rank] = result.timing;
   }
   for (pid_t child : children) {
@@ -333,6 +375,11 @@ int run_gather(const std::vector<std::string>& args) {
               options.rows, options.row_bytes, options.table_rows, options.ranks);
   std::printf("reference: a single-thread memcpy of %s on rank 0, between the gathers\n",
               memloom::bench::format_bytes(bytes_per_rank).c_str());
+  std::printf(
+      "ratio: median over %d pairs of (job bytes / job's gather time) / (bytes / memcpy "
+      "time), the job's gather time being its slowest rank's\n",
+      options.repeat);
+  memloom::bench::VerdictTally tally;
   int failures = 0;
   for (const auto& config : configs) {
     const auto timings = run_config(options, config);
@@ -344,17 +391,36 @@ int run_gather(const std::vector<std::string>& args) {
       ++failures;
       continue;
     }
-    // Every rank works at once: the job's rate is all bytes over the slowest rank's time.
-    double gather = 0;
-    for (const auto& timing : timings) gather = std::max(gather, timing.gather);
-    const double memcpy_rate = static_cast<double>(bytes_per_rank) / timings[0].memcpy;
+    // Every rank works at once: the job's time for sample i is its slowest rank's, and its rate
+    // all bytes over that time; each is paired with rank 0's memcpy i of one rank's bytes.
+    std::vector<double> jobs, copies, ratios, cpu_ratios;
+    for (int i = 0; i < options.repeat; ++i) {
+      double job = 0, job_cpu = 0;
+      for (const auto& timing : timings) {
+        job = std::max(job, timing.gather[i]);
+        job_cpu += timing.gather_cpu[i];
+      }
+      jobs.push_back(job);
+      copies.push_back(timings[0].memcpy[i]);
+      ratios.push_back(timings[0].memcpy[i] * options.ranks / job);
+      cpu_ratios.push_back(timings[0].memcpy_cpu[i] * options.ranks / job_cpu);
+    }
+    const double gather = median(jobs);
     const double job_bytes = static_cast<double>(bytes_per_rank) * options.ranks;
     const double rows_per_second = static_cast<double>(options.rows) * options.ranks / gather;
-    std::printf("%-48s %10.2f Mrows/s  %s\n", name.c_str(), rows_per_second / 1e6,
-                memloom::bench::format_rate(job_bytes / gather).c_str());
-    memloom::bench::report("  " + name + " vs memcpy", job_bytes / gather / 1e9, "GB/s",
-                           memcpy_rate / 1e9, "single-thread memcpy");
+    std::printf(
+        "%-48s %10.2f Mrows/s  %s (median); memcpy %s (median)\n", name.c_str(),
+        rows_per_second / 1e6, memloom::bench::format_rate(job_bytes / gather).c_str(),
+        memloom::bench::format_rate(static_cast<double>(bytes_per_rank) / median(copies)).c_str());
+    tally.add(memloom::bench::report_against("  vs memcpy", job_bytes / gather / 1e9, "GB/s",
+                                             median(ratios), "single-thread memcpy (paired)",
+                                             target_of(config.type)));
+    // CPU time, all threads of all ranks: what the ratio tends to when other users' load leaves
+    // the job about as much CPU as the one-thread memcpy gets (bench/RESULTS.md, gather).
+    std::printf("  CPU time per byte: memcpy's / the job's = %.2fx (median of the pairs)\n",
+                median(cpu_ratios));
   }
+  tally.print("gather");
   return failures == 0 ? 0 : 1;
 }
 

@@ -18,20 +18,44 @@ void run_range_of(const void* args, size_t begin, size_t end) {
   for (size_t i = begin; i < end; ++i) Kernel::body(typed, i);
 }
 
+// Row copies run whole rows per item (the dispatcher's choice on CPUs) through copy_rows, which
+// prefetches ahead and derives the layouts once per range rather than once per row.
+template <bool kIndexedSource>
+void run_row_copy_range(const void* args, size_t begin, size_t end) {
+  using Kernel = ops::IndexedRowCopy<kIndexedSource>;
+  const auto& typed = *static_cast<const ops::RowCopyArgs*>(args);
+  if (typed.chunks_per_row != 1) {
+    for (size_t i = begin; i < end; ++i) Kernel::body(typed, i);
+    return;
+  }
+  Kernel::copy_rows(typed, static_cast<int64_t>(begin), static_cast<int64_t>(end));
+}
+
 template <class Kernel>
-constexpr CpuKernel make_cpu_kernel(const char* name, size_t min_chunk) {
+constexpr void check_args() {
   // Streams keep launch arguments in max_align_t storage.
   static_assert(alignof(typename Kernel::Args) <= alignof(std::max_align_t));
   static_assert(std::is_trivially_copyable_v<typename Kernel::Args>);
+}
+
+template <class Kernel>
+constexpr CpuKernel make_cpu_kernel(const char* name, size_t min_chunk) {
+  check_args<Kernel>();
   return CpuKernel{name, sizeof(typename Kernel::Args), min_chunk, &run_range_of<Kernel>};
+}
+
+template <bool kIndexedSource>
+constexpr CpuKernel make_row_copy_kernel(const char* name, size_t min_chunk) {
+  check_args<ops::IndexedRowCopy<kIndexedSource>>();
+  return CpuKernel{name, sizeof(ops::RowCopyArgs), min_chunk, &run_row_copy_range<kIndexedSource>};
 }
 
 // Indexed by KernelId; the static_assert keeps it in step with hw/hal/kernels.h.
 constexpr std::array<CpuKernel, static_cast<size_t>(hal::KernelId::kCount)> kKernels = {
     make_cpu_kernel<ops::FillPatternKernel>("fill_pattern", 64 * 1024),
     // One row per item (whole-row chunks on CPU), so a few hundred rows make a worthwhile chunk.
-    make_cpu_kernel<ops::GatherKernel>("gather", 256),
-    make_cpu_kernel<ops::ScatterKernel>("scatter", 256),
+    make_row_copy_kernel<true>("gather", 256),
+    make_row_copy_kernel<false>("scatter", 256),
 };
 static_assert(kKernels.size() == static_cast<size_t>(hal::KernelId::kCount),
               "every KernelId needs a CPU runner");

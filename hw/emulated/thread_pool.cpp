@@ -7,6 +7,10 @@
 
 namespace memloom::emulated {
 
+namespace {
+constexpr size_t kChunksPerThread = 16;
+}  // namespace
+
 struct ThreadPool::Job {
   const RangeFn* fn = nullptr;
   size_t items = 0;
@@ -81,8 +85,10 @@ void ThreadPool::work() {
 void ThreadPool::parallel_for(size_t items, size_t min_chunk, const RangeFn& fn) {
   if (items == 0) return;
   min_chunk = std::max<size_t>(min_chunk, 1);
-  // A few chunks per thread balance uneven progress without paying much per chunk.
-  const size_t max_chunks = static_cast<size_t>(parallelism_) * 4;
+  // Many chunks per thread: on a shared machine a thread can be preempted for several time slices,
+  // and its peers then finish everything else while it holds its last chunk, so a chunk's size
+  // bounds that tail (each chunk costs only an atomic increment).
+  const size_t max_chunks = static_cast<size_t>(parallelism_) * kChunksPerThread;
   size_t chunks = std::min((items + min_chunk - 1) / min_chunk, max_chunks);
   if (parallelism_ == 1 || chunks <= 1) {
     fn(0, items);

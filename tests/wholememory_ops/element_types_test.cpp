@@ -7,6 +7,9 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "src/ops/element_types.h"
@@ -183,6 +186,79 @@ TEST(RowCopyKernel, GatherAddressesChunkedTablesAndRecordsBadIndices) {
   for (size_t item = 0; item < 4; ++item) GatherKernel::body(args, item);
   EXPECT_EQ(10u, bad);  // 1 + the largest bad index
   EXPECT_EQ(-7, out[3]);
+}
+
+// The CPU's whole-row loop (copy_rows, with its prefetching ahead) against the per-item body, over
+// ranges that start and end anywhere: a table in equal chunks (owner by division), equal and
+// converted dtypes, negative and out-of-range indices, gather and scatter.
+TEST(RowCopyKernel, WholeRowRangesMatchTheItemBody) {
+  constexpr int64_t kRows = 100, kColumns = 5, kStride = 6, kChunkRows = 34, kCount = 300;
+  std::vector<int32_t> table(kRows * kStride);
+  std::mt19937_64 rng(11);
+  for (auto& value : table) value = static_cast<int32_t>(rng());
+  char* base = reinterpret_cast<char*>(table.data());
+  const size_t chunk_bytes = kChunkRows * kStride * sizeof(int32_t);
+  char* chunks[] = {base, base + chunk_bytes, base + 2 * chunk_bytes};
+  const size_t offsets[] = {0, chunk_bytes, 2 * chunk_bytes, table.size() * sizeof(int32_t)};
+  const RowTable chunked{nullptr, chunks, offsets, chunk_bytes, 3, 1, kStride, 0, DType::kInt};
+  std::vector<int64_t> indices(kCount);
+  for (auto& index : indices) index = static_cast<int64_t>(rng() % (kRows + 10)) - 5;
+
+  for (const DType rows_type : {DType::kInt, DType::kInt64}) {
+    SCOPED_TRACE("rows of dtype " + std::to_string(static_cast<int>(rows_type)));
+    const size_t row_bytes = kColumns * element_size(rows_type);
+    for (const bool gather : {true, false}) {
+      SCOPED_TRACE(gather ? "gather" : "scatter");
+      std::vector<char> rows(kCount * row_bytes);
+      for (auto& byte : rows) byte = static_cast<char>(rng());
+      const RowTable packed{rows.data(), nullptr, nullptr, 0, 0, 0, kColumns, 0, rows_type};
+      auto run = [&](bool whole_rows) {
+        std::vector<int32_t> table_copy = table;  // scatter writes the table: start alike
+        std::vector<char> rows_copy = rows;
+        char* copy_base = reinterpret_cast<char*>(table_copy.data());
+        char* copy_chunks[] = {copy_base, copy_base + chunk_bytes, copy_base + 2 * chunk_bytes};
+        RowTable indexed = chunked;
+        indexed.chunks = copy_chunks;
+        RowTable unindexed = packed;
+        unindexed.base = rows_copy.data();
+        unsigned long long bad = 0;
+        RowCopyArgs args{};
+        args.source = gather ? indexed : unindexed;
+        args.destination = gather ? unindexed : indexed;
+        args.indices = indices.data();
+        args.index_type = DType::kInt64;
+        args.index_bound = kRows;
+        args.columns = kColumns;
+        args.chunk_columns = kColumns;
+        args.chunks_per_row = 1;
+        args.rows = kCount;
+        args.bad_index = &bad;
+        for (const auto& [begin, end] : {std::pair<int64_t, int64_t>{0, 7}, {7, 150}, {150, 300}}) {
+          if (whole_rows) {
+            gather ? GatherKernel::copy_rows(args, begin, end)
+                   : ScatterKernel::copy_rows(args, begin, end);
+          } else {
+            for (int64_t i = begin; i < end; ++i) {
+              gather ? GatherKernel::body(args, static_cast<size_t>(i))
+                     : ScatterKernel::body(args, static_cast<size_t>(i));
+            }
+          }
+        }
+        return std::make_tuple(table_copy, rows_copy, bad);
+      };
+      const auto by_rows = run(true);
+      const auto by_items = run(false);
+      EXPECT_EQ(std::get<0>(by_items), std::get<0>(by_rows));
+      EXPECT_EQ(std::get<1>(by_items), std::get<1>(by_rows));
+      EXPECT_EQ(std::get<2>(by_items), std::get<2>(by_rows));
+      EXPECT_GT(std::get<2>(by_rows), static_cast<unsigned long long>(kRows));  // some were bad
+      if (gather) {
+        EXPECT_NE(rows, std::get<1>(by_rows));  // the rows were written
+      } else {
+        EXPECT_NE(table, std::get<0>(by_rows));
+      }
+    }
+  }
 }
 
 }  // namespace
