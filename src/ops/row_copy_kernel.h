@@ -217,8 +217,22 @@ struct IndexedRowCopy {
   // share; CPUs use copy_rows).
   MEMLOOM_HOST_DEVICE static void body(const Args& args, size_t item) {
     const auto chunks = static_cast<size_t>(args.chunks_per_row);
-    const auto row = static_cast<int64_t>(item / chunks);
-    const int64_t first = static_cast<int64_t>(item % chunks) * args.chunk_columns;
+    size_t row_number, part;
+#if defined(__CUDA_ARCH__)
+    // A GPU divides 64-bit integers in software (dozens of instructions per work item of 16
+    // bytes); 32 bits do whenever the item count fits.
+    if (item <= 0xffffffffu && chunks <= 0xffffffffu) {
+      const auto item32 = static_cast<uint32_t>(item), chunks32 = static_cast<uint32_t>(chunks);
+      row_number = item32 / chunks32;
+      part = item32 - static_cast<uint32_t>(row_number) * chunks32;
+    } else
+#endif
+    {
+      row_number = item / chunks;
+      part = item % chunks;
+    }
+    const auto row = static_cast<int64_t>(row_number);
+    const int64_t first = static_cast<int64_t>(part) * args.chunk_columns;
     const int64_t index = load_index(args, row);
     if (!follow(args, index)) return;
     const int64_t count =
