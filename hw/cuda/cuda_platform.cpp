@@ -8,6 +8,7 @@
 
 #include "hw/cuda/cuda_check.h"
 #include "hw/cuda/cuda_stream.h"
+#include "hw/cuda/host_staged_collectives.h"
 #include "hw/cuda/nccl_collectives.h"
 #include "hw/cuda/staged_tcp_transport.h"
 #include "hw/emulated/collectives_factory.h"
@@ -127,8 +128,8 @@ std::unique_ptr<hal::Collectives> CudaPlatform::create_collectives(const hal::Gr
                     "create_collectives: rank " + std::to_string(group.rank) +
                         " is not in a group of " + std::to_string(group.size));
   // NCCL refuses a communicator with two ranks on one GPU. Such groups (several ranks per GPU)
-  // use the emulated backend's collectives over host memory instead: the HAL passes host buffers
-  // anyway, and every rank sees the same identities, so every rank makes the same choice.
+  // use the emulated backend's collectives over host memory instead, with device buffers staged
+  // through host memory; every rank sees the same identities, so every rank makes the same choice.
   bootstrap.put("cuda/gpu/" + std::to_string(group.rank), gpu_identity());
   std::set<std::string> distinct;
   for (int r = 0; r < group.size; ++r) {
@@ -137,7 +138,8 @@ std::unique_ptr<hal::Collectives> CudaPlatform::create_collectives(const hal::Gr
   if (distinct.size() < static_cast<size_t>(group.size)) {
     MEMLOOM_LOG(kDebug, "group of " << group.size << " ranks on " << distinct.size()
                                     << " GPUs: host-memory collectives instead of NCCL");
-    return emulated::create_collectives(group, bootstrap, deadline);
+    return std::make_unique<HostStagedCollectives>(
+        emulated::create_collectives(group, bootstrap, deadline), current_device_);
   }
   return NcclCollectives::create(group, bootstrap, current_device_, deadline);
 }

@@ -78,39 +78,75 @@ std::unique_ptr<NcclCollectives> NcclCollectives::create(const hal::GroupSpec& g
 }
 
 NcclCollectives::~NcclCollectives() {
-  try {
-    DeviceGuard guard(device_);
-    if (comm_ != nullptr && !poisoned_) {
+  // The whole teardown runs on a thread of its own, owning copies of everything it releases:
+  // NCCL's has been seen to block forever inside the driver (cuMemRelease under ncclCommDestroy,
+  // H200 with NCCL 2.28, in a process that made a new communicator after destroying one). The
+  // destructor waits a bounded time; past it the thread is left behind with what it holds (a
+  // leak, logged) rather than hanging the caller.
+  struct Teardown {
+    ncclComm_t comm = nullptr;
+    bool clean = false;  // finalize first (no failure seen), else abort
+    int device = 0;
+    std::thread aborter;
+    void* barrier_word = nullptr;
+    std::vector<void*> device_buffers, host_buffers;
+    cudaStream_t stream = nullptr;
+    std::atomic<bool> done{false};
+  };
+  auto work = std::make_shared<Teardown>();
+  work->comm = comm_;
+  work->clean = !poisoned_;
+  work->device = device_;
+  work->aborter = std::move(aborter_);
+  work->barrier_word = barrier_word_;
+  for (Buffer* buffer : {&device_send_, &device_recv_}) {
+    if (buffer->data != nullptr) work->device_buffers.push_back(buffer->data);
+  }
+  for (Buffer* buffer : {&host_send_, &host_recv_}) {
+    if (buffer->data != nullptr) work->host_buffers.push_back(buffer->data);
+  }
+  work->stream = stream_;
+  comm_ = nullptr;
+  std::thread worker([work] {
+    (void)cudaSetDevice(work->device);
+    if (work->comm != nullptr && work->clean) {
       // Finalize flushes NCCL's work; bounded, with abort as the way out.
-      ncclResult_t result = ncclCommFinalize(comm_);
-      ncclResult_t state = result;
-      if (result == ncclSuccess || result == ncclInProgress) {
+      ncclResult_t state = ncclCommFinalize(work->comm);
+      if (state == ncclSuccess || state == ncclInProgress) {
         poll_until(
             [&] {
-              if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) state = ncclSystemError;
+              if (ncclCommGetAsyncError(work->comm, &state) != ncclSuccess) state = ncclSystemError;
               return state != ncclInProgress;
             },
             Deadline::after(kFinalizeTimeout));
       }
       if (state == ncclSuccess) {
-        (void)ncclCommDestroy(comm_);
-        comm_ = nullptr;
+        (void)ncclCommDestroy(work->comm);
+        work->comm = nullptr;
       }
     }
-    abort_communicator();
-  } catch (const Error& error) {
-    MEMLOOM_LOG(kWarn, "releasing an NCCL communicator: " << error.what());
+    if (work->comm != nullptr) (void)ncclCommAbort(work->comm);
+    // NCCL's kernels are gone once the abort returns; only then go the buffers they used.
+    if (work->aborter.joinable()) work->aborter.join();
+    if (work->barrier_word != nullptr) (void)cudaFree(work->barrier_word);
+    for (void* data : work->device_buffers) (void)cudaFree(data);
+    for (void* data : work->host_buffers) (void)cudaFreeHost(data);
+    if (work->stream != nullptr) (void)cudaStreamDestroy(work->stream);
+    work->done = true;
+  });
+  const Deadline deadline = Deadline::after(kFinalizeTimeout + std::chrono::seconds(10));
+  while (!work->done.load() && !deadline.expired()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  // NCCL's kernels are gone once the abort returns; only then go the buffers they used.
-  if (aborter_.joinable()) aborter_.join();
-  if (barrier_word_ != nullptr) (void)cudaFree(barrier_word_);
-  for (Buffer* buffer : {&device_send_, &device_recv_}) {
-    if (buffer->data != nullptr) (void)cudaFree(buffer->data);
+  if (work->done.load()) {
+    worker.join();
+  } else {
+    MEMLOOM_LOG(kWarn, "releasing an NCCL communicator (rank "
+                           << group_.rank << "/" << group_.size
+                           << ") did not finish within its deadline; left to finish in the "
+                              "background (its GPU buffers stay allocated until it does)");
+    worker.detach();
   }
-  for (Buffer* buffer : {&host_send_, &host_recv_}) {
-    if (buffer->data != nullptr) (void)cudaFreeHost(buffer->data);
-  }
-  if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
 }
 
 void NcclCollectives::abort_communicator() {
