@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 #include "memloom/error.h"
@@ -93,8 +94,38 @@ bool is_valid_store_url(const std::string& url) {
   return parse_port(address.substr(colon + 1));
 }
 
+namespace {
+
+// With MEMLOOM_BACKEND=cuda the ranks' devices are real GPUs: the default --devices-per-node is
+// the number visible (CUDA_VISIBLE_DEVICES' entries, else the /dev/nvidiaN device files), so that a
+// node with more ranks than GPUs shares them instead of naming GPUs that do not exist.
+int default_devices_per_node() {
+  const char* backend = std::getenv("MEMLOOM_BACKEND");
+  if (backend == nullptr || std::string(backend) != "cuda") return 8;
+  int gpus = 0;
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible != nullptr) {
+    std::stringstream list(visible);
+    for (std::string entry; std::getline(list, entry, ',');) {
+      if (!entry.empty()) ++gpus;
+    }
+  } else {
+    std::error_code error;
+    for (const auto& file : std::filesystem::directory_iterator("/dev", error)) {
+      const std::string name = file.path().filename().string();
+      if (name.size() > 6 && name.rfind("nvidia", 0) == 0 &&
+          name.find_first_not_of("0123456789", 6) == std::string::npos) {
+        ++gpus;
+      }
+    }
+  }
+  return gpus > 0 ? gpus : 8;
+}
+
+}  // namespace
+
 LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
   LaunchOptions options;
+  options.devices_per_node = default_devices_per_node();
   bool have_ranks = false;
   std::vector<int> kill_ranks;
   std::vector<double> kill_afters;
@@ -198,8 +229,8 @@ Options:
       << kMaxRanks << R"(, required)
   --nodes M               emulated nodes; ranks are dealt to them in contiguous blocks
                           (rank r is on node floor(r*M/N)); 1 <= M <= N (default 1)
-  --devices-per-node D    emulated devices per node; a rank's device is its local rank
-                          modulo D (default 8)
+  --devices-per-node D    devices per node; a rank's device is its local rank modulo D
+                          (default 8; with MEMLOOM_BACKEND=cuda, the GPUs visible)
   --store tcp://HOST:PORT use this config store instead of starting an embedded one
                           (the embedded store listens on 127.0.0.1 on a free port)
   --timeout S             stop the job S seconds (fractions allowed) after every rank has
