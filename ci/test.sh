@@ -6,16 +6,18 @@
 #         load tests (hundreds of processes: minutes under ASan, and they test capacity, not memory
 #         safety);
 #   tsan  a ThreadSanitizer build (build-tsan) of the store and HAL tests only, running the store
-#         tests and the collectives tests.
+#         tests and the collectives tests;
+#   fuzz  ci/fuzz.sh: the libFuzzer targets (clang) replay their regression inputs, then fuzz for
+#         MEMLOOM_FUZZ_SECONDS each (30 here).
 # The sanitizer builds leave out the benchmarks, the examples and the CUDA module, and the tsan
 # build compiles only the two test programs it runs. MEMLOOM_SANITIZERS picks the stages:
-# "asan tsan" (default), "asan", "tsan" or "none".
+# "asan tsan fuzz" (default), any subset of those words, or "none".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 stage_start=$start
 jobs="${MEMLOOM_JOBS:-2}"
-sanitizers="${MEMLOOM_SANITIZERS:-asan tsan}"
+sanitizers="${MEMLOOM_SANITIZERS:-asan tsan fuzz}"
 
 stage_done() {
   local now
@@ -87,6 +89,11 @@ if [[ " $sanitizers " == *" tsan "* ]]; then
   ctest --test-dir build-tsan --output-on-failure -j "$jobs" --timeout 300 -L hal -R Collectives
   check_no_shm_left "the tsan tests"
   stage_done "the tsan tests"
+fi
+
+if [[ " $sanitizers " == *" fuzz "* ]]; then
+  MEMLOOM_FUZZ_SECONDS="${MEMLOOM_FUZZ_SECONDS:-30}" bash ci/fuzz.sh
+  stage_done "fuzzing"
 fi
 
 echo "test.sh: all tests passed in $(( $(date +%s) - start )) s"
