@@ -121,7 +121,9 @@ TEST(StoreDeath, BlockedGetFailsPromptlyAndLaterOpsFailAtOnce) {
     const auto start = Clock::now();
     CallResult later = core_call([&] { client->add("counter", 1); });
     EXPECT_EQ(later.code, static_cast<int>(Status::kCommunication)) << later.message;
-    EXPECT_LT(Clock::now() - start, std::chrono::seconds(1));
+    // "At once": well inside the 10 s deadline it would otherwise wait out, with room for a
+    // heavily loaded machine's scheduling delays.
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
     EXPECT_FALSE(client->connected());
   });
 }

@@ -126,10 +126,12 @@ TEST_F(StoreWatch, HeartbeatsKeepAnIdleClientAlive) {
   ClientOptions options = quick_client_options();
   options.rank = 1;
   options.group = "idle";
+  // A timeout of 20 intervals: a heartbeat thread delayed by a loaded machine's scheduler for a
+  // few hundred milliseconds must not count as a dead client.
   options.heartbeat_interval = 50ms;
-  options.heartbeat_timeout = 300ms;
+  options.heartbeat_timeout = 1000ms;
   auto idle = connect(options);
-  std::this_thread::sleep_for(1000ms);  // several heartbeat timeouts with no request
+  std::this_thread::sleep_for(3000ms);  // several heartbeat timeouts with no request
   EXPECT_TRUE(idle->connected());
   EXPECT_TRUE(log.events().empty());
   idle->set("idle/still", "here");
