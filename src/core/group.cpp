@@ -10,6 +10,7 @@
 
 #include "memloom/error.h"
 #include "src/core/environment.h"
+#include "src/core/log.h"
 #include "src/core/platform_loader.h"
 
 namespace memloom::core {
@@ -20,7 +21,8 @@ std::chrono::milliseconds default_collective_timeout() {
   char* end = nullptr;
   double seconds = std::strtod(value, &end);
   if (end == value || seconds <= 0) {
-    raise(Status::kInvalidValue, std::string("MEMLOOM_TIMEOUT_S='") + value + "' is not a positive number");
+    raise(Status::kInvalidValue,
+          std::string("MEMLOOM_TIMEOUT_S='") + value + "' is not a positive number");
   }
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
@@ -34,12 +36,22 @@ Group::Group(std::shared_ptr<store::Client> client, store::KeyPrefix prefix, int
 
 Group::~Group() = default;
 
+void Group::retire() noexcept {
+  try {
+    if (client_->add(prefix_("retired"), 1) >= size_) client_->remove_prefix(prefix_.prefix());
+  } catch (const std::exception& error) {
+    MEMLOOM_LOG(kDebug, "leaving the keys of group '" << prefix_.prefix()
+                                                      << "' in the store: " << error.what());
+  }
+}
+
 std::shared_ptr<Group> Group::create(std::shared_ptr<store::Client> client, store::KeyPrefix prefix,
                                      int rank, int size, Deadline deadline) {
   MEMLOOM_CHECK_ARG(client != nullptr, "group needs a config store client");
   MEMLOOM_CHECK_ARG(size > 0, "group size must be positive, got " + std::to_string(size));
-  MEMLOOM_CHECK_ARG(rank >= 0 && rank < size,
-                    "rank " + std::to_string(rank) + " is out of range [0, " + std::to_string(size) + ")");
+  MEMLOOM_CHECK_ARG(
+      rank >= 0 && rank < size,
+      "rank " + std::to_string(rank) + " is out of range [0, " + std::to_string(size) + ")");
   std::shared_ptr<Group> group(new Group(client, prefix, rank, size));
 
   // Announce myself; a second process claiming the same rank is refused.
@@ -139,14 +151,16 @@ std::shared_ptr<Group> Group::split(int color, int key, Deadline deadline) {
   for (size_t i = 0; i < members.size(); ++i) {
     if (members[i].second == rank_) new_rank = static_cast<int>(i);
   }
-  auto sub_prefix = prefix_.sub("split" + std::to_string(sequence)).sub("color" + std::to_string(color));
+  auto sub_prefix =
+      prefix_.sub("split" + std::to_string(sequence)).sub("color" + std::to_string(color));
   return Group::create(client_, sub_prefix, new_rank, static_cast<int>(members.size()), deadline);
 }
 
 std::shared_ptr<Group> Group::subgroup(const std::string& name, const std::vector<int>& members,
                                        Deadline deadline) {
   auto it = std::find(members.begin(), members.end(), rank_);
-  MEMLOOM_CHECK_ARG(it != members.end(), "rank " + std::to_string(rank_) + " is not a member of sub-group " + name);
+  MEMLOOM_CHECK_ARG(it != members.end(),
+                    "rank " + std::to_string(rank_) + " is not a member of sub-group " + name);
   return Group::create(client_, prefix_.sub("sub-" + name), static_cast<int>(it - members.begin()),
                        static_cast<int>(members.size()), deadline);
 }

@@ -21,8 +21,9 @@ class Group {
  public:
   // Collective over `size` processes, each passing its own rank. Waits for every member until the
   // deadline; a timeout names the ranks that never arrived. Two processes claiming one rank fail.
-  static std::shared_ptr<Group> create(std::shared_ptr<store::Client> client, store::KeyPrefix prefix,
-                                       int rank, int size, Deadline deadline);
+  static std::shared_ptr<Group> create(std::shared_ptr<store::Client> client,
+                                       store::KeyPrefix prefix, int rank, int size,
+                                       Deadline deadline);
   ~Group();
 
   int rank() const { return rank_; }
@@ -58,6 +59,13 @@ class Group {
   // Collective: throws kInvalidInput on every rank when `value` differs between ranks; the message
   // says what (`what`) and which ranks disagree with rank 0.
   void check_agreement(const std::string& what, const std::string& value, Deadline deadline);
+
+  // Called once by each member when the object this group serves goes away: the last member to
+  // do so removes the group's keys (its whole prefix) from the store, so that objects created and
+  // destroyed for days leave no keys behind. Only for groups whose prefix holds no other live
+  // group's keys. Best effort: a store that is gone is logged, not raised; the keys of a group
+  // with a dead member stay.
+  void retire() noexcept;
 
   // A fresh key prefix for an object created collectively on this group (same on every rank as
   // long as ranks create objects in the same order).

@@ -180,6 +180,7 @@ BmObject::~BmObject() {
       MEMLOOM_LOG(kWarn, "smem_bm: unregistering user memory failed: " << error.what());
     }
   }
+  group_->retire();  // the last member to go removes the object's keys from the store
 }
 
 void BmObject::expose(bool on) {

@@ -99,7 +99,9 @@ ShmObject::ShmObject(uint32_t id, std::shared_ptr<core::Group> group,
       client_(std::move(client)),
       control_timeout_(control_timeout) {}
 
-ShmObject::~ShmObject() = default;
+ShmObject::~ShmObject() {
+  group_->retire();  // the last member to go removes the object's keys from the store
+}
 
 std::unique_ptr<ShmObject> ShmObject::create(SmemWorld& world, const ShmCreateArgs& args,
                                              uint64_t instance) {
