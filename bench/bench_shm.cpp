@@ -21,6 +21,7 @@ namespace memloom::bench {
 namespace {
 
 constexpr int kRankCounts[] = {2, 4, 8};
+constexpr int kCollectiveRounds = 3;  // alternating memloom and the references
 constexpr uint64_t kCollectiveSlot = 2u << 20;
 
 // Collective calls per timed sample: fewer with more ranks, which share 2 cores.
@@ -175,9 +176,9 @@ int run_shm(const std::vector<std::string>& args) {
   VerdictTally tally;
   try {
     ReferenceRun shmem = run_openshmem_reference(collective_iterations(2));
-    // Its barrier gets one run, as memloom's does; its copies a second one below (2 x 26 samples
-    // against memloom's 51).
-    const ReferenceRun shmem_barrier = shmem;
+    // Its copies get a second run below (2 x 26 samples against memloom's 51); its barrier, more
+    // runs in the rounds of the collectives.
+    const ReferenceRun shmem_first = shmem;
     if (part != "collectives") {
       report_heading("SHM put/get: rank 0 to and from rank 1's slot through the GVA (2 ranks)");
       Figures copies = run_ranks(RankJob{2, 1}, copy_rank);
@@ -189,13 +190,28 @@ int run_shm(const std::vector<std::string>& args) {
       return 0;
     }
     report_heading("SHM barrier and 8-byte allgather (ranks oversubscribe the cores beyond 2)");
+    // Rounds that alternate memloom and the references, each side keeping its best: a 2-rank
+    // barrier takes 0.18 us or 0.45 us on this VM depending on where the hypervisor has put the
+    // two vCPUs at the moment, so one run per side compared moments, not implementations.
     Figures collectives;
     std::map<int, ReferenceRun> mpi;
-    for (int ranks : kRankCounts) {
-      Figures some = run_ranks(RankJob{ranks, 1}, collective_rank);
-      collectives.insert(some.begin(), some.end());
-      mpi[ranks] = run_reference_program(Launcher::kOpenMpi, "memloom-ref-mpi-collectives", ranks,
-                                         {std::to_string(collective_iterations(ranks))}, 300);
+    ReferenceRun shmem_barrier = shmem_first;
+    for (int round = 0; round < kCollectiveRounds; ++round) {
+      if (round > 0) keep_best(shmem_barrier, run_openshmem_reference(collective_iterations(2)));
+      for (int ranks : kRankCounts) {
+        for (const auto& [name, seconds] : run_ranks(RankJob{ranks, 1}, collective_rank)) {
+          auto known = collectives.find(name);
+          if (known == collectives.end() || seconds < known->second) collectives[name] = seconds;
+        }
+        ReferenceRun run =
+            run_reference_program(Launcher::kOpenMpi, "memloom-ref-mpi-collectives", ranks,
+                                  {std::to_string(collective_iterations(ranks))}, 300);
+        if (round == 0) {
+          mpi[ranks] = run;
+        } else {
+          keep_best(mpi[ranks], run);
+        }
+      }
     }
     report_collectives(collectives, shmem_barrier, mpi, tally);
   } catch (const std::exception& error) {
