@@ -26,6 +26,6 @@ struct Registrar {
 
 #define MEMLOOM_BENCH_CONCAT2(a, b) a##b
 #define MEMLOOM_BENCH_CONCAT(a, b) MEMLOOM_BENCH_CONCAT2(a, b)
-#define MEMLOOM_REGISTER_BENCH(NAME, SUMMARY, FN)                          \
-  static ::memloom::bench::Registrar MEMLOOM_BENCH_CONCAT(bench_registrar_, __LINE__)( \
-      ::memloom::bench::BenchCommand{NAME, SUMMARY, FN})
+#define MEMLOOM_REGISTER_BENCH(NAME, SUMMARY, FN)          \
+  static ::memloom::bench::Registrar MEMLOOM_BENCH_CONCAT( \
+      bench_registrar_, __LINE__)(::memloom::bench::BenchCommand{NAME, SUMMARY, FN})

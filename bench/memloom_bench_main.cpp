@@ -23,7 +23,9 @@ int main(int argc, char** argv) {
   }
   auto it = commands.find(argv[1]);
   if (it == commands.end()) {
-    std::fprintf(stderr, "memloom-bench: unknown benchmark '%s' (run without arguments for the list)\n", argv[1]);
+    std::fprintf(stderr,
+                 "memloom-bench: unknown benchmark '%s' (run without arguments for the list)\n",
+                 argv[1]);
     return 2;
   }
   std::vector<std::string> args(argv + 2, argv + argc);

@@ -44,17 +44,23 @@ double memcpy_bandwidth(size_t bytes, int repetitions) {
 
 std::string format_rate(double bytes_per_second) {
   char text[64];
-  if (bytes_per_second >= 1e9) std::snprintf(text, sizeof(text), "%.2f GB/s", bytes_per_second / 1e9);
-  else if (bytes_per_second >= 1e6) std::snprintf(text, sizeof(text), "%.2f MB/s", bytes_per_second / 1e6);
-  else std::snprintf(text, sizeof(text), "%.2f KB/s", bytes_per_second / 1e3);
+  if (bytes_per_second >= 1e9)
+    std::snprintf(text, sizeof(text), "%.2f GB/s", bytes_per_second / 1e9);
+  else if (bytes_per_second >= 1e6)
+    std::snprintf(text, sizeof(text), "%.2f MB/s", bytes_per_second / 1e6);
+  else
+    std::snprintf(text, sizeof(text), "%.2f KB/s", bytes_per_second / 1e3);
   return text;
 }
 
 std::string format_bytes(size_t bytes) {
   char text[64];
-  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) std::snprintf(text, sizeof(text), "%zu MiB", bytes >> 20);
-  else if (bytes >= 1024 && bytes % 1024 == 0) std::snprintf(text, sizeof(text), "%zu KiB", bytes >> 10);
-  else std::snprintf(text, sizeof(text), "%zu B", bytes);
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0)
+    std::snprintf(text, sizeof(text), "%zu MiB", bytes >> 20);
+  else if (bytes >= 1024 && bytes % 1024 == 0)
+    std::snprintf(text, sizeof(text), "%zu KiB", bytes >> 10);
+  else
+    std::snprintf(text, sizeof(text), "%zu B", bytes);
   return text;
 }
 

@@ -10,7 +10,9 @@ class Deadline {
  public:
   using Clock = std::chrono::steady_clock;
 
-  static Deadline after(std::chrono::milliseconds timeout) { return Deadline(Clock::now() + timeout); }
+  static Deadline after(std::chrono::milliseconds timeout) {
+    return Deadline(Clock::now() + timeout);
+  }
   static Deadline after_seconds(double seconds) {
     return after(std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0)));
   }

@@ -41,7 +41,7 @@ class Error : public std::runtime_error {
 
 }  // namespace memloom
 
-#define MEMLOOM_CHECK_ARG(cond, msg)                                               \
-  do {                                                                             \
-    if (!(cond)) ::memloom::raise(::memloom::Status::kInvalidInput, (msg));        \
+#define MEMLOOM_CHECK_ARG(cond, msg)                                        \
+  do {                                                                      \
+    if (!(cond)) ::memloom::raise(::memloom::Status::kInvalidInput, (msg)); \
   } while (0)

@@ -36,15 +36,15 @@ bool wholememory_dtype_is_floating_number(wholememory_dtype_t dtype);
 bool wholememory_dtype_is_integer_number(wholememory_dtype_t dtype);
 
 struct wholememory_array_description_t {
-  int64_t size;              /* elements */
-  int64_t storage_offset;    /* elements from the data pointer to the first element */
+  int64_t size;           /* elements */
+  int64_t storage_offset; /* elements from the data pointer to the first element */
   wholememory_dtype_t dtype;
 };
 
 struct wholememory_matrix_description_t {
-  int64_t sizes[2];          /* sizes[0] rows, sizes[1] columns */
-  int64_t stride;            /* elements between the starts of consecutive rows */
-  int64_t storage_offset;    /* elements */
+  int64_t sizes[2];       /* sizes[0] rows, sizes[1] columns */
+  int64_t stride;         /* elements between the starts of consecutive rows */
+  int64_t storage_offset; /* elements */
   wholememory_dtype_t dtype;
 };
 
@@ -78,14 +78,16 @@ void wholememory_copy_array_desc_to_tensor(wholememory_tensor_description_t* p_t
 void wholememory_copy_matrix_desc_to_tensor(wholememory_tensor_description_t* p_tensor_description,
                                             wholememory_matrix_description_t* p_matrix_description);
 /* Return false when the tensor is not 1-D (resp. not 1-D/2-D with unit inner stride). */
-bool wholememory_convert_tensor_desc_to_array(wholememory_array_description_t* p_array_description,
-                                              wholememory_tensor_description_t* p_tensor_description);
+bool wholememory_convert_tensor_desc_to_array(
+    wholememory_array_description_t* p_array_description,
+    wholememory_tensor_description_t* p_tensor_description);
 bool wholememory_convert_tensor_desc_to_matrix(
     wholememory_matrix_description_t* p_matrix_description,
     wholememory_tensor_description_t* p_tensor_description);
 int64_t wholememory_get_memory_element_count_from_array(
     wholememory_array_description_t* p_array_description);
-int64_t wholememory_get_memory_size_from_array(wholememory_array_description_t* p_array_description);
+int64_t wholememory_get_memory_size_from_array(
+    wholememory_array_description_t* p_array_description);
 int64_t wholememory_get_memory_element_count_from_matrix(
     wholememory_matrix_description_t* p_matrix_description);
 int64_t wholememory_get_memory_size_from_matrix(

@@ -61,13 +61,20 @@ size_t parse_byte_size(const std::string& text) {
   }
   std::string suffix = text.substr(pos);
   int shift = 0;
-  if (suffix.empty() || suffix == "B") shift = 0;
-  else if (suffix == "K" || suffix == "KiB" || suffix == "k") shift = 10;
-  else if (suffix == "M" || suffix == "MiB") shift = 20;
-  else if (suffix == "G" || suffix == "GiB") shift = 30;
-  else if (suffix == "T" || suffix == "TiB") shift = 40;
-  else raise(Status::kInvalidValue, "'" + text + "' has an unknown unit (use K, M, G or T)");
-  if (shift > 0 && value > (~0ull >> shift)) raise(Status::kInvalidValue, "'" + text + "' is too large");
+  if (suffix.empty() || suffix == "B")
+    shift = 0;
+  else if (suffix == "K" || suffix == "KiB" || suffix == "k")
+    shift = 10;
+  else if (suffix == "M" || suffix == "MiB")
+    shift = 20;
+  else if (suffix == "G" || suffix == "GiB")
+    shift = 30;
+  else if (suffix == "T" || suffix == "TiB")
+    shift = 40;
+  else
+    raise(Status::kInvalidValue, "'" + text + "' has an unknown unit (use K, M, G or T)");
+  if (shift > 0 && value > (~0ull >> shift))
+    raise(Status::kInvalidValue, "'" + text + "' is too large");
   return static_cast<size_t>(value << shift);
 }
 

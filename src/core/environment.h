@@ -7,11 +7,11 @@
 namespace memloom::core {
 
 struct Environment {
-  int rank = -1;        // MEMLOOM_RANK
-  int world_size = -1;  // MEMLOOM_WORLD_SIZE
-  int local_rank = -1;  // MEMLOOM_LOCAL_RANK
-  int device = -1;      // MEMLOOM_DEVICE
-  std::string node;     // MEMLOOM_NODE, else host_identity()
+  int rank = -1;          // MEMLOOM_RANK
+  int world_size = -1;    // MEMLOOM_WORLD_SIZE
+  int local_rank = -1;    // MEMLOOM_LOCAL_RANK
+  int device = -1;        // MEMLOOM_DEVICE
+  std::string node;       // MEMLOOM_NODE, else host_identity()
   std::string store_url;  // MEMLOOM_STORE_URL
   std::string job_id;     // MEMLOOM_JOB_ID
   std::string backend;    // MEMLOOM_BACKEND: "emulated", "cuda" or "" (choose)

@@ -22,7 +22,8 @@ constexpr uint32_t kRequestMagic = 0x4d4c4644;  // "MLFD"
 sockaddr_un abstract_address(const std::string& name, socklen_t* length) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
-  if (name.size() + 1 > sizeof(address.sun_path)) raise(Status::kInvalidInput, "fd broker name too long");
+  if (name.size() + 1 > sizeof(address.sun_path))
+    raise(Status::kInvalidInput, "fd broker name too long");
   address.sun_path[0] = '\0';  // abstract namespace: no file system entry
   std::memcpy(address.sun_path + 1, name.data(), name.size());
   *length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
@@ -171,7 +172,8 @@ void FdBroker::answer(int connection) {
 
 int FdBroker::fetch(const std::string& token, Deadline deadline) {
   auto hash = token.rfind('#');
-  if (hash == std::string::npos || hash == 0) raise(Status::kInvalidInput, "malformed fd token '" + token + "'");
+  if (hash == std::string::npos || hash == 0)
+    raise(Status::kInvalidInput, "malformed fd token '" + token + "'");
   std::string name = token.substr(0, hash);
   Request request{kRequestMagic, 0, 0};
   try {
@@ -188,12 +190,14 @@ int FdBroker::fetch(const std::string& token, Deadline deadline) {
   socklen_t length = 0;
   sockaddr_un address = abstract_address(name, &length);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&address), length) != 0) {
-    raise(Status::kCommunication, "cannot reach the process owning '" + token + "': " + std::strerror(errno));
+    raise(Status::kCommunication,
+          "cannot reach the process owning '" + token + "': " + std::strerror(errno));
   }
   if (::send(fd, &request, sizeof(request), MSG_NOSIGNAL) != sizeof(request)) {
     raise(Status::kCommunication, "fd request to '" + name + "' failed");
   }
-  if (!wait_for(fd, POLLIN, deadline)) raise(Status::kTimeout, "timed out fetching fd '" + token + "'");
+  if (!wait_for(fd, POLLIN, deadline))
+    raise(Status::kTimeout, "timed out fetching fd '" + token + "'");
   char status = 0;
   iovec io{&status, 1};
   msghdr message{};
@@ -203,7 +207,8 @@ int FdBroker::fetch(const std::string& token, Deadline deadline) {
   message.msg_control = control;
   message.msg_controllen = sizeof(control);
   ssize_t got = ::recvmsg(fd, &message, MSG_CMSG_CLOEXEC);
-  if (got != 1) raise(Status::kCommunication, "the process owning '" + token + "' closed the connection");
+  if (got != 1)
+    raise(Status::kCommunication, "the process owning '" + token + "' closed the connection");
   if (status != 1) raise(Status::kNotFound, "fd '" + token + "' is no longer published");
   cmsghdr* header = CMSG_FIRSTHDR(&message);
   if (header == nullptr || header->cmsg_type != SCM_RIGHTS) {

@@ -45,8 +45,12 @@ const char* level_name(Level l) {
 
 }  // namespace
 
-void set_level(Level l) { current_level().store(l); }
-Level level() { return current_level().load(std::memory_order_relaxed); }
+void set_level(Level l) {
+  current_level().store(l);
+}
+Level level() {
+  return current_level().load(std::memory_order_relaxed);
+}
 
 void set_sink(std::function<void(Level, const std::string&)> s) {
   std::lock_guard<std::mutex> lock(sink_mutex());
@@ -63,8 +67,12 @@ void write(Level l, const std::string& message) {
                message.c_str());
 }
 
-void set_last_error(const std::string& message) { t_last_error = message; }
-std::string last_error() { return t_last_error; }
+void set_last_error(const std::string& message) {
+  t_last_error = message;
+}
+std::string last_error() {
+  return t_last_error;
+}
 std::string take_last_error() {
   std::string out;
   out.swap(t_last_error);

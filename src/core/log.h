@@ -15,7 +15,9 @@ Level level();
 // The sink receives (level, message); nullptr restores the default (stderr).
 void set_sink(std::function<void(Level, const std::string&)> sink);
 void write(Level level, const std::string& message);
-inline bool enabled(Level l) { return l >= level(); }
+inline bool enabled(Level l) {
+  return l >= level();
+}
 
 // The last error message of this thread (set by the C facade wrapper on every failure).
 void set_last_error(const std::string& message);
@@ -24,11 +26,11 @@ std::string take_last_error();
 
 }  // namespace memloom::log
 
-#define MEMLOOM_LOG(LEVEL, EXPR)                                          \
-  do {                                                                    \
-    if (::memloom::log::enabled(::memloom::log::Level::LEVEL)) {          \
-      std::ostringstream memloom_log_stream_;                             \
-      memloom_log_stream_ << EXPR;                                        \
+#define MEMLOOM_LOG(LEVEL, EXPR)                                                      \
+  do {                                                                                \
+    if (::memloom::log::enabled(::memloom::log::Level::LEVEL)) {                      \
+      std::ostringstream memloom_log_stream_;                                         \
+      memloom_log_stream_ << EXPR;                                                    \
       ::memloom::log::write(::memloom::log::Level::LEVEL, memloom_log_stream_.str()); \
-    }                                                                     \
+    }                                                                                 \
   } while (0)

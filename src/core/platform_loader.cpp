@@ -25,7 +25,8 @@ void* open_cuda_module(std::string* error) {
   if (dladdr(reinterpret_cast<void*>(&open_cuda_module), &info) != 0 && info.dli_fname != nullptr) {
     std::string self = info.dli_fname;
     auto slash = self.rfind('/');
-    if (slash != std::string::npos) candidates[0] = self.substr(0, slash + 1) + MEMLOOM_CUDA_MODULE_NAME;
+    if (slash != std::string::npos)
+      candidates[0] = self.substr(0, slash + 1) + MEMLOOM_CUDA_MODULE_NAME;
   }
   candidates[1] = std::string(MEMLOOM_INSTALL_LIBDIR) + "/" + MEMLOOM_CUDA_MODULE_NAME;
   candidates[2] = MEMLOOM_CUDA_MODULE_NAME;
@@ -42,17 +43,21 @@ std::unique_ptr<hal::Platform> try_cuda(bool required) {
   std::string error;
   if (g_cuda_module == nullptr) g_cuda_module = open_cuda_module(&error);
   if (g_cuda_module == nullptr) {
-    if (required) raise(Status::kNotSupported, "MEMLOOM_BACKEND=cuda but the CUDA module does not load: " + error);
+    if (required)
+      raise(Status::kNotSupported,
+            "MEMLOOM_BACKEND=cuda but the CUDA module does not load: " + error);
     MEMLOOM_LOG(kDebug, "CUDA module not loaded (" << error << "); using the emulated backend");
     return nullptr;
   }
-  auto create = reinterpret_cast<hal::CreatePlatformFn>(dlsym(g_cuda_module, hal::kCreatePlatformSymbol));
+  auto create =
+      reinterpret_cast<hal::CreatePlatformFn>(dlsym(g_cuda_module, hal::kCreatePlatformSymbol));
   if (create == nullptr) raise(Status::kLogic, "the CUDA module lacks memloom_create_platform");
   try {
     return std::unique_ptr<hal::Platform>(create());
   } catch (const Error& e) {
     if (required) throw;
-    MEMLOOM_LOG(kDebug, "CUDA backend unavailable (" << e.what() << "); using the emulated backend");
+    MEMLOOM_LOG(kDebug,
+                "CUDA backend unavailable (" << e.what() << "); using the emulated backend");
     return nullptr;
   }
 }
@@ -70,7 +75,8 @@ hal::Platform& platform() {
   } else if (choice != "emulated") {
     raise(Status::kInvalidValue, "MEMLOOM_BACKEND='" + choice + "' (expected emulated or cuda)");
   }
-  if (!g_platform) g_platform = emulated::create_platform(emulated::EmulatedOptions::from_environment());
+  if (!g_platform)
+    g_platform = emulated::create_platform(emulated::EmulatedOptions::from_environment());
   MEMLOOM_LOG(kDebug, "backend: " << g_platform->name());
   return *g_platform;
 }

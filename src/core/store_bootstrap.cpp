@@ -11,12 +11,17 @@ void StoreBootstrap::put(const std::string& key, const std::string& value) {
 
 std::string StoreBootstrap::wait_get(const std::string& key, Deadline deadline) {
   auto value = client_.get(prefix_(key), deadline.remaining());
-  if (!value) raise(Status::kTimeout, "timed out waiting for '" + prefix_(key) + "' in the config store");
+  if (!value)
+    raise(Status::kTimeout, "timed out waiting for '" + prefix_(key) + "' in the config store");
   return *value;
 }
 
-std::string StoreBootstrap::publish_fd(int fd) { return FdBroker::instance().publish(fd); }
-void StoreBootstrap::withdraw_fd(const std::string& token) { FdBroker::instance().withdraw(token); }
+std::string StoreBootstrap::publish_fd(int fd) {
+  return FdBroker::instance().publish(fd);
+}
+void StoreBootstrap::withdraw_fd(const std::string& token) {
+  FdBroker::instance().withdraw(token);
+}
 int StoreBootstrap::fetch_fd(const std::string& token, Deadline deadline) {
   return FdBroker::fetch(token, deadline);
 }

@@ -24,33 +24,42 @@ constexpr uint32_t kMaxTlsInfoBytes = 64 * 1024;
 // MemFabric levels: 0 debug, 1 info, 2 warn, 3 error.
 memloom::log::Level from_smem_level(int level) {
   switch (level) {
-    case 0: return memloom::log::Level::kDebug;
-    case 1: return memloom::log::Level::kInfo;
-    case 2: return memloom::log::Level::kWarn;
-    default: return memloom::log::Level::kError;
+    case 0:
+      return memloom::log::Level::kDebug;
+    case 1:
+      return memloom::log::Level::kInfo;
+    case 2:
+      return memloom::log::Level::kWarn;
+    default:
+      return memloom::log::Level::kError;
   }
 }
 
 int to_smem_level(memloom::log::Level level) {
   switch (level) {
     case memloom::log::Level::kTrace:
-    case memloom::log::Level::kDebug: return 0;
-    case memloom::log::Level::kInfo: return 1;
-    case memloom::log::Level::kWarn: return 2;
-    default: return 3;
+    case memloom::log::Level::kDebug:
+      return 0;
+    case memloom::log::Level::kInfo:
+      return 1;
+    case memloom::log::Level::kWarn:
+      return 2;
+    default:
+      return 3;
   }
 }
 
 }  // namespace
 
-using memloom::Status;
 using memloom::raise;
+using memloom::Status;
 
 extern "C" {
 
 int32_t smem_init(uint32_t flags) {
   return memloom::smem::guarded("smem_init", [&] {
-    MEMLOOM_CHECK_ARG(flags == 0, "smem_init: flags are reserved and must be 0, got " + std::to_string(flags));
+    MEMLOOM_CHECK_ARG(flags == 0,
+                      "smem_init: flags are reserved and must be 0, got " + std::to_string(flags));
     std::lock_guard<std::mutex> lock(g_mutex);
     g_initialized = true;
   });
@@ -60,7 +69,9 @@ int32_t smem_create_config_store(const char* storeUrl) {
   return memloom::smem::guarded("smem_create_config_store", [&] {
     MEMLOOM_CHECK_ARG(storeUrl != nullptr, "storeUrl is null");
     std::lock_guard<std::mutex> lock(g_mutex);
-    if (g_store) raise(Status::kInvalidInput, "a config store already runs in this process at " + g_store->url());
+    if (g_store)
+      raise(Status::kInvalidInput,
+            "a config store already runs in this process at " + g_store->url());
     memloom::store::ServerOptions options;
     options.listen_url = storeUrl;
     g_store = memloom::store::Server::start(options);

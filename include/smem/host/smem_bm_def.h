@@ -19,8 +19,9 @@ typedef void* smem_bm_t;
 
 #define SMEM_BM_TIMEOUT_MAX UINT32_MAX /* every timeout is <= UINT32_MAX seconds */
 #ifndef ASYNC_COPY_FLAG
-#define ASYNC_COPY_FLAG (1UL << (0)) /* smem_bm_copy*: enqueue and return; smem_bm_wait completes \
-                                      */
+#define ASYNC_COPY_FLAG                                                     \
+  (1UL << (0)) /* smem_bm_copy*: enqueue and return; smem_bm_wait completes \
+                */
 #endif
 #define SMEM_TLS_PATH_SIZE 256
 #define SMEM_BM_USER_MEM_ALIGNMENT 4096U /* smem_bm_register_user_mem: start alignment */

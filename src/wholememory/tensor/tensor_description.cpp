@@ -14,15 +14,20 @@ extern "C" {
 
 size_t wholememory_dtype_get_element_size(wholememory_dtype_t dtype) {
   switch (dtype) {
-    case WHOLEMEMORY_DT_INT8: return 1;
+    case WHOLEMEMORY_DT_INT8:
+      return 1;
     case WHOLEMEMORY_DT_INT16:
     case WHOLEMEMORY_DT_HALF:
-    case WHOLEMEMORY_DT_BF16: return 2;
+    case WHOLEMEMORY_DT_BF16:
+      return 2;
     case WHOLEMEMORY_DT_INT:
-    case WHOLEMEMORY_DT_FLOAT: return 4;
+    case WHOLEMEMORY_DT_FLOAT:
+      return 4;
     case WHOLEMEMORY_DT_INT64:
-    case WHOLEMEMORY_DT_DOUBLE: return 8;
-    default: return static_cast<size_t>(-1);
+    case WHOLEMEMORY_DT_DOUBLE:
+      return 8;
+    default:
+      return static_cast<size_t>(-1);
   }
 }
 
@@ -104,7 +109,8 @@ void wholememory_copy_matrix_desc_to_tensor(wholememory_tensor_description_t* te
 
 bool wholememory_convert_tensor_desc_to_array(wholememory_array_description_t* array,
                                               wholememory_tensor_description_t* tensor) {
-  if (array == nullptr || tensor == nullptr || tensor->dim != 1 || tensor->strides[0] != 1) return false;
+  if (array == nullptr || tensor == nullptr || tensor->dim != 1 || tensor->strides[0] != 1)
+    return false;
   array->size = tensor->sizes[0];
   array->storage_offset = tensor->storage_offset;
   array->dtype = tensor->dtype;
@@ -177,7 +183,8 @@ bool wholememory_squeeze_tensor(wholememory_tensor_description_t* tensor, int di
 }
 
 bool wholememory_unsqueeze_tensor(wholememory_tensor_description_t* tensor, int dim) {
-  if (tensor == nullptr || dim < 0 || dim > tensor->dim || tensor->dim >= WHOLEMEMORY_MAX_TENSOR_DIM) {
+  if (tensor == nullptr || dim < 0 || dim > tensor->dim ||
+      tensor->dim >= WHOLEMEMORY_MAX_TENSOR_DIM) {
     return false;
   }
   for (int i = tensor->dim; i > dim; --i) {
