@@ -100,6 +100,17 @@ void VmmMemoryDomain::check_multiple(const char* what, size_t value) const {
   }
 }
 
+uintptr_t VmmMemoryDomain::checked_reservation(size_t size, void* fixed_address) const {
+  check_multiple("reservation size", size);
+  const auto at = reinterpret_cast<uintptr_t>(fixed_address);
+  if (at % granularity_ != 0) {
+    raise(Status::kInvalidInput, "fixed address " + hex(at) +
+                                     " is not aligned to the granularity " +
+                                     std::to_string(granularity_));
+  }
+  return at;
+}
+
 CUmemGenericAllocationHandle VmmMemoryDomain::create_device_allocation(int device, size_t size) {
   CUmemGenericAllocationHandle handle = 0;
   if (try_fabric_) {
@@ -193,13 +204,7 @@ std::unique_ptr<hal::Segment> VmmMemoryDomain::import_segment(hal::ExportedSegme
 }
 
 std::unique_ptr<hal::VaRange> VmmMemoryDomain::reserve(size_t size, void* fixed_address) {
-  check_multiple("reservation size", size);
-  const auto at = reinterpret_cast<uintptr_t>(fixed_address);
-  if (at % granularity_ != 0) {
-    raise(Status::kInvalidInput, "fixed address " + hex(at) +
-                                     " is not aligned to the granularity " +
-                                     std::to_string(granularity_));
-  }
+  const uintptr_t at = checked_reservation(size, fixed_address);
   const size_t reserved = driver_reservation_size(size);
   const int context = current_device_.load();
   DeviceGuard guard(context);
@@ -267,13 +272,7 @@ std::unique_ptr<hal::VaRange> VmmMemoryDomain::reserve_for(hal::MemoryKind kind,
   // Device memory at an agreed address: the driver reservation is made now. The driver has been
   // seen to place a hinted reservation elsewhere in one process of a group while honouring the
   // same hint in the others; refused here, the caller's agreement loop tries another address.
-  check_multiple("reservation size", size);
-  const auto at = reinterpret_cast<uintptr_t>(fixed_address);
-  if (at % granularity_ != 0) {
-    raise(Status::kInvalidInput, "fixed address " + hex(at) +
-                                     " is not aligned to the granularity " +
-                                     std::to_string(granularity_));
-  }
+  const uintptr_t at = checked_reservation(size, fixed_address);
   const size_t reserved = driver_reservation_size(size);
   if (driver_ranges_->overlaps(at, reserved)) {
     raise(Status::kNotSupported,

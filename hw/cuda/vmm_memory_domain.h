@@ -37,6 +37,8 @@ class VmmMemoryDomain : public hal::MemoryDomain {
 
  private:
   void check_multiple(const char* what, size_t value) const;
+  // Checks a reservation's size and fixed address (null or granularity-aligned); the address.
+  uintptr_t checked_reservation(size_t size, void* fixed_address) const;
   CUmemGenericAllocationHandle create_device_allocation(int device, size_t size);
 
   const std::atomic<int>& current_device_;
