@@ -10,31 +10,14 @@
 namespace memloom::wholememory {
 namespace {
 
-// The requests of this rank's rows: request k asks owner destinations[k] for its local entry
-// keys[k] and stands for row row_of_request[k] of the caller's list.
-struct OwnerRequests {
-  std::vector<int64_t> keys;
-  std::vector<int> destinations;
-  std::vector<int64_t> row_of_request;
-  int64_t first_bad = -1;
-};
-
-OwnerRequests route_to_owners(const std::vector<int64_t>& indices, const MatrixShape& table,
-                              const EntryLayout& layout) {
-  OwnerRequests requests;
-  for (size_t row = 0; row < indices.size(); ++row) {
-    const int64_t index = indices[row];
-    if (index < 0) continue;
-    if (index >= table.rows) {
-      if (requests.first_bad < 0) requests.first_bad = index;
-      continue;
-    }
-    const int64_t entry = table.first_entry() + index;
-    requests.keys.push_back(layout.local_entry(entry));
-    requests.destinations.push_back(layout.owner(entry));
-    requests.row_of_request.push_back(static_cast<int64_t>(row));
-  }
-  return requests;
+// Requests go to the rank owning the entry and name its local entry there.
+RowRequests route_to_owners(const std::vector<int64_t>& indices, const MatrixShape& table,
+                            const EntryLayout& layout) {
+  return route_rows(indices, table.rows, table.first_entry(),
+                    [&](int64_t entry, int64_t* key, int* destination) {
+                      *key = layout.local_entry(entry);
+                      *destination = layout.owner(entry);
+                    });
 }
 
 // My partition as a matrix of the table's columns (rows are local entries).
@@ -52,7 +35,7 @@ void distributed_gather(const ExchangeOperands& operands) {
   const EntryLayout layout(*operands.memory, table.entry_bytes());
   ExchangeWork work(operands);
   const auto indices = work.indices_on_host();
-  const OwnerRequests requests = route_to_owners(indices, table, layout);
+  const RowRequests requests = route_to_owners(indices, table, layout);
   const size_t row_bytes = static_cast<size_t>(table.columns) * table.element_bytes();
 
   std::lock_guard<std::mutex> lock(comm.collective_mutex());
@@ -71,11 +54,7 @@ void distributed_gather(const ExchangeOperands& operands) {
     round.respond(served->data(), answers->data(), row_bytes, deadline);
 
     // Output row i takes the answer in its request's slot; skipped rows keep their contents.
-    std::vector<int64_t> slot_of_row(indices.size(), -1);
-    for (size_t k = 0; k < requests.row_of_request.size(); ++k) {
-      slot_of_row[requests.row_of_request[k]] = round.slot_of_request()[k];
-    }
-    TempMemory* slots = work.upload(slot_of_row);
+    TempMemory* slots = work.upload(requests.slot_of_row(round, indices.size()));
     work.copy_rows(Direction::kGather, packed_table(answers->data(), table.columns, table.dtype),
                    operands.rows, slots, indices.size(), static_cast<int64_t>(round.sent_count()));
     work.synchronize();
@@ -88,7 +67,7 @@ void distributed_scatter(const ExchangeOperands& operands) {
   const EntryLayout layout(*operands.memory, table.entry_bytes());
   ExchangeWork work(operands);
   const auto indices = work.indices_on_host();
-  const OwnerRequests requests = route_to_owners(indices, table, layout);
+  const RowRequests requests = route_to_owners(indices, table, layout);
   const size_t row_bytes = static_cast<size_t>(table.columns) * table.element_bytes();
 
   std::lock_guard<std::mutex> lock(comm.collective_mutex());
@@ -97,11 +76,7 @@ void distributed_scatter(const ExchangeOperands& operands) {
   abort_peers_on_failure(comm.group(), [&] {
     RequestRound round(comm.group().collectives(), requests.keys, requests.destinations, deadline);
     // Pack my input rows in slot order, converted to the table's element type.
-    std::vector<int64_t> row_in_slot(round.sent_count());
-    for (size_t slot = 0; slot < row_in_slot.size(); ++slot) {
-      row_in_slot[slot] = requests.row_of_request[round.request_in_slot()[slot]];
-    }
-    TempMemory* rows_of_slots = work.upload(row_in_slot);
+    TempMemory* rows_of_slots = work.upload(requests.row_in_slot(round));
     TempMemory* outgoing = work.device_buffer(round.sent_count() * row_bytes);
     work.copy_rows(Direction::kGather, operands.rows,
                    packed_table(outgoing->data(), table.columns, table.dtype), rows_of_slots,

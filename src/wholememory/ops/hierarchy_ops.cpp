@@ -39,29 +39,14 @@ struct Hierarchy {
   }
 };
 
-struct GatewayRequests {
-  std::vector<int64_t> keys;  // storage entries
-  std::vector<int> destinations;
-  std::vector<int64_t> row_of_request;
-  int64_t first_bad = -1;
-};
-
-GatewayRequests route_to_gateways(const std::vector<int64_t>& indices, const MatrixShape& table,
-                                  const Hierarchy& hierarchy) {
-  GatewayRequests requests;
-  for (size_t row = 0; row < indices.size(); ++row) {
-    const int64_t index = indices[row];
-    if (index < 0) continue;
-    if (index >= table.rows) {
-      if (requests.first_bad < 0) requests.first_bad = index;
-      continue;
-    }
-    const int64_t entry = table.first_entry() + index;
-    requests.keys.push_back(entry);
-    requests.destinations.push_back(hierarchy.gateway_for(hierarchy.node_of_entry(entry)));
-    requests.row_of_request.push_back(static_cast<int64_t>(row));
-  }
-  return requests;
+// Requests go to the gateway of the node holding the entry and name the global entry.
+RowRequests route_to_gateways(const std::vector<int64_t>& indices, const MatrixShape& table,
+                              const Hierarchy& hierarchy) {
+  return route_rows(indices, table.rows, table.first_entry(),
+                    [&](int64_t entry, int64_t* key, int* destination) {
+                      *key = entry;
+                      *destination = hierarchy.gateway_for(hierarchy.node_of_entry(entry));
+                    });
 }
 
 // The distinct entries a gateway received, and which distinct entry each received key is.
@@ -122,7 +107,7 @@ void hierarchy_gather(const ExchangeOperands& operands) {
   Hierarchy hierarchy(operands, *local_comm);
   ExchangeWork work(operands);
   const auto indices = work.indices_on_host();
-  const GatewayRequests requests = route_to_gateways(indices, table, hierarchy);
+  const RowRequests requests = route_to_gateways(indices, table, hierarchy);
   const size_t row_bytes = static_cast<size_t>(table.columns) * table.element_bytes();
   const auto packed = [&](TempMemory* buffer) {
     return packed_table(buffer->data(), table.columns, table.dtype);
@@ -163,11 +148,7 @@ void hierarchy_gather(const ExchangeOperands& operands) {
     TempMemory* answers = work.device_buffer(inside.sent_count() * row_bytes);
     inside.respond(answers_inside->data(), answers->data(), row_bytes, deadline);
     // Output row i takes the answer in its request's slot; skipped rows keep their contents.
-    std::vector<int64_t> slot_of_row(indices.size(), -1);
-    for (size_t k = 0; k < requests.row_of_request.size(); ++k) {
-      slot_of_row[requests.row_of_request[k]] = inside.slot_of_request()[k];
-    }
-    TempMemory* slots = work.upload(std::move(slot_of_row));
+    TempMemory* slots = work.upload(requests.slot_of_row(inside, indices.size()));
     work.copy_rows(Direction::kGather, packed(answers), operands.rows, slots, indices.size(),
                    static_cast<int64_t>(inside.sent_count()));
     work.synchronize();
@@ -181,7 +162,7 @@ void hierarchy_scatter(const ExchangeOperands& operands) {
   Hierarchy hierarchy(operands, *local_comm);
   ExchangeWork work(operands);
   const auto indices = work.indices_on_host();
-  const GatewayRequests requests = route_to_gateways(indices, table, hierarchy);
+  const RowRequests requests = route_to_gateways(indices, table, hierarchy);
   const size_t row_bytes = static_cast<size_t>(table.columns) * table.element_bytes();
   const auto packed = [&](TempMemory* buffer) {
     return packed_table(buffer->data(), table.columns, table.dtype);
@@ -194,11 +175,7 @@ void hierarchy_scatter(const ExchangeOperands& operands) {
     // 1. Keys and rows (converted to the table's type) to the gateways of my node.
     RequestRound inside(hierarchy.local.collectives(), requests.keys, requests.destinations,
                         deadline);
-    std::vector<int64_t> row_in_slot(inside.sent_count());
-    for (size_t slot = 0; slot < row_in_slot.size(); ++slot) {
-      row_in_slot[slot] = requests.row_of_request[inside.request_in_slot()[slot]];
-    }
-    TempMemory* rows_of_slots = work.upload(std::move(row_in_slot));
+    TempMemory* rows_of_slots = work.upload(requests.row_in_slot(inside));
     TempMemory* outgoing = work.device_buffer(inside.sent_count() * row_bytes);
     work.copy_rows(Direction::kGather, operands.rows, packed(outgoing), rows_of_slots,
                    inside.sent_count(), operands.indices.count);
