@@ -135,6 +135,14 @@ std::unique_ptr<hal::Collectives> CudaPlatform::create_collectives(const hal::Gr
   MEMLOOM_CHECK_ARG(group.size > 0 && group.rank >= 0 && group.rank < group.size,
                     "create_collectives: rank " + std::to_string(group.rank) +
                         " is not in a group of " + std::to_string(group.size));
+  // SHM and BM objects and MemFabric worlds exchange only control messages: host-memory
+  // collectives serve them without an NCCL communicator per object, which costs GPU memory, a
+  // second or more to create, and, made and destroyed by the dozen in one process, was seen to
+  // hang NCCL's initialisation (2x H200, NCCL 2.28).
+  if (group.control_only) {
+    return std::make_unique<HostStagedCollectives>(
+        emulated::create_collectives(group, bootstrap, deadline), current_device_);
+  }
   // NCCL refuses a communicator with two ranks on one GPU. Such groups (several ranks per GPU)
   // use the emulated backend's collectives over host memory instead, with device buffers staged
   // through host memory; every rank sees the same identities, so every rank makes the same choice.

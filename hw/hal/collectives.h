@@ -19,6 +19,10 @@ struct GroupSpec {
   int size = 0;
   std::vector<std::string> node_of_rank;
   std::vector<int> pid_of_rank;  // lets same-node members detect a dead peer without waiting
+  // The group carries control messages only (barriers, allgathers of a few bytes from host
+  // memory): a backend may serve it with host-memory collectives instead of a device
+  // communicator. Every member passes the same value.
+  bool control_only = false;
 };
 
 class Collectives {

@@ -46,7 +46,7 @@ void Group::retire() noexcept {
 }
 
 std::shared_ptr<Group> Group::create(std::shared_ptr<store::Client> client, store::KeyPrefix prefix,
-                                     int rank, int size, Deadline deadline) {
+                                     int rank, int size, Deadline deadline, GroupTraffic traffic) {
   MEMLOOM_CHECK_ARG(client != nullptr, "group needs a config store client");
   MEMLOOM_CHECK_ARG(size > 0, "group size must be positive, got " + std::to_string(size));
   MEMLOOM_CHECK_ARG(
@@ -101,6 +101,8 @@ std::shared_ptr<Group> Group::create(std::shared_ptr<store::Client> client, stor
   spec.size = size;
   spec.node_of_rank = group->nodes_;
   spec.pid_of_rank = group->pids_;
+  spec.control_only = traffic == GroupTraffic::kControl;
+  group->traffic_ = traffic;
   group->collectives_ = platform().create_collectives(spec, group->bootstrap_, deadline);
   return group;
 }
@@ -153,7 +155,8 @@ std::shared_ptr<Group> Group::split(int color, int key, Deadline deadline) {
   }
   auto sub_prefix =
       prefix_.sub("split" + std::to_string(sequence)).sub("color" + std::to_string(color));
-  return Group::create(client_, sub_prefix, new_rank, static_cast<int>(members.size()), deadline);
+  return Group::create(client_, sub_prefix, new_rank, static_cast<int>(members.size()), deadline,
+                       traffic_);
 }
 
 std::shared_ptr<Group> Group::subgroup(const std::string& name, const std::vector<int>& members,
@@ -162,7 +165,7 @@ std::shared_ptr<Group> Group::subgroup(const std::string& name, const std::vecto
   MEMLOOM_CHECK_ARG(it != members.end(),
                     "rank " + std::to_string(rank_) + " is not a member of sub-group " + name);
   return Group::create(client_, prefix_.sub("sub-" + name), static_cast<int>(it - members.begin()),
-                       static_cast<int>(members.size()), deadline);
+                       static_cast<int>(members.size()), deadline, traffic_);
 }
 
 store::KeyPrefix Group::next_object_prefix(const std::string& kind) {

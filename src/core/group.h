@@ -17,13 +17,19 @@ namespace memloom::core {
 // The timeout of collective operations when the API gives none: MEMLOOM_TIMEOUT_S (default 120 s).
 std::chrono::milliseconds default_collective_timeout();
 
+// What a group's collectives carry: kControl groups (MemFabric worlds, SHM and BM objects) only
+// exchange small control messages, which a backend may serve without a device communicator
+// (hal::GroupSpec::control_only); kData groups (WholeMemory communicators) move table rows.
+enum class GroupTraffic { kData, kControl };
+
 class Group {
  public:
   // Collective over `size` processes, each passing its own rank. Waits for every member until the
   // deadline; a timeout names the ranks that never arrived. Two processes claiming one rank fail.
   static std::shared_ptr<Group> create(std::shared_ptr<store::Client> client,
                                        store::KeyPrefix prefix, int rank, int size,
-                                       Deadline deadline);
+                                       Deadline deadline,
+                                       GroupTraffic traffic = GroupTraffic::kData);
   ~Group();
 
   int rank() const { return rank_; }
@@ -79,6 +85,7 @@ class Group {
   StoreBootstrap bootstrap_;
   int rank_;
   int size_;
+  GroupTraffic traffic_ = GroupTraffic::kData;  // split and subgroup groups carry the same
   std::vector<std::string> nodes_;
   std::vector<int> pids_;
   std::vector<int> local_ranks_;

@@ -92,8 +92,9 @@ std::unique_ptr<SmemWorld> SmemWorld::join(const WorldOptions& options) {
                                      std::to_string(platform.device_count()) + " device(s)");
   }
   platform.set_current_device(options.device);
-  world->group_ = core::Group::create(world->client_, world->prefix_.sub("world"), rank,
-                                      options.world_size, options.deadline);
+  world->group_ =
+      core::Group::create(world->client_, world->prefix_.sub("world"), rank, options.world_size,
+                          options.deadline, core::GroupTraffic::kControl);
   return world;
 }
 

@@ -9,6 +9,7 @@
 #include "smem/host/smem_shm.h"
 #include "src/core/group.h"
 #include "src/core/log.h"
+#include "src/core/platform_loader.h"
 #include "src/store/client.h"
 #include "tests/faults/process_audit.h"
 #include "tests/faults/scenarios.h"
@@ -35,6 +36,9 @@ void run_without_rank_two(const std::function<CallResult(const testing::RankCont
   options.timeout = std::chrono::seconds(60);
   options.env = fault_environment();
   auto results = testing::run_ranks(options, [&](const testing::RankContext& rank) {
+    // The backend comes up before the audit's baseline and the clock: on a loaded GPU machine
+    // bringing up CUDA took seconds, and a rank still doing so looked missing to the others.
+    core::platform();
     RankAudit audit;
     const auto start = Clock::now();
     CallResult result = init(rank);

@@ -102,8 +102,8 @@ std::unique_ptr<BmObject> BmObject::create(SmemWorld& world, const BmCreateArgs&
 
   const Deadline deadline = Deadline::after(args.create_timeout);
   auto prefix = world.prefix().sub("bm" + std::to_string(args.id) + "." + std::to_string(instance));
-  auto group =
-      core::Group::create(world.client(), prefix, world.rank(), args.member_size, deadline);
+  auto group = core::Group::create(world.client(), prefix, world.rank(), args.member_size, deadline,
+                                   core::GroupTraffic::kControl);
   std::unique_ptr<BmObject> object(new BmObject(args.id, group));
   agree_on_fields(*group, "smem_bm_create(id " + std::to_string(args.id) + ")",
                   {{"the HBM slot size", args.hbm_stride},

@@ -109,7 +109,8 @@ std::unique_ptr<ShmObject> ShmObject::create(SmemWorld& world, const ShmCreateAr
   const Deadline deadline = Deadline::after(args.create_timeout);
   auto prefix =
       world.prefix().sub("shm" + std::to_string(args.id) + "." + std::to_string(instance));
-  auto group = core::Group::create(world.client(), prefix, args.rank, args.rank_size, deadline);
+  auto group = core::Group::create(world.client(), prefix, args.rank, args.rank_size, deadline,
+                                   core::GroupTraffic::kControl);
   std::unique_ptr<ShmObject> object(
       new ShmObject(args.id, group, world.client(), args.control_timeout));
   agree_on_fields(*group, "smem_shm_create(id " + std::to_string(args.id) + ")",
@@ -267,7 +268,7 @@ core::Group& ShmObject::subgroup(const std::string& key, int size, int rank) {
     return *found->second;
   }
   auto created = core::Group::create(client_, group_->prefix().sub("sub-" + key), rank, size,
-                                     control_deadline());
+                                     control_deadline(), core::GroupTraffic::kControl);
   return *subgroups_.emplace(key, std::move(created)).first->second;
 }
 
