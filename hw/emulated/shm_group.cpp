@@ -29,7 +29,6 @@ namespace {
 constexpr uint64_t kMagic = 0x4d4c434f4c4c3031ull;  // "MLCOLL01"
 constexpr uint32_t kVersion = 2;
 constexpr size_t kReasonBytes = 480;
-constexpr size_t kArrivalBytes = 16;  // in front of each header area
 // A spinning waiter reads the clock and the abort flag once per this many pauses.
 constexpr uint32_t kPausesPerClockRead = 32;
 // A sleeping waiter wakes at least this often to check the abort flag, peers and its deadline.
@@ -53,11 +52,11 @@ struct ShmVerdictArea {
 
 // The arrival flag in front of each header area: the member's header of a barrier and its
 // arrival share a cache line, so a waiter that sees the arrival has the header too.
-struct alignas(kArrivalBytes) ShmArrival {
+struct alignas(ShmGroup::kArrivalBytes) ShmArrival {
   std::atomic<uint64_t> number;  // the last barrier of this parity the member arrived at
   std::atomic<int32_t> cpu;      // the CPU it ran on when it arrived (-1: unknown)
 };
-static_assert(sizeof(ShmArrival) == kArrivalBytes);
+static_assert(sizeof(ShmArrival) == ShmGroup::kArrivalBytes);
 
 struct ShmControl {
   uint64_t magic;
@@ -293,21 +292,8 @@ void ShmGroup::withdraw_fd(hal::Bootstrap& bootstrap) {
   bootstrap.withdraw_fd(token);
 }
 
-std::byte* ShmGroup::area(int member, int parity) const {
-  return slots_ + slot_bytes_ * static_cast<size_t>(member) + header_bytes_ * parity;
-}
-
-std::byte* ShmGroup::header(int member, int parity) const {
-  return area(member, parity) + kArrivalBytes;
-}
-
 size_t ShmGroup::header_bytes() const {
   return header_bytes_ - kArrivalBytes;
-}
-
-std::byte* ShmGroup::data(int member, int parity) const {
-  return slots_ + slot_bytes_ * static_cast<size_t>(member) + 2 * header_bytes_ +
-         chunk_bytes_ * parity;
 }
 
 // During a barrier the flags of the current epoch's parity: the areas whose headers were just

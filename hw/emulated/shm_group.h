@@ -85,6 +85,8 @@ struct ShmVerdict {
 
 class ShmGroup {
  public:
+  static constexpr size_t kArrivalBytes = 16;  // the arrival flag in front of each header area
+
   // The member at local index 0 creates and publishes the region; the others attach. Returns
   // once this process has the region mapped (not once all have: follow with barrier()).
   ShmGroup(const ShmGroupOptions& options, hal::Bootstrap& bootstrap, Deadline deadline);
@@ -127,19 +129,29 @@ class ShmGroup {
   void check_health(Deadline deadline);
 
  private:
+  // In the header (inlined): a barrier computes several of these, and out of line in a shared
+  // library each is a call through the PLT.
   int write_parity() const { return static_cast<int>(epoch_ & 1); }
   int read_parity() const { return static_cast<int>((epoch_ + 1) & 1); }
-  std::byte* area(int member, int parity) const;
-  std::byte* header(int member, int parity) const;
-  std::byte* data(int member, int parity) const;
+  std::byte* area(int member, int parity) const {
+    return slots_ + slot_bytes_ * static_cast<size_t>(member) +
+           header_bytes_ * static_cast<size_t>(parity);
+  }
+  std::byte* header(int member, int parity) const { return area(member, parity) + kArrivalBytes; }
+  std::byte* data(int member, int parity) const {
+    return slots_ + slot_bytes_ * static_cast<size_t>(member) + 2 * header_bytes_ +
+           chunk_bytes_ * static_cast<size_t>(parity);
+  }
   void create(hal::Bootstrap& bootstrap, size_t chunk_bytes, const std::string& key);
   void attach(hal::Bootstrap& bootstrap, const std::string& key, Deadline deadline);
-  ShmArrival& arrival(int member) const;
-  bool awaited_member_shares_my_core() const;
-  bool all_arrived(uint64_t barrier_number);
-  void wake_sleepers();
-  void wait_for_arrivals(uint64_t barrier_number, Deadline deadline);
-  bool healthy_or_arrived(uint64_t barrier_number, Deadline deadline);
+  // The barrier's helpers are hidden: a member function exported from the shared library may be
+  // interposed, so the compiler calls it through the PLT and never inlines it into barrier().
+  [[gnu::visibility("hidden")]] ShmArrival& arrival(int member) const;
+  [[gnu::visibility("hidden")]] bool awaited_member_shares_my_core() const;
+  [[gnu::visibility("hidden")]] bool all_arrived(uint64_t barrier_number);
+  [[gnu::visibility("hidden")]] void wake_sleepers();
+  [[gnu::visibility("hidden")]] void wait_for_arrivals(uint64_t barrier_number, Deadline deadline);
+  [[gnu::visibility("hidden")]] bool healthy_or_arrived(uint64_t barrier_number, Deadline deadline);
   void open_member_pidfds();
   void check_members_alive();
 
