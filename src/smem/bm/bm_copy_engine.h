@@ -44,8 +44,9 @@ std::vector<ResolvedCopy> merge_contiguous(const std::vector<ResolvedCopy>& copi
 // Copies large host-visible ranges on two threads: the calling thread and one helper thread,
 // started on first use, claim 1 MiB chunks in turn. One thread does not saturate DRAM: a 64 MiB
 // memcpy on the 2-core development VM runs at 8-9 GB/s on one thread and 13-14 GB/s on two.
-// Claiming chunks (rather than halving) keeps a copy no slower than one thread when the helper
-// gets no core: the caller then takes every chunk but the one the helper may hold.
+// Claiming chunks (rather than halving) keeps a copy as fast as one thread when the helper gets
+// no core: the caller then takes every chunk. (A helper preempted in the middle of a chunk still
+// delays the copy until it runs again: the caller must not return while the helper writes.)
 class TwoThreadCopier {
  public:
   static constexpr size_t kDefaultThreshold = 4u << 20;  // below it a hand-off costs too much
