@@ -152,9 +152,30 @@ int available_cores() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
+int available_cores_of(const std::vector<ShmMember>& members) {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  if (::sched_getaffinity(0, sizeof(all), &all) != 0) return available_cores();
+  for (const ShmMember& member : members) {
+    cpu_set_t theirs;
+    CPU_ZERO(&theirs);
+    // A member that cannot be queried (exited, another user) adds nothing: the count only errs
+    // towards "oversubscribed", whose waits are correct, only slower.
+    if (member.pid > 0 && ::sched_getaffinity(member.pid, sizeof(theirs), &theirs) == 0) {
+      CPU_OR(&all, &all, &theirs);
+    }
+  }
+  const int count = CPU_COUNT(&all);
+  return count > 0 ? count : available_cores();
+}
+
 ShmWaitPolicy ShmWaitPolicy::for_members(int members) {
+  return for_members(members, available_cores());
+}
+
+ShmWaitPolicy ShmWaitPolicy::for_members(int members, int cores) {
   ShmWaitPolicy policy;
-  policy.oversubscribed = members > available_cores();
+  policy.oversubscribed = members > cores;
   policy.spin = phase_from_environment("MEMLOOM_EMU_BARRIER_SPIN_US", policy.spin);
   policy.yield = phase_from_environment("MEMLOOM_EMU_BARRIER_YIELD_US", policy.yield);
   return policy;
@@ -165,7 +186,8 @@ ShmGroup::ShmGroup(const ShmGroupOptions& options, hal::Bootstrap& bootstrap, De
       local_index_(options.local_index),
       header_bytes_(round_up(kArrivalBytes + options.header_bytes, 64)) {
   MEMLOOM_CHECK_ARG(!members_.empty(), "a shared-memory group needs at least one member");
-  policy_ = ShmWaitPolicy::for_members(static_cast<int>(members_.size()));
+  policy_ =
+      ShmWaitPolicy::for_members(static_cast<int>(members_.size()), available_cores_of(members_));
   MEMLOOM_CHECK_ARG(local_index_ >= 0 && local_index_ < local_size(),
                     "local index out of range of the node's members");
   if (local_index_ == 0) {
@@ -303,10 +325,13 @@ ShmArrival& ShmGroup::arrival(int member) const {
 }
 
 // Flags only grow, so members found arrived stay arrived: each barrier scans every flag once,
-// then polls one line at a time.
+// then polls one line at a time. A member found arrived has written its data area for this
+// epoch (before its flag): its first line is prefetched, so a small allgather's read after the
+// barrier does not wait for a second cache-line transfer in a row.
 bool ShmGroup::all_arrived(uint64_t barrier_number) {
   for (; scan_from_ < local_size(); ++scan_from_) {
     if (arrival(scan_from_).number.load(std::memory_order_seq_cst) < barrier_number) return false;
+    if (scan_from_ != local_index_) __builtin_prefetch(data(scan_from_, write_parity()));
   }
   return true;
 }

@@ -60,14 +60,20 @@ struct ShmWaitPolicy {
   std::chrono::nanoseconds yield{1'000'000};  // then poll with sched_yield, then sleep
   bool oversubscribed = false;                // members on the node > cores available
 
-  // The default policy for `members` on this node, from the cores this process may run on
-  // (sched_getaffinity). MEMLOOM_EMU_BARRIER_SPIN_US and MEMLOOM_EMU_BARRIER_YIELD_US override
-  // the phase lengths in microseconds (0 skips a phase).
+  // The default policy for `members` on this node sharing `cores`. MEMLOOM_EMU_BARRIER_SPIN_US
+  // and MEMLOOM_EMU_BARRIER_YIELD_US override the phase lengths in microseconds (0 skips a phase).
+  static ShmWaitPolicy for_members(int members, int cores);
+  // The same with the cores this process may run on (available_cores()).
   static ShmWaitPolicy for_members(int members);
 };
 
 // The cores this process may run on (sched_getaffinity; hardware_concurrency as a fallback).
 int available_cores();
+
+// The cores the members may run on together: the union of their affinity masks (this process's
+// and those of the members with a known pid that it may query). A group's own mask undercounts:
+// two ranks bound to one core each (as mpirun binds them) are not two members on one core.
+int available_cores_of(const std::vector<ShmMember>& members);
 
 struct ShmGroupOptions {
   std::vector<ShmMember> members;  // this node's members in group-rank order
