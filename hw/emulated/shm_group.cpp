@@ -363,9 +363,11 @@ void ShmGroup::barrier(Deadline deadline) {
 // True when the barrier completed; otherwise throws if the group is aborted, a member died or
 // the deadline passed. A barrier that completed is a success whatever happened after it (a
 // member that passed it may already have exited).
-bool ShmGroup::healthy_or_arrived(uint64_t barrier_number, Deadline deadline) {
+bool ShmGroup::healthy_or_arrived(uint64_t barrier_number, Deadline deadline,
+                                  std::chrono::steady_clock::time_point now) {
+  if (all_arrived(barrier_number)) return true;
   try {
-    check_health(deadline);
+    check_health_at(deadline, now);
   } catch (const Error&) {
     if (all_arrived(barrier_number)) return true;
     throw;
@@ -398,15 +400,21 @@ void ShmGroup::wait_for_arrivals(uint64_t number, Deadline deadline) {
       }
     }
   }
-  // 2. Yield: gives the core to a peer that shares it, and stays responsive.
-  const auto yield_end = Clock::now() + policy_.yield;
-  while (Clock::now() < yield_end) {
-    if (healthy_or_arrived(number, deadline)) return;
+  // 2. Yield: gives the core to a peer that shares it, and stays responsive. One clock read per
+  // round (there were three): with members outnumbering the cores, waiters spend their time
+  // here, and a profile of 4 ranks on 2 cores found 7% of all time in clock reads, more than in
+  // the rest of memloom's own code.
+  auto now = Clock::now();
+  const auto yield_end = now + policy_.yield;
+  for (;; now = Clock::now()) {
+    if (healthy_or_arrived(number, deadline, now)) return;
+    if (now >= yield_end) break;
     ::sched_yield();
+    if (all_arrived(number)) return;
   }
   // 3. Sleep until a completer wakes us, checking health every slice.
   while (true) {
-    if (healthy_or_arrived(number, deadline)) return;
+    if (healthy_or_arrived(number, deadline, Clock::now())) return;
     control_->sleepers.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t generation = control_->generation.load(std::memory_order_seq_cst);
     // An abort bumps the word too: one that came before this load is seen here, one after it
@@ -467,15 +475,18 @@ std::string ShmGroup::abort_reason() const {
 }
 
 void ShmGroup::check_health(Deadline deadline) {
+  check_health_at(deadline, std::chrono::steady_clock::now());
+}
+
+void ShmGroup::check_health_at(Deadline deadline, std::chrono::steady_clock::time_point now) {
   if (aborted()) {
     raise(Status::kCommunication, "the collective group is aborted: " + abort_reason());
   }
-  auto now = std::chrono::steady_clock::now();
   if (now - last_liveness_check_ >= kLivenessInterval) {
     last_liveness_check_ = now;
     check_members_alive();
   }
-  if (deadline.expired()) {
+  if (now >= deadline.time_point()) {
     raise(Status::kTimeout, "deadline passed while waiting for the other ranks");
   }
 }

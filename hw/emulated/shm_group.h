@@ -157,7 +157,11 @@ class ShmGroup {
   [[gnu::visibility("hidden")]] bool all_arrived(uint64_t barrier_number);
   [[gnu::visibility("hidden")]] void wake_sleepers();
   [[gnu::visibility("hidden")]] void wait_for_arrivals(uint64_t barrier_number, Deadline deadline);
-  [[gnu::visibility("hidden")]] bool healthy_or_arrived(uint64_t barrier_number, Deadline deadline);
+  [[gnu::visibility("hidden")]] bool healthy_or_arrived(uint64_t barrier_number, Deadline deadline,
+                                                        std::chrono::steady_clock::time_point now);
+  // check_health with the time already read.
+  [[gnu::visibility("hidden")]] void check_health_at(Deadline deadline,
+                                                     std::chrono::steady_clock::time_point now);
   void open_member_pidfds();
   void check_members_alive();
 
