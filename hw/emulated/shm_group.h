@@ -14,8 +14,8 @@
 // several in a row), and the line that brings a peer's arrival brings its header (when it fits
 // in the line's other 48 bytes). Waiting follows the policy of MPI and OpenSHMEM shared-memory
 // transports (see ShmWaitPolicy): poll with `pause` while the node's members do not outnumber the
-// cores this process may run on, then poll with sched_yield, then sleep on a futex; the member that
-// completes a barrier wakes the sleepers.
+// cores they may run on together, then poll with sched_yield, then sleep on a futex; the member
+// that completes a barrier wakes the sleepers.
 //
 // Epochs and parities: every barrier ends an epoch. In an epoch members write only [parity] areas
 // (parity = barriers passed so far, mod 2; a member writes its own slot, except a broadcast root,
@@ -49,7 +49,7 @@ struct ShmMember {
 // How a member waits in a barrier. Spinning only pays while every member can hold a core: when
 // members outnumber the cores, a spinning waiter takes the core from the member it waits for, so
 // waiters yield at once (and a waiter also skips the spin when the member it waits for last ran
-// on its own core: ranks are not pinned). Yielding hands the core over in a few microseconds; a
+// on its own core: ranks need not be pinned). Yielding hands the core over in a few microseconds; a
 // futex sleep costs a wake-up (10-20 us on a loaded VM; measured: 4-rank barriers 4-17 us
 // yielding vs 12-74 us sleeping at once) but frees the core for good, which long waits need.
 struct ShmWaitPolicy {
