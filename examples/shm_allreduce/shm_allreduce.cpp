@@ -5,19 +5,50 @@
 //   1. reduce-scatter: rank r sums chunk r of every rank's input into chunk r of its own output;
 //   2. barrier;
 //   3. allgather: every rank reads chunk c from rank c's output.
-// The loads and stores below run on the host, which reaches the slots on the emulated backend (on
-// a GPU, the same loops would be a kernel). Symmetric memory maps the ranks of one node, so all
+// Symmetric memory is where the backend puts it: host memory on the emulated backend, GPU memory
+// on the CUDA backend. The arithmetic below runs on the host, so it moves data between the slots
+// and host vectors with copy(), which is a cudaMemcpy where the slots are GPU memory (on a GPU a
+// kernel would work on the slots in place). Symmetric memory maps the ranks of one node, so all
 // ranks must share a node.
 //
 //   memloom-run -n 4 -- build/bin/shm_allreduce [elements]
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "smem/host/smem_shm.h"
+#ifdef SHM_ALLREDUCE_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 namespace {
+
+// Whether `address` is GPU memory (false where CUDA is not built in or finds no driver).
+bool is_gpu_memory(const void* address) {
+#ifdef SHM_ALLREDUCE_WITH_CUDA
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, address) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeDevice;
+#else
+  (void)address;
+  return false;
+#endif
+}
+
+// Copies between symmetric memory and host memory, whichever the slots are.
+bool copy(bool gpu, void* destination, const void* source, size_t bytes) {
+#ifdef SHM_ALLREDUCE_WITH_CUDA
+  if (gpu) return cudaMemcpy(destination, source, bytes, cudaMemcpyDefault) == cudaSuccess;
+#endif
+  (void)gpu;
+  std::memcpy(destination, source, bytes);
+  return true;
+}
 
 int env_int(const char* name) {
   const char* value = std::getenv(name);
@@ -69,23 +100,32 @@ int main(int argc, char** argv) {
   auto slot = [&](int r) {
     return reinterpret_cast<float*>(static_cast<char*>(gva) + r * symmetric_size);
   };
+  const bool gpu = is_gpu_memory(gva);
   const size_t padded = chunk * world;
-  float* input = slot(rank);
-  float* output = slot(rank) + padded;
+  std::vector<float> input(padded);
   for (size_t i = 0; i < padded; ++i)
     input[i] = i < elements ? static_cast<float>((rank + 1) * (i % 97)) : 0.0f;
+  if (!copy(gpu, slot(rank), input.data(), padded * sizeof(float))) return fail("copy (inputs)");
   if (smem_shm_control_barrier(shm) != 0) return fail("barrier (inputs written)");
 
-  for (size_t i = rank * chunk; i < (rank + 1) * chunk; ++i) {  // reduce-scatter
-    float sum = 0.0f;
-    for (int peer = 0; peer < world; ++peer) sum += slot(peer)[i];
-    output[i] = sum;
+  // Reduce-scatter: chunk `rank` of every rank's input, summed into chunk `rank` of my output.
+  std::vector<float> sum(chunk, 0.0f), part(chunk);
+  for (int peer = 0; peer < world; ++peer) {
+    if (!copy(gpu, part.data(), slot(peer) + rank * chunk, chunk * sizeof(float)))
+      return fail("copy (a peer's chunk)");
+    for (size_t i = 0; i < chunk; ++i) sum[i] += part[i];
   }
+  if (!copy(gpu, slot(rank) + padded + rank * chunk, sum.data(), chunk * sizeof(float)))
+    return fail("copy (my reduced chunk)");
   if (smem_shm_control_barrier(shm) != 0) return fail("barrier (chunks reduced)");
 
-  std::vector<float> result(elements);
-  for (size_t i = 0; i < elements; ++i)
-    result[i] = (slot(static_cast<int>(i / chunk)) + padded)[i];  // allgather
+  // Allgather: chunk c from rank c's output.
+  std::vector<float> result(padded);
+  for (int owner = 0; owner < world; ++owner) {
+    if (!copy(gpu, result.data() + owner * chunk, slot(owner) + padded + owner * chunk,
+              chunk * sizeof(float)))
+      return fail("copy (a reduced chunk)");
+  }
   if (smem_shm_control_barrier(shm) != 0) return fail("barrier (results read)");
 
   size_t wrong = 0;

@@ -28,12 +28,12 @@ __global__ void grid_of(typename Kernel::Args args, size_t items) {
   }
 }
 
-int max_blocks() {
+int max_blocks(int blocks_per_multiprocessor = kBlocksPerMultiprocessor) {
   int device = 0, multiprocessors = 0;
   check_cuda(cudaGetDevice(&device), "cudaGetDevice");
   check_cuda(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device),
              "cudaDeviceGetAttribute(multiprocessors)");
-  return std::max(1, multiprocessors * kBlocksPerMultiprocessor);
+  return std::max(1, multiprocessors * blocks_per_multiprocessor);
 }
 
 template <class Kernel>
@@ -57,6 +57,112 @@ void load_of() {
   check_cuda(cudaFuncGetAttributes(&attributes, grid_of<Kernel>), "cudaFuncGetAttributes");
 }
 
+// Gathers and scatters between tables of one element type: a warp per row, kRowsPerWarp rows at
+// once. The per-item body (grid_of) spends most of a 16-byte item on finding its row (a division,
+// the index load, the layouts) and keeps one load in flight per thread; here the lanes share one
+// index load and one address computation per row and each lane keeps kRowsPerWarp 16-byte loads
+// in flight. Measured on an H200, 1M random 512-byte rows: 0.91-0.93x of the device-to-device
+// copy bandwidth for the bare kernel, against 0.80-0.92x for one item per thread, and 0.96x of
+// the NVLink estimate with half the rows on the peer GPU. Rows that are not 16-byte aligned on
+// both sides, or that straddle two chunks, go through the per-item body's copy, split over lanes.
+constexpr int kLanes = 32;
+constexpr int kRowsPerWarp = 4;
+constexpr size_t kVectorBytes = sizeof(uint4);
+// At most 64 registers a thread, so that 4 blocks (1024 threads) fit on a multiprocessor.
+constexpr int kMinBlocksPerMultiprocessor = 4;
+
+template <bool kIndexedSource>
+__global__ void __launch_bounds__(kThreadsPerBlock, kMinBlocksPerMultiprocessor)
+    copy_rows_by_warps(ops::RowCopyArgs args) {
+  using Copy = ops::IndexedRowCopy<kIndexedSource>;
+  const unsigned lane = threadIdx.x % kLanes;
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kLanes;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / kLanes;
+  const ops::RowBytes source = ops::row_bytes_of(args.source);
+  const ops::RowBytes destination = ops::row_bytes_of(args.destination);
+  const size_t row_length = static_cast<size_t>(args.columns) * source.element;
+  const int64_t vectors =
+      row_length % kVectorBytes == 0 ? static_cast<int64_t>(row_length / kVectorBytes) : 0;
+  for (int64_t first = warp * kRowsPerWarp; first < args.rows; first += warps * kRowsPerWarp) {
+    // Lane u loads the index of row first + u and records it if it is past the table (once).
+    int64_t my_index = -1;
+    if (lane < kRowsPerWarp && first + lane < args.rows) {
+      const int64_t index = ops::load_index(args, first + lane);
+      if (Copy::follow(args, index)) my_index = index;
+    }
+    const char* from[kRowsPerWarp];
+    char* to[kRowsPerWarp];
+#pragma unroll
+    for (int u = 0; u < kRowsPerWarp; ++u) {
+      const int64_t index = __shfl_sync(0xffffffffu, my_index, u);
+      const int64_t row = first + u;
+      from[u] = nullptr;
+      to[u] = nullptr;
+      if (index < 0) continue;
+      const int64_t source_row = kIndexedSource ? index : row;
+      const int64_t destination_row = kIndexedSource ? row : index;
+      const char* start = ops::whole_row_start(args.source, source, source_row, row_length);
+      char* target =
+          ops::whole_row_start(args.destination, destination, destination_row, row_length);
+      const auto alignment =
+          reinterpret_cast<uintptr_t>(start) | reinterpret_cast<uintptr_t>(target);
+      if (vectors > 0 && start != nullptr && target != nullptr && alignment % kVectorBytes == 0) {
+        from[u] = start;
+        to[u] = target;
+        continue;
+      }
+      for (int64_t part = lane; part < args.chunks_per_row; part += kLanes) {
+        const int64_t begin = part * args.chunk_columns;
+        const int64_t count =
+            args.columns - begin < args.chunk_columns ? args.columns - begin : args.chunk_columns;
+        const auto column_byte = static_cast<size_t>(begin) * source.element;
+        ops::copy_bytes(
+            ops::row_address(args.destination, destination, destination_row, column_byte),
+            ops::row_address(args.source, source, source_row, column_byte),
+            static_cast<size_t>(count) * source.element);
+      }
+    }
+    for (int64_t vector = lane; vector < vectors; vector += kLanes) {
+      const size_t at = static_cast<size_t>(vector) * kVectorBytes;
+      uint4 value[kRowsPerWarp];
+#pragma unroll
+      for (int u = 0; u < kRowsPerWarp; ++u) {
+        if (from[u] != nullptr) value[u] = *reinterpret_cast<const uint4*>(from[u] + at);
+      }
+#pragma unroll
+      for (int u = 0; u < kRowsPerWarp; ++u) {
+        if (to[u] != nullptr) *reinterpret_cast<uint4*>(to[u] + at) = value[u];
+      }
+    }
+  }
+}
+
+// Same element type on both sides: the warp kernel; a conversion: the per-item body.
+template <bool kIndexedSource>
+void launch_row_copy(const void* args, size_t items, cudaStream_t stream) {
+  ops::RowCopyArgs copy;
+  std::memcpy(&copy, args, sizeof(copy));
+  if (copy.source.dtype != copy.destination.dtype) {
+    launch_of<ops::IndexedRowCopy<kIndexedSource>>(args, items, stream);
+    return;
+  }
+  const size_t rows_per_block = kThreadsPerBlock / kLanes * kRowsPerWarp;
+  const size_t wanted = (static_cast<size_t>(copy.rows) + rows_per_block - 1) / rows_per_block;
+  // One wave of resident blocks; the grid-stride loop covers the rest.
+  const auto blocks =
+      static_cast<unsigned>(std::min<size_t>(wanted, max_blocks(kMinBlocksPerMultiprocessor)));
+  copy_rows_by_warps<kIndexedSource><<<blocks, kThreadsPerBlock, 0, stream>>>(copy);
+  check_cuda(cudaGetLastError(), "kernel launch");
+}
+
+template <bool kIndexedSource>
+void load_row_copy() {
+  load_of<ops::IndexedRowCopy<kIndexedSource>>();
+  cudaFuncAttributes attributes{};
+  check_cuda(cudaFuncGetAttributes(&attributes, copy_rows_by_warps<kIndexedSource>),
+             "cudaFuncGetAttributes");
+}
+
 struct CudaKernel {
   const char* name;
   size_t args_size;
@@ -72,8 +178,8 @@ constexpr CudaKernel make_cuda_kernel(const char* name) {
 // Indexed by KernelId; the static_assert keeps it in step with hw/hal/kernels.h.
 constexpr std::array<CudaKernel, static_cast<size_t>(hal::KernelId::kCount)> kKernels = {
     make_cuda_kernel<ops::FillPatternKernel>("fill_pattern"),
-    make_cuda_kernel<ops::GatherKernel>("gather"),
-    make_cuda_kernel<ops::ScatterKernel>("scatter"),
+    CudaKernel{"gather", sizeof(ops::RowCopyArgs), &launch_row_copy<true>, &load_row_copy<true>},
+    CudaKernel{"scatter", sizeof(ops::RowCopyArgs), &launch_row_copy<false>, &load_row_copy<false>},
 };
 static_assert(kKernels.size() == static_cast<size_t>(hal::KernelId::kCount),
               "every KernelId needs a CUDA launcher");

@@ -60,6 +60,14 @@ CudaPlatform::CudaPlatform() {
   // NVLink SHARP multicast can put a shared host's GPUs out of service; NCCL uses it only when
   // the user asks for it explicitly.
   ::setenv("NCCL_NVLS_ENABLE", "0", 0);
+  // memloom makes and destroys many communicators in one process (one per WholeMemory
+  // communicator, SHM and BM object). With NCCL's cuMem buffers (exchanged as file descriptors
+  // over its proxy's Unix sockets) that pattern was seen, on 2x H200 with NCCL 2.28 and 12 tests at
+  // once, to hang a new communicator's first collective, to fail communicator creation with proxy
+  // socket errors, and to block ncclCommDestroy in cuMemRelease; NCCL issue #2379 reports the
+  // same family of hangs and that NCCL_CUMEM_ENABLE=0 avoids it. Legacy cudaMalloc buffers with
+  // CUDA IPC serve NCCL here unless the user asks otherwise.
+  ::setenv("NCCL_CUMEM_ENABLE", "0", 0);
   for (int device = 0; device < device_count_; ++device) {
     CUdevice handle;
     size_t bytes = 0;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "hw/cuda/cuda_check.h"
+#include "hw/cuda/device_range_export.h"
 #include "hw/cuda/vmm_segment.h"
 #include "memloom/error.h"
 #include "src/core/log.h"
@@ -395,6 +396,17 @@ void VmmMemoryDomain::unregister_user_memory(void* address) {
     check_cuda(cudaHostUnregister(address), "cudaHostUnregister");
   }
   registered_.erase(it);
+}
+
+std::optional<hal::ExportedSegment> VmmMemoryDomain::export_device_range(const void* address,
+                                                                         size_t size) {
+  return cuda::export_device_range(address, size, current_device_.load());
+}
+
+std::unique_ptr<hal::ImportedRange> VmmMemoryDomain::import_device_range(
+    hal::ExportedSegment exported) {
+  return cuda::import_device_range(std::move(exported), access_, current_device_.load(),
+                                   granularity_);
 }
 
 }  // namespace memloom::cuda

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "hw/cuda/vmm_va_range.h"
 #include "hw/hal/memory_domain.h"
@@ -34,6 +35,11 @@ class VmmMemoryDomain : public hal::MemoryDomain {
   void unmap_anywhere(void* address, size_t size) override;
   void register_user_memory(void* address, size_t size) override;
   void unregister_user_memory(void* address) override;
+  // Legacy (cudaMalloc) memory through CUDA IPC handles, VMM memory through POSIX fds; a range
+  // must lie inside one allocation (device_range_export.h).
+  std::optional<hal::ExportedSegment> export_device_range(const void* address,
+                                                          size_t size) override;
+  std::unique_ptr<hal::ImportedRange> import_device_range(hal::ExportedSegment exported) override;
 
  private:
   void check_multiple(const char* what, size_t value) const;

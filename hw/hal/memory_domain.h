@@ -1,11 +1,16 @@
 // MemoryDomain: allocation, export/import and VA mapping of memory segments (after UCX's "md").
 #pragma once
 
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "memloom/error.h"
 
 namespace memloom::hal {
 
@@ -40,6 +45,17 @@ class VaRange {
   // domain's granularity. Access is granted to every device of this process.
   virtual void map(size_t offset, const Segment& segment) = 0;
   virtual void unmap(size_t offset, size_t size) = 0;
+};
+
+// Device memory of another process of the node, mapped into this one by import_device_range().
+// Destroying it unmaps the memory here; the owner's memory itself is unaffected.
+class ImportedRange {
+ public:
+  virtual ~ImportedRange() = default;
+  // Where the exported range's first byte is mapped in this process: usable by this domain's
+  // streams (not necessarily by the CPU).
+  virtual void* address() const = 0;
+  virtual size_t size() const = 0;
 };
 
 class MemoryDomain {
@@ -81,6 +97,26 @@ class MemoryDomain {
   // Makes user memory usable by the backend's copy engines (pinning on CUDA). Idempotent per range.
   virtual void register_user_memory(void* address, size_t size) = 0;
   virtual void unregister_user_memory(void* address) = 0;
+
+  // Lets another process of the node map [address, address+size) of this process's device memory
+  // (memory this domain did not necessarily allocate: cudaMalloc'ed buffers too), so its streams
+  // copy to and from it directly. std::nullopt when the range cannot be exported: host memory, a
+  // range over several allocations, a backend without the feature (the default). Throws only
+  // when the backend failed unexpectedly. The export stays valid while the memory is allocated.
+  virtual std::optional<ExportedSegment> export_device_range(const void* address, size_t size) {
+    (void)address;
+    (void)size;
+    return std::nullopt;
+  }
+  // Maps a range another process of the node exported. Takes ownership of exported.fd. Throws
+  // kInvalidInput for a descriptor of another backend, kNotSupported where the backend cannot
+  // import (the default), kDevice when the driver refuses.
+  virtual std::unique_ptr<ImportedRange> import_device_range(ExportedSegment exported);
 };
+
+inline std::unique_ptr<ImportedRange> MemoryDomain::import_device_range(ExportedSegment exported) {
+  if (exported.fd >= 0) ::close(exported.fd);
+  raise(Status::kNotSupported, "this backend cannot import device memory of another process");
+}
 
 }  // namespace memloom::hal

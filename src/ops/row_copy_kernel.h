@@ -93,6 +93,16 @@ MEMLOOM_HOST_DEVICE inline char* row_address(const RowTable& table, const RowByt
   return byte_address(table, bytes.first + static_cast<size_t>(row) * bytes.pitch + column_byte);
 }
 
+// Where row `row` starts when all of its `length` bytes lie in one chunk of the table (always for
+// a contiguous table), else null: a GPU warp then copies the row through one base pointer.
+MEMLOOM_HOST_DEVICE inline char* whole_row_start(const RowTable& table, const RowBytes& bytes,
+                                                 int64_t row, size_t length) {
+  const size_t first = bytes.first + static_cast<size_t>(row) * bytes.pitch;
+  char* start = byte_address(table, first);
+  if (table.chunks == nullptr || length == 0) return start;
+  return byte_address(table, first + length - 1) == start + (length - 1) ? start : nullptr;
+}
+
 MEMLOOM_HOST_DEVICE inline void record_bad_index(unsigned long long* slot,
                                                  unsigned long long value) {
 #if defined(__CUDA_ARCH__)

@@ -2,12 +2,43 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <optional>
+#include <string>
+
 #include "memloom/error.h"
 
 namespace memloom::sim {
 namespace {
 
 using Args = std::vector<std::string>;
+
+// Sets (or, with nullopt, unsets) an environment variable for one scope: the defaults depend on
+// MEMLOOM_BACKEND, which the suite's GPU runs set for every test.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) {
+      ::setenv(name, value->c_str(), 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 std::string parse_error(const Args& args) {
   try {
@@ -20,7 +51,22 @@ std::string parse_error(const Args& args) {
   return "";
 }
 
+// On GPUs the ranks' devices are real: a node defaults to the GPUs visible, not to 8.
+TEST(LaunchOptions, TheCudaBackendDefaultsToTheVisibleGpus) {
+  ScopedEnv backend("MEMLOOM_BACKEND", "cuda");
+  {
+    ScopedEnv visible("CUDA_VISIBLE_DEVICES", "0,1,3");
+    EXPECT_EQ(parse_launch_options({"-n", "2", "--", "prog"}).devices_per_node, 3);
+    EXPECT_EQ(
+        parse_launch_options({"-n", "2", "--devices-per-node", "5", "--", "prog"}).devices_per_node,
+        5);
+  }
+  ScopedEnv emulated("MEMLOOM_BACKEND", "emulated");
+  EXPECT_EQ(parse_launch_options({"-n", "2", "--", "prog"}).devices_per_node, 8);
+}
+
 TEST(LaunchOptions, Defaults) {
+  ScopedEnv backend("MEMLOOM_BACKEND", std::nullopt);
   LaunchOptions options = parse_launch_options({"-n", "2", "--", "prog", "-x", "--y"});
   EXPECT_EQ(options.ranks, 2);
   EXPECT_EQ(options.nodes, 1);

@@ -110,6 +110,7 @@ std::map<int, SeenEnvironment> parse_environment(const LauncherRun& run, int ran
 TEST(MemloomRun, SetsRankEnvironmentForFourRanksOnTwoNodes) {
   LauncherRunOptions options;
   options.env["MEMLOOM_RANK"] = "99";  // the launcher's own variables must not leak through
+  options.env["MEMLOOM_BACKEND"] = "emulated";  // 8 devices per node (cuda: the GPUs visible)
   LauncherRun run =
       run_memloom_run(sh_job({"-n", "4", "--nodes", "2"}, kPrintEnvironment), options);
   ASSERT_EQ(run.exit_code, 0) << describe(run);

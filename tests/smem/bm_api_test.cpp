@@ -389,6 +389,9 @@ TEST(BmWorld, AutoRankingHandsOutEveryRankOnce) {
 TEST(BmWorld, StoreOnlyProcessServesTheOthers) {
   MultiProcessOptions options = ranks_on_nodes(3);
   options.start_store = false;
+  // Creating the world and two objects makes three NCCL communicators on GPUs, which took more
+  // than 30 s with a dozen tests sharing two H200s.
+  options.timeout = std::chrono::seconds(120);
   const std::string url = "tcp://127.0.0.1:" + std::to_string(free_tcp_port());
   auto results = run_ranks(options, [&](const RankContext& ctx) {
     smem_bm_config_t config = bm_test_config();
@@ -400,7 +403,7 @@ TEST(BmWorld, StoreOnlyProcessServesTheOthers) {
       EXPECT_TRUE(last_error_contains("only runs the config store")) << smem_get_last_err_msg();
       // Serve until both ranks are done.
       auto client = store::Client::connect(url);
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(110);
       while (std::stoll(client->get("done", std::chrono::milliseconds(0)).value_or("0")) < 2 &&
              std::chrono::steady_clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));

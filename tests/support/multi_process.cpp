@@ -48,10 +48,18 @@ void print_stacks_if_asked(int rank, pid_t pid) {
   }
 }
 
+// Every job id this process handed out: leftover_shm_entries() looks for these only, so that tests
+// running at the same time (ctest -j) do not see each other's entries.
+std::vector<std::string>& job_ids_made_here() {
+  static std::vector<std::string> ids;
+  return ids;
+}
+
 std::string make_job_id() {
   std::random_device random;
   std::ostringstream out;
   out << "t" << getpid() << "x" << std::hex << random();
+  job_ids_made_here().push_back(out.str());
   return out.str();
 }
 
@@ -248,7 +256,13 @@ std::vector<std::string> leftover_shm_entries() {
   if (dir == nullptr) return names;
   while (dirent* entry = ::readdir(dir)) {
     std::string name = entry->d_name;
-    if (name.rfind("memloom", 0) == 0) names.push_back(name);
+    if (name.rfind("memloom", 0) != 0) continue;
+    for (const std::string& job : job_ids_made_here()) {
+      if (name.find(job) != std::string::npos) {
+        names.push_back(name);
+        break;
+      }
+    }
   }
   ::closedir(dir);
   return names;

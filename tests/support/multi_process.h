@@ -49,7 +49,8 @@ std::vector<RankResult> run_ranks(const MultiProcessOptions& opts,
 std::string describe(const std::vector<RankResult>& results);
 bool all_passed(const std::vector<RankResult>& results);
 
-// Entries under /dev/shm whose name starts with "memloom" (should stay empty).
+// Entries under /dev/shm whose name starts with "memloom" and names a job that run_ranks started
+// in this process (should stay empty).
 std::vector<std::string> leftover_shm_entries();
 
 }  // namespace memloom::testing

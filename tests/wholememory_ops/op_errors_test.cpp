@@ -82,6 +82,46 @@ TEST(OpErrors, IndexPastTheTableIsReportedByTheStreamOnMappedTables) {
   EXPECT_ALL_RANKS_PASS(results);
 }
 
+// More operations in flight than the stream's ring of bad-index slots (64), the bad one early
+// and clean ones after it: the error survives the slot's reuse and is reported once.
+TEST(OpErrors, ABadIndexAmongManyOperationsInFlightIsReportedOnce) {
+  auto results = run_with_comm(
+      ranks_on_nodes(1, 1), [&](const testing::RankContext&, wholememory_comm_t comm) {
+        auto desc = matrix_desc(10, 4, 4, 0, WHOLEMEMORY_DT_FLOAT);
+        wholememory_tensor_t table = nullptr;
+        OPS_ASSERT_OK(wholememory_create_tensor(&table, &desc, comm, WHOLEMEMORY_MT_CONTINUOUS,
+                                                WHOLEMEMORY_ML_DEVICE));
+        const RootValue values = seeded_values(run_seed() + 62, WHOLEMEMORY_DT_FLOAT);
+        fill_table(table, values, comm);
+        memloom_stream_t stream = nullptr;
+        ASSERT_EQ(MEMLOOM_STATUS_SUCCESS, memloom_stream_create(&stream));
+        {
+          SmallGather bad(10);
+          SmallGather good(-7);  // {2, -2, 1}: the negative index is skipped, not an error
+          for (int i = 0; i < 200; ++i) {
+            SmallGather& gather = i == 3 ? bad : good;
+            OPS_EXPECT_OK(wholememory_gather(table, gather.index_tensor, gather.output_tensor,
+                                             nullptr, stream));
+          }
+          EXPECT_EQ(MEMLOOM_STATUS_INVALID_INPUT, memloom_stream_synchronize(stream));
+          EXPECT_EQ(MEMLOOM_STATUS_SUCCESS, memloom_stream_synchronize(stream));
+          for (int i = 0; i < 100; ++i) {
+            OPS_EXPECT_OK(
+                wholememory_gather(table, good.index_tensor, good.output_tensor, nullptr, stream));
+          }
+          EXPECT_EQ(MEMLOOM_STATUS_SUCCESS, memloom_stream_synchronize(stream));
+          const Bytes out = good.output.download();
+          for (int c = 0; c < 4; ++c) {
+            EXPECT_EQ(values(2, c), Bytes(out.begin() + c * 4, out.begin() + c * 4 + 4));
+            EXPECT_EQ(values(1, c), Bytes(out.begin() + 32 + c * 4, out.begin() + 36 + c * 4));
+          }
+        }
+        EXPECT_EQ(MEMLOOM_STATUS_SUCCESS, memloom_stream_destroy(stream));
+        OPS_EXPECT_OK(wholememory_destroy_tensor(table));
+      });
+  EXPECT_ALL_RANKS_PASS(results);
+}
+
 TEST(OpErrors, IndexPastTheTableFailsEveryRankOfAnExchange) {
   auto results = run_with_comm(ranks_on_nodes(4, 2), [&](const testing::RankContext& me,
                                                          wholememory_comm_t comm) {

@@ -38,13 +38,13 @@ bool wait_ready(int fd, short events, Deadline deadline, int stop_fd) {
 }  // namespace
 
 DataServer::DataServer(UniqueFd listener, ServerIdentity identity, RegionTable& regions,
-                       std::chrono::milliseconds io_timeout, int staging_device)
+                       std::chrono::milliseconds io_timeout, std::shared_ptr<StreamPool> staging)
     : listener_(std::move(listener)),
       stop_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
       identity_(std::move(identity)),
       regions_(regions),
       io_timeout_(io_timeout),
-      staging_device_(staging_device) {
+      staging_(std::move(staging)) {
   if (!stop_fd_.valid()) raise_errno("eventfd for the transfer data server", errno);
   acceptor_ = std::thread([this] { accept_loop(); });
 }
@@ -212,7 +212,7 @@ bool DataServer::serve_transfer(int fd, const wire::FrameHeader& header, Staging
 
   std::vector<const RegionRef*> held;
   for (const auto& region : regions) held.push_back(&region);
-  if (staging_device_ >= 0) return move_staged(fd, header, ops, held, staging);
+  if (staging_) return move_staged(fd, header, ops, held, staging);
   return move_direct(fd, header, ops, held);
 }
 
@@ -259,7 +259,6 @@ bool DataServer::move_direct(int fd, const wire::FrameHeader& header,
 bool DataServer::move_staged(int fd, const wire::FrameHeader& header,
                              const std::vector<wire::OpDescriptor>& ops,
                              const std::vector<const RegionRef*>& held, Staging& staging) {
-  if (!staging.copies) staging.copies = std::make_unique<StagedCopies>(staging_device_);
   const uint64_t total = header.payload_bytes;
   if (staging.buffer.size() < total) staging.buffer.resize(total);
   char* buffer = staging.buffer.data();
@@ -272,17 +271,18 @@ bool DataServer::move_staged(int fd, const wire::FrameHeader& header,
       return true;
     }
     try {
+      StreamPool::Lease copies(*staging_);
       uint64_t offset = 0;
       for (const auto& op : ops) {
         auto* memory = reinterpret_cast<char*>(static_cast<uintptr_t>(op.remote_address));
         if (is_write) {
-          staging.copies->copy(memory, buffer + offset, op.bytes);
+          copies.copy(memory, buffer + offset, op.bytes);
         } else {
-          staging.copies->copy(buffer + offset, memory, op.bytes);
+          copies.copy(buffer + offset, memory, op.bytes);
         }
         offset += op.bytes;
       }
-      staging.copies->finish(io_deadline());
+      copies.finish(io_deadline());
     } catch (const Error& error) {
       // Nothing of a read reply has been sent yet: the initiator gets the reason.
       reply(fd, header, static_cast<int32_t>(error.status()),

@@ -30,10 +30,10 @@ struct ServerIdentity {
 class DataServer {
  public:
   // Serves on `listener` (from listen_on) until stop() or destruction. A connection that stays
-  // silent for io_timeout in the middle of a frame is dropped. staging_device >= 0: registered
-  // memory is reached through stream copies on that device (staged_copies.h).
+  // silent for io_timeout in the middle of a frame is dropped. With `staging`, registered
+  // memory is reached through stream copies of its streams (staged_copies.h).
   DataServer(UniqueFd listener, ServerIdentity identity, RegionTable& regions,
-             std::chrono::milliseconds io_timeout, int staging_device = -1);
+             std::chrono::milliseconds io_timeout, std::shared_ptr<StreamPool> staging = nullptr);
   ~DataServer();
   DataServer(const DataServer&) = delete;
   DataServer& operator=(const DataServer&) = delete;
@@ -49,7 +49,6 @@ class DataServer {
 
   // Per connection, for staged frames.
   struct Staging {
-    std::unique_ptr<StagedCopies> copies;
     std::vector<char> buffer;
   };
 
@@ -75,7 +74,7 @@ class DataServer {
   ServerIdentity identity_;
   RegionTable& regions_;
   std::chrono::milliseconds io_timeout_;
-  int staging_device_;
+  std::shared_ptr<StreamPool> staging_;
   std::thread acceptor_;
   std::mutex mutex_;
   std::list<std::unique_ptr<Connection>> connections_;

@@ -1,9 +1,6 @@
 #include "src/smem/trans/direct_path.h"
 
-#include <poll.h>
-#include <signal.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -21,16 +18,6 @@ namespace {
 constexpr size_t kMaxWindowPieces = 1024;
 constexpr uint64_t kMaxWindowBytes = 64ull << 20;
 
-int open_pidfd(pid_t pid) {
-#ifdef SYS_pidfd_open
-  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-#else
-  (void)pid;
-  errno = ENOSYS;
-  return -1;
-#endif
-}
-
 }  // namespace
 
 struct DirectPath::Mapping {
@@ -43,23 +30,12 @@ struct DirectPath::Mapping {
 };
 
 DirectPath::DirectPath(std::string peer_name, pid_t pid, int table_fd)
-    : peer_name_(std::move(peer_name)), pid_(pid), view_(table_fd) {
-  pidfd_.reset(open_pidfd(pid));
-  if (!pidfd_.valid() && errno == ESRCH) {
-    raise(Status::kCommunication,
-          "peer '" + peer_name_ + "' (pid " + std::to_string(pid) + ") has exited");
-  }
-}
+    : peer_name_(std::move(peer_name)), pid_(pid), view_(table_fd), process_(peer_name_, pid) {}
 
 DirectPath::~DirectPath() = default;
 
 bool DirectPath::alive() const {
-  if (view_.closed()) return false;
-  if (pidfd_.valid()) {
-    pollfd exited{pidfd_.get(), POLLIN, 0};
-    return ::poll(&exited, 1, 0) == 0;
-  }
-  return ::kill(pid_, 0) == 0 || errno != ESRCH;
+  return !view_.closed() && !process_.exited();
 }
 
 std::shared_ptr<DirectPath::Mapping> DirectPath::mapping_for(const RegionRef& region,
@@ -131,7 +107,8 @@ DirectPath::Outcome DirectPath::run(Direction direction, const std::vector<Piece
     // Mappings are taken before the hold: fetching an fd waits on the peer, a hold must not.
     std::vector<std::shared_ptr<Mapping>> mapped(end - begin);
     for (size_t i = begin; i < end; ++i) {
-      if (!region_of[i]->token.empty()) mapped[i - begin] = mapping_for(*region_of[i], deadline);
+      if (region_of[i]->kind == RegionKind::kMemfd)
+        mapped[i - begin] = mapping_for(*region_of[i], deadline);
     }
     local.clear();
     remote.clear();

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "memloom/deadline.h"
+#include "src/smem/trans/peer_process.h"
 #include "src/smem/trans/region_table.h"
 #include "src/smem/trans/socket_io.h"
 #include "src/smem/trans/transfer_piece.h"
@@ -46,8 +47,8 @@ class DirectPath {
 
   std::string peer_name_;
   pid_t pid_;
-  UniqueFd pidfd_;  // a handle on the peer process itself: immune to pid reuse
   RegionView view_;
+  PeerProcess process_;
   std::mutex mutex_;
   std::map<uint32_t, std::shared_ptr<Mapping>> mappings_;  // by table slot
   uint64_t mappings_version_ = 0;

@@ -6,18 +6,20 @@
 namespace memloom::smem::trans {
 
 PeerDirectory::PeerDirectory(std::shared_ptr<store::Client> store, std::string my_node,
-                             bool map_tables, int staging_device)
+                             bool map_tables, std::shared_ptr<StreamPool> staging,
+                             hal::MemoryDomain* domain)
     : store_(std::move(store)),
       my_node_(std::move(my_node)),
       map_tables_(map_tables),
-      staging_device_(staging_device) {}
+      staging_(std::move(staging)),
+      domain_(domain) {}
 
 std::shared_ptr<Peer> PeerDirectory::find(const std::string& unique_id, Deadline deadline) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = peers_.find(unique_id);
     if (it != peers_.end()) {
-      if (!it->second->direct || it->second->direct->alive()) return it->second;
+      if (it->second->alive()) return it->second;
       peers_.erase(it);  // exited or destroyed: maybe a new instance took the name
     }
   }
@@ -27,7 +29,7 @@ std::shared_ptr<Peer> PeerDirectory::find(const std::string& unique_id, Deadline
     raise(Status::kNotFound,
           "no transfer instance named '" + unique_id + "' is registered in the config store");
   }
-  auto peer = std::make_shared<Peer>(unique_id, PeerRecord::decode(*published), staging_device_);
+  auto peer = std::make_shared<Peer>(unique_id, PeerRecord::decode(*published), staging_);
   if (map_tables_ && peer->record.node == my_node_) {
     int table_fd = -1;
     try {
@@ -37,7 +39,12 @@ std::shared_ptr<Peer> PeerDirectory::find(const std::string& unique_id, Deadline
             "transfer instance '" + unique_id + "' (pid " + std::to_string(peer->record.pid) +
                 ") is gone: " + error.what());
     }
-    peer->direct = std::make_unique<DirectPath>(unique_id, peer->record.pid, table_fd);
+    if (staging_ && domain_ != nullptr) {
+      peer->device =
+          std::make_unique<DevicePath>(unique_id, peer->record.pid, table_fd, *domain_, staging_);
+    } else {
+      peer->direct = std::make_unique<DirectPath>(unique_id, peer->record.pid, table_fd);
+    }
   }
   std::lock_guard<std::mutex> lock(mutex_);
   auto [it, inserted] = peers_.emplace(unique_id, peer);

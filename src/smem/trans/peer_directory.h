@@ -9,7 +9,9 @@
 #include <mutex>
 #include <string>
 
+#include "hw/hal/memory_domain.h"
 #include "memloom/deadline.h"
+#include "src/smem/trans/device_path.h"
 #include "src/smem/trans/direct_path.h"
 #include "src/smem/trans/peer_record.h"
 #include "src/smem/trans/tcp_channel.h"
@@ -18,21 +20,25 @@
 namespace memloom::smem::trans {
 
 struct Peer {
-  Peer(const std::string& unique_id, PeerRecord published, int staging_device)
-      : record(std::move(published)), tcp(EndpointAddress::parse(unique_id), staging_device) {}
+  Peer(const std::string& unique_id, PeerRecord published, std::shared_ptr<StreamPool> staging)
+      : record(std::move(published)), tcp(EndpointAddress::parse(unique_id), std::move(staging)) {}
+  // Still there: its process runs and its instance was not destroyed (peers elsewhere: true).
+  bool alive() const { return (!direct || direct->alive()) && (!device || device->alive()); }
   PeerRecord record;
-  std::unique_ptr<DirectPath>
-      direct;  // set for peers on this node (when direct copies are allowed)
+  // At most one of the two is set, for peers on this node when direct copies are allowed:
+  std::unique_ptr<DirectPath> direct;  // the CPU reaches registered memory
+  std::unique_ptr<DevicePath> device;  // only streams do (staging)
   TcpChannel tcp;
   std::atomic<bool> cross_memory_denied{false};
 };
 
 class PeerDirectory {
  public:
-  // map_tables: set up the direct path to same-node peers (off when the instance may not use it).
-  // staging_device: for the peers' TCP channels (-1: no staging).
+  // map_tables: set up a same-node path to peers on this node (off when the instance may not use
+  // it): the DevicePath with `staging` (its streams copy, `domain` imports), else the DirectPath.
+  // staging: also for the peers' TCP channels (null: no staging).
   PeerDirectory(std::shared_ptr<store::Client> store, std::string my_node, bool map_tables,
-                int staging_device);
+                std::shared_ptr<StreamPool> staging, hal::MemoryDomain* domain);
   // The instance published as unique_id now. Throws kNotFound when none is published,
   // kCommunication when the published one is gone.
   std::shared_ptr<Peer> find(const std::string& unique_id, Deadline deadline);
@@ -43,7 +49,8 @@ class PeerDirectory {
   std::shared_ptr<store::Client> store_;
   std::string my_node_;
   bool map_tables_;
-  int staging_device_;
+  std::shared_ptr<StreamPool> staging_;
+  hal::MemoryDomain* domain_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Peer>> peers_;
 };

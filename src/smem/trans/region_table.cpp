@@ -38,6 +38,32 @@ std::string load_token(const TableSlot& slot) {
   return std::string(text);
 }
 
+void store_descriptor(TableSlot& slot, const std::vector<uint8_t>& descriptor) {
+  uint64_t words[kDescriptorWords] = {};
+  std::memcpy(words, descriptor.data(), descriptor.size());
+  for (size_t i = 0; i < kDescriptorWords; ++i)
+    slot.descriptor[i].store(words[i], std::memory_order_relaxed);
+  slot.descriptor_bytes.store(descriptor.size(), std::memory_order_relaxed);
+}
+
+std::vector<uint8_t> load_descriptor(const TableSlot& slot) {
+  uint64_t bytes = std::min<uint64_t>(slot.descriptor_bytes.load(std::memory_order_acquire),
+                                      kMaxDescriptorBytes);
+  uint64_t words[kDescriptorWords] = {};
+  for (size_t i = 0; i < (bytes + sizeof(uint64_t) - 1) / sizeof(uint64_t); ++i)
+    words[i] = slot.descriptor[i].load(std::memory_order_acquire);
+  std::vector<uint8_t> descriptor(bytes);
+  std::memcpy(descriptor.data(), words, bytes);
+  return descriptor;
+}
+
+// A slot's kind as published; an unknown value (a newer writer) reads as plain.
+RegionKind load_kind(const TableSlot& slot) {
+  uint64_t kind = slot.kind.load(std::memory_order_acquire);
+  return kind <= static_cast<uint64_t>(RegionKind::kDeviceExport) ? static_cast<RegionKind>(kind)
+                                                                  : RegionKind::kPlain;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -85,11 +111,18 @@ void RegionTable::close() {
   header_->closed.store(1, std::memory_order_seq_cst);
 }
 
-bool RegionTable::add(uint64_t address, uint64_t size, const std::string& token) {
+bool RegionTable::add(uint64_t address, uint64_t size, const RegionShare& share) {
+  if (share.descriptor.size() > kMaxDescriptorBytes) {
+    raise(Status::kInvalidInput, "a device export descriptor of " +
+                                     std::to_string(share.descriptor.size()) +
+                                     " bytes does not fit a region slot");
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   auto next = regions_.lower_bound(address);
+  const bool is_memfd = share.kind == RegionKind::kMemfd;
   if (next != regions_.end() && next->second.address == address && next->second.size == size &&
-      next->second.token == token) {
+      (next->second.kind == RegionKind::kMemfd) == is_memfd &&
+      (!is_memfd || next->second.token == share.token)) {
     return false;  // registering the same range again is harmless
   }
   auto overlaps = [&](const RegionRef& r) {
@@ -119,11 +152,14 @@ bool RegionTable::add(uint64_t address, uint64_t size, const std::string& token)
   TableSlot& slot = slots_[index];
   slot.address.store(address, std::memory_order_relaxed);
   slot.size.store(size, std::memory_order_relaxed);
-  store_token(slot, token);
+  slot.kind.store(static_cast<uint64_t>(share.kind), std::memory_order_relaxed);
+  store_token(slot, share.token);
+  store_descriptor(slot, share.descriptor);
   uint64_t generation = slot.generation.load(std::memory_order_relaxed) + 1;  // even -> odd: live
   slot.generation.store(generation, std::memory_order_release);
   header_->version.fetch_add(1, std::memory_order_release);
-  regions_[address] = RegionRef{address, size, index, generation, token};
+  regions_[address] =
+      RegionRef{address, size, index, generation, share.kind, share.token, share.descriptor};
   return true;
 }
 
@@ -221,7 +257,12 @@ std::shared_ptr<const RegionSnapshot> RegionView::snapshot() {
       // Acquire loads keep the second generation load after the field loads (a seqlock
       // without a fence, which ThreadSanitizer cannot follow).
       RegionRef region{slot.address.load(std::memory_order_acquire),
-                       slot.size.load(std::memory_order_acquire), i, before, load_token(slot)};
+                       slot.size.load(std::memory_order_acquire),
+                       i,
+                       before,
+                       load_kind(slot),
+                       load_token(slot),
+                       load_descriptor(slot)};
       if (slot.generation.load(std::memory_order_relaxed) == before) {
         fresh->regions.push_back(std::move(region));
         break;

@@ -11,6 +11,10 @@
 //   the generation and then waits for users == 0. With sequentially consistent operations one of
 //   the two always sees the other (Dekker), so either the copier backs off or the owner waits;
 // - the header's `version` moves on every change, letting readers cache a sorted snapshot.
+//
+// A slot also says how a same-node peer reaches the region (RegionKind): memory of
+// smem_trans_malloc is a memfd (its FdBroker token), device memory the backend exported carries
+// the export's descriptor bytes and, where the backend needs one, the FdBroker token of its fd.
 #pragma once
 
 #include <atomic>
@@ -28,9 +32,18 @@
 
 namespace memloom::smem::trans {
 
-inline constexpr uint64_t kTableMagic = 0x314e474552544c4dull;  // "MLTREGN1"
+inline constexpr uint64_t kTableMagic = 0x324e474552544c4dull;  // "MLTREGN2"
 inline constexpr uint32_t kTableCapacity = 1u << 16;
-inline constexpr size_t kTokenWords = 11;  // 88 bytes: an FdBroker token
+inline constexpr size_t kTokenWords = 11;       // 88 bytes: an FdBroker token
+inline constexpr size_t kDescriptorWords = 24;  // 192 bytes: a backend's device export
+inline constexpr size_t kMaxDescriptorBytes = kDescriptorWords * sizeof(uint64_t);
+
+// How a same-node peer reaches a region's bytes.
+enum class RegionKind : uint64_t {
+  kPlain = 0,         // cross-memory attach, or the data server
+  kMemfd = 1,         // token: a memfd segment the peer maps
+  kDeviceExport = 2,  // descriptor (+ token of its fd, if any): hal::MemoryDomain device export
+};
 
 struct alignas(128) TableHeader {
   std::atomic<uint64_t> magic;
@@ -45,7 +58,10 @@ struct alignas(128) TableSlot {
   std::atomic<uint64_t> users;
   std::atomic<uint64_t> address;
   std::atomic<uint64_t> size;
-  std::atomic<uint64_t> token[kTokenWords];  // FdBroker token of a smem_trans_malloc segment, or ""
+  std::atomic<uint64_t> kind;                // RegionKind
+  std::atomic<uint64_t> token[kTokenWords];  // FdBroker token of the memfd or export fd, or ""
+  std::atomic<uint64_t> descriptor_bytes;
+  std::atomic<uint64_t> descriptor[kDescriptorWords];
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free,
               "shared-memory atomics must be lock-free");
@@ -56,7 +72,9 @@ struct RegionRef {
   uint64_t size = 0;
   uint32_t slot = 0;
   uint64_t generation = 0;
-  std::string token;  // non-empty for smem_trans_malloc memory (mappable by same-node peers)
+  RegionKind kind = RegionKind::kPlain;
+  std::string token;                // kMemfd: the segment's fd; kDeviceExport: the export's fd
+  std::vector<uint8_t> descriptor;  // kDeviceExport: the backend's descriptor
 
   bool contains(uint64_t start, uint64_t bytes) const {
     return start >= address && bytes <= size && start - address <= size - bytes;
@@ -70,6 +88,9 @@ class RegionHolds {
   RegionHolds(TableSlot* slots, const std::vector<const RegionRef*>& regions);
   ~RegionHolds();
   bool acquired() const { return acquired_; }
+  // Keeps the regions held for good: for a copy that may still run after its caller gave up (a
+  // timed-out stream). The owner's deregistration then retires the slots after its wait.
+  void abandon() { held_.clear(); }
   RegionHolds(const RegionHolds&) = delete;
   RegionHolds& operator=(const RegionHolds&) = delete;
 
@@ -77,6 +98,13 @@ class RegionHolds {
   TableSlot* slots_;
   std::vector<uint32_t> held_;
   bool acquired_ = false;
+};
+
+// What add() publishes besides the range.
+struct RegionShare {
+  RegionKind kind = RegionKind::kPlain;
+  std::string token;
+  std::vector<uint8_t> descriptor;  // at most kMaxDescriptorBytes
 };
 
 // The owner's side. Thread-safe.
@@ -87,9 +115,10 @@ class RegionTable {
   int fd() const { return fd_.get(); }
   TableSlot* slots() { return slots_; }
 
-  // Adds [address, address+size); false if exactly that range was already there (a no-op). An
-  // overlap throws kInvalidInput, a full table kOutOfMemory.
-  bool add(uint64_t address, uint64_t size, const std::string& token);
+  // Adds [address, address+size); false if exactly that range was already there (a no-op: for
+  // user memory whatever was exported for it, for a memfd the same token). An overlap throws
+  // kInvalidInput, a full table kOutOfMemory, a descriptor over kMaxDescriptorBytes kInvalidInput.
+  bool add(uint64_t address, uint64_t size, const RegionShare& share = {});
   // Removes the region starting at address (kNotFound if none) and waits until no copy uses it.
   // A copier that holds it past `wait` has died or stalled: the slot is then never reused.
   void remove(uint64_t address, std::chrono::milliseconds wait);

@@ -1,12 +1,19 @@
-// Stream copies between host buffers and memory the CPU may not address (CUDA device memory), for
-// the data paths of backends where sockets and memcpy cannot touch registered memory directly.
-// The TCP path then moves every byte through a host buffer: sender side gather, socket, receiver
-// side scatter. MEMLOOM_TRANS_STAGING=1 forces this mode on the emulated backend too, so that it
-// is tested without a GPU.
+// Stream copies for the data paths of backends where sockets and memcpy cannot touch registered
+// memory (CUDA device memory): the TCP path then moves every byte through a host buffer (sender
+// side gather, socket, receiver side scatter), and the same-node device path copies between the
+// two processes' memory directly. MEMLOOM_TRANS_STAGING=1 forces staging on the emulated backend
+// too, so that it is tested without a GPU.
+//
+// Creating a stream is not free (on CUDA the process's first one also creates the device's
+// context, which takes hundreds of milliseconds), so an instance makes its streams once, at
+// creation, and every transfer borrows one from its pool instead of counting that against its
+// own deadline.
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "hw/hal/stream.h"
 #include "memloom/deadline.h"
@@ -16,17 +23,40 @@ namespace memloom::smem::trans {
 // True when the process's backend needs staging (or MEMLOOM_TRANS_STAGING=1 asks for it).
 bool staging_required();
 
-class StagedCopies {
+// Streams of the process's platform on one device, reused by the transfers of one instance.
+// Thread-safe: concurrent transfers each borrow their own stream.
+class StreamPool {
  public:
-  // A stream of the process's platform on `device`.
-  explicit StagedCopies(int device);
-  // Enqueues a copy between any two addresses the backend reaches.
-  void copy(void* dst, const void* src, size_t bytes) { stream_->copy(dst, src, bytes); }
-  // Waits for every enqueued copy (kTimeout at the deadline, or the copy's own failure).
-  void finish(Deadline deadline) { stream_->synchronize(deadline); }
+  // Creates the first stream now (and with it, on CUDA, the device's context).
+  explicit StreamPool(int device);
+  int device() const { return device_; }
+
+  // One stream, borrowed for the copies of one transfer step.
+  class Lease {
+   public:
+    explicit Lease(StreamPool& pool);
+    ~Lease();  // gives the stream back, unless its copies may still be pending
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    // Enqueues a copy between any two addresses the backend reaches.
+    void copy(void* dst, const void* src, size_t bytes);
+    // Waits for every enqueued copy (kTimeout at the deadline, or the copy's own failure). A
+    // stream whose wait failed is never reused: later work would queue behind a stuck copy.
+    void finish(Deadline deadline);
+
+   private:
+    StreamPool& pool_;
+    std::unique_ptr<hal::Stream> stream_;
+    bool idle_ = true;  // nothing enqueued since the last successful finish()
+  };
 
  private:
-  std::unique_ptr<hal::Stream> stream_;
+  std::unique_ptr<hal::Stream> take();
+  void give_back(std::unique_ptr<hal::Stream> stream);
+
+  const int device_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<hal::Stream>> idle_;
 };
 
 }  // namespace memloom::smem::trans

@@ -74,14 +74,14 @@ Status remote_status(int32_t status) {
 
 }  // namespace
 
-TcpChannel::TcpChannel(EndpointAddress peer, int staging_device)
-    : peer_(std::move(peer)), staging_device_(staging_device) {}
+TcpChannel::TcpChannel(EndpointAddress peer, std::shared_ptr<StreamPool> staging)
+    : peer_(std::move(peer)), staging_(std::move(staging)) {}
 
 void TcpChannel::run(Direction direction, const std::vector<Piece>& pieces, Deadline deadline) {
   if (pieces.empty()) return;
   try {
     UniqueFd connection = checkout(deadline);
-    if (staging_device_ >= 0) {
+    if (staging_) {
       staged(connection.get(), direction, pieces, deadline);
     } else {
       pipeline(connection.get(), direction, pieces, deadline);
@@ -199,7 +199,7 @@ void TcpChannel::pipeline(int fd, Direction direction, const std::vector<Piece>&
 // sent, scattered to it after a read arrived.
 void TcpChannel::staged(int fd, Direction direction, const std::vector<Piece>& pieces,
                         Deadline deadline) {
-  StagedCopies copies(staging_device_);
+  StreamPool::Lease copies(*staging_);
   uint64_t total = 0;
   for (const auto& piece : pieces) total += piece.bytes;
   std::vector<char> buffer(std::min(total, kStagingWindowBytes));

@@ -2,6 +2,7 @@
 // frame pipeline that runs a batch over one of them (see wire_format.h).
 #pragma once
 
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -9,14 +10,16 @@
 #include "memloom/deadline.h"
 #include "src/smem/trans/endpoint_address.h"
 #include "src/smem/trans/socket_io.h"
+#include "src/smem/trans/staged_copies.h"
 #include "src/smem/trans/transfer_piece.h"
 
 namespace memloom::smem::trans {
 
 class TcpChannel {
  public:
-  // staging_device >= 0: local buffers are reached through stream copies (staged_copies.h).
-  explicit TcpChannel(EndpointAddress peer, int staging_device = -1);
+  // With `staging`, local buffers are reached through stream copies of its streams
+  // (staged_copies.h); without, sockets read and write them.
+  explicit TcpChannel(EndpointAddress peer, std::shared_ptr<StreamPool> staging = nullptr);
   // Runs every piece, in order. Throws the peer's refusal (kInvalidInput for memory it has not
   // registered, ...) prefixed with its name, kCommunication when the connection breaks, kTimeout
   // at the deadline. Safe to call from several threads (each uses its own connection).
@@ -29,7 +32,7 @@ class TcpChannel {
   void staged(int fd, Direction direction, const std::vector<Piece>& pieces, Deadline deadline);
 
   EndpointAddress peer_;
-  int staging_device_;
+  std::shared_ptr<StreamPool> staging_;
   std::mutex mutex_;
   std::vector<UniqueFd> idle_;
 };

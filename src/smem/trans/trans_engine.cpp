@@ -55,18 +55,21 @@ std::shared_ptr<Engine> Engine::create(const std::string& store_url, const std::
                                                     : SMEM_TRANS_SENDER;
   record.table_token = engine->table_token_;
   engine->node_ = record.node;
-  // Where the CPU cannot address registered memory (CUDA device memory), bytes go through host
-  // buffers and the data server even inside a node: cross-memory attach cannot reach the device.
+  // Where the CPU cannot address registered memory (CUDA device memory), cross-memory attach
+  // cannot reach it: same-node peers copy device memory the owner exported with their streams
+  // (DevicePath), and everything else goes through host buffers and the data server.
   if (staging_required()) {
-    engine->staging_device_ =
-        options.device >= 0 ? options.device : core::platform().current_device();
+    const int device = options.device >= 0 ? options.device : core::platform().current_device();
+    // The first stream (on CUDA, the device's context too) is made now, not in a transfer's time.
+    engine->staging_ = std::make_shared<StreamPool>(device);
+    engine->device_domain_ = options.device_domain != nullptr ? options.device_domain
+                                                              : &core::platform().memory_domain();
   }
-  const bool staged = engine->staging_device_ >= 0;
   engine->server_ = std::make_unique<DataServer>(
       std::move(listener), ServerIdentity{unique_id, record.incarnation, options.serves},
-      *engine->regions_, options.timeout, engine->staging_device_);
+      *engine->regions_, options.timeout, engine->staging_);
   engine->peers_ = std::make_unique<PeerDirectory>(
-      engine->store_, record.node, options.paths.direct && !staged, engine->staging_device_);
+      engine->store_, record.node, options.paths.direct, engine->staging_, engine->device_domain_);
   engine->store_->set(peer_key(unique_id), record.encode());
   engine->published_ = true;
   MEMLOOM_LOG(kDebug, "transfer instance " << unique_id << " serves on " << unique_id
@@ -100,6 +103,8 @@ void Engine::shutdown() {
   for (auto& [address, allocation] : allocations_)
     core::FdBroker::instance().withdraw(allocation.token);
   allocations_.clear();
+  for (auto& [address, token] : export_tokens_) core::FdBroker::instance().withdraw(token);
+  export_tokens_.clear();
 }
 
 void Engine::check_open() const {
@@ -113,18 +118,75 @@ std::chrono::milliseconds Engine::hold_wait() const {
   return std::min(options_.timeout, std::chrono::milliseconds(10000));
 }
 
+RegionShare Engine::share_device_range(void* address, size_t size) {
+  RegionShare share;
+  if (!staging_) return share;
+  try {
+    std::optional<hal::ExportedSegment> exported =
+        device_domain_->export_device_range(address, size);
+    if (!exported) return share;  // host memory, several allocations, ...: the data server's
+    UniqueFd fd(exported->fd);
+    if (exported->descriptor.size() > kMaxDescriptorBytes) {
+      raise(Status::kNotSupported, "its descriptor of " +
+                                       std::to_string(exported->descriptor.size()) +
+                                       " bytes does not fit a region slot");
+    }
+    share.kind = RegionKind::kDeviceExport;
+    share.descriptor = std::move(exported->descriptor);
+    if (fd.valid()) share.token = core::FdBroker::instance().publish(fd.get());
+  } catch (const Error& error) {
+    // Peers still reach the memory through the data server, as before exports existed.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!export_failure_logged_) {
+      export_failure_logged_ = true;
+      MEMLOOM_LOG(kInfo, "transfer instance " << unique_id_
+                                              << ": device memory cannot be exported to peers ("
+                                              << error.what() << "); they use TCP for it");
+    }
+    return RegionShare{};
+  }
+  return share;
+}
+
 void Engine::register_memory(const std::vector<std::pair<void*, size_t>>& ranges) {
   check_open();
   std::vector<void*> added;
   try {
     for (const auto& [address, bytes] : ranges) {
       auto start = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(address));
-      if (regions_->add(start, bytes, "")) added.push_back(address);
+      RegionShare share = share_device_range(address, bytes);
+      bool fresh = false;
+      try {
+        fresh = regions_->add(start, bytes, share);
+      } catch (...) {
+        if (!share.token.empty()) core::FdBroker::instance().withdraw(share.token);
+        throw;
+      }
+      if (!fresh) {
+        if (!share.token.empty()) core::FdBroker::instance().withdraw(share.token);
+        continue;
+      }
+      added.push_back(address);
+      if (!share.token.empty()) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        export_tokens_[address] = share.token;
+      }
     }
   } catch (...) {
-    for (void* address : added) regions_->remove(reinterpret_cast<uintptr_t>(address), hold_wait());
+    for (void* address : added) {
+      regions_->remove(reinterpret_cast<uintptr_t>(address), hold_wait());
+      withdraw_export(address);
+    }
     throw;
   }
+}
+
+void Engine::withdraw_export(void* address) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = export_tokens_.find(address);
+  if (it == export_tokens_.end()) return;
+  core::FdBroker::instance().withdraw(it->second);
+  export_tokens_.erase(it);
 }
 
 void Engine::deregister_memory(void* address) {
@@ -137,6 +199,8 @@ void Engine::deregister_memory(void* address) {
     }
   }
   regions_->remove(reinterpret_cast<uintptr_t>(address), hold_wait());
+  // Peers that imported the range keep their mapping until they see it gone from the table.
+  withdraw_export(address);
 }
 
 void* Engine::allocate(size_t bytes) {
@@ -145,7 +209,8 @@ void* Engine::allocate(size_t bytes) {
   void* base = allocation.segment->base();
   allocation.token = core::FdBroker::instance().publish(allocation.segment->fd());
   try {
-    regions_->add(reinterpret_cast<uintptr_t>(base), bytes, allocation.token);
+    regions_->add(reinterpret_cast<uintptr_t>(base), bytes,
+                  RegionShare{RegionKind::kMemfd, allocation.token, {}});
   } catch (...) {
     core::FdBroker::instance().withdraw(allocation.token);
     throw;
@@ -204,6 +269,10 @@ void Engine::transfer(Direction direction, const std::string& peer_id,
           "peer '" + peer_id + "' has role SMEM_TRANS_SENDER: its memory is not a transfer target");
   }
   try {
+    if (peer->device &&
+        peer->device->run(direction, pieces, deadline) == DevicePath::Outcome::kDone) {
+      return;
+    }
     if (peer->direct && !peer->cross_memory_denied.load()) {
       if (peer->direct->run(direction, pieces, deadline) == DirectPath::Outcome::kDone) return;
       peer->cross_memory_denied.store(true);
@@ -214,7 +283,7 @@ void Engine::transfer(Direction direction, const std::string& peer_id,
     // With staging, the data server is how same-node copies are done (SDMA's stand-in).
     const bool same_node = peer->record.node == node_;
     const bool tcp_allowed =
-        options_.paths.network || (staging_device_ >= 0 && same_node && options_.paths.direct);
+        options_.paths.network || (staging_ && same_node && options_.paths.direct);
     if (!tcp_allowed) {
       // Without a network path the direct one is allowed (dataOpType is never empty).
       std::string why =

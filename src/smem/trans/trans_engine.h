@@ -12,11 +12,13 @@
 #include <utility>
 #include <vector>
 
+#include "hw/hal/memory_domain.h"
 #include "memloom/deadline.h"
 #include "src/smem/trans/data_server.h"
 #include "src/smem/trans/memfd_segment.h"
 #include "src/smem/trans/peer_directory.h"
 #include "src/smem/trans/region_table.h"
+#include "src/smem/trans/staged_copies.h"
 #include "src/smem/trans/transfer_piece.h"
 #include "src/store/client.h"
 #include "src/store/server.h"
@@ -36,6 +38,9 @@ struct EngineOptions {
   DataPaths paths;
   bool start_store = false;
   int device = -1;  // the device of stream copies when staging (-1: the platform's current one)
+  // When staging: exports registered device memory to same-node peers and imports theirs
+  // (null: the platform's memory domain).
+  hal::MemoryDomain* device_domain = nullptr;
 };
 
 // One entry of a read or write: `bytes` between local and the peer's address `remote`.
@@ -76,12 +81,17 @@ class Engine {
  private:
   Engine(std::string unique_id, EngineOptions options);
   std::chrono::milliseconds hold_wait() const;
+  // How same-node peers reach [address, address+size): the device export when there is one.
+  RegionShare share_device_range(void* address, size_t size);
+  void withdraw_export(void* address);
   void check_open() const;
 
   const std::string unique_id_;
   const EngineOptions options_;
   std::string node_;
-  int staging_device_ = -1;  // >= 0: registered memory is reached through stream copies
+  // Set when registered memory is reached through stream copies (created with the instance).
+  std::shared_ptr<StreamPool> staging_;
+  hal::MemoryDomain* device_domain_ = nullptr;  // set with staging_
   std::unique_ptr<store::Server> store_server_;
   std::shared_ptr<store::Client> store_;
   std::unique_ptr<RegionTable> regions_;
@@ -98,6 +108,8 @@ class Engine {
     size_t bytes;
   };
   std::map<void*, Allocation> allocations_;
+  std::map<void*, std::string> export_tokens_;  // FdBroker tokens of exported device ranges
+  bool export_failure_logged_ = false;
 };
 
 }  // namespace memloom::smem::trans

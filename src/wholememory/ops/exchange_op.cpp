@@ -107,13 +107,16 @@ void ExchangeWork::copy_rows(Direction direction, const ops::RowTable& source,
   list.count = static_cast<int64_t>(count);
   // Indices were checked on the host, so the slot only guards against a logic error here.
   std::lock_guard<std::mutex> lock(operands_.stream->enqueue_mutex());
-  BadIndexSlot& slot = operands_.stream->bad_index_slot(operands_.device);
-  enqueue_row_copy(operands_.stream->stream(), direction, source, destination, list, bound,
-                   operands_.table.columns, slot.device_word());
+  BadIndexRing& ring = operands_.stream->bad_index_ring(operands_.device);
+  hal::Stream& stream = operands_.stream->stream();
+  unsigned long long* bad_index = ring.begin(stream, "an exchange's row copy", bound, deadline_);
+  enqueue_row_copy(stream, direction, source, destination, list, bound, operands_.table.columns,
+                   bad_index);
+  ring.end(stream);
 }
 
 void ExchangeWork::synchronize() {
-  operands_.stream->stream().synchronize(deadline_);
+  operands_.stream->synchronize(deadline_);
 }
 
 void agree_on_request(core::Group& group, const char* operation, int64_t first_bad, int64_t rows,

@@ -1,10 +1,8 @@
 #include "src/wholememory/ops/mapped_ops.h"
 
 #include <mutex>
-#include <string>
 
-#include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/core/group.h"
 
 namespace memloom::wholememory {
 
@@ -13,25 +11,14 @@ void enqueue_checked_row_copy(OpStream& stream, int device, Direction direction,
                               const IndexList& indices, int64_t bound, int64_t columns) {
   if (indices.count == 0) return;
   std::lock_guard<std::mutex> lock(stream.enqueue_mutex());
-  BadIndexSlot& slot = stream.bad_index_slot(device);
+  BadIndexRing& ring = stream.bad_index_ring(device);
   hal::Stream& work = stream.stream();
-  // All four steps are in stream order, so one slot per stream serves every operation on it.
-  work.copy(slot.device_word(), slot.host_zero(), sizeof(unsigned long long));
-  enqueue_row_copy(work, direction, source, destination, indices, bound, columns,
-                   slot.device_word());
-  work.copy(slot.host_result(), slot.device_word(), sizeof(unsigned long long));
   const char* operation =
       direction == Direction::kGather ? "wholememory_gather" : "wholememory_scatter";
-  unsigned long long* result = slot.host_result();
-  work.host_function([operation, result, bound] {
-    const unsigned long long seen = *result;
-    if (seen == 0) return;
-    const std::string message = std::string(operation) + ": index " + std::to_string(seen - 1) +
-                                " is past the table's " + std::to_string(bound) +
-                                " rows; its row was skipped";
-    MEMLOOM_LOG(kError, message);
-    raise(Status::kInvalidInput, message);
-  });
+  unsigned long long* bad_index =
+      ring.begin(work, operation, bound, Deadline::after(core::default_collective_timeout()));
+  enqueue_row_copy(work, direction, source, destination, indices, bound, columns, bad_index);
+  ring.end(work);
 }
 
 }  // namespace memloom::wholememory

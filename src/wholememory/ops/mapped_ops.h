@@ -1,7 +1,8 @@
 // Gather and scatter over tables this process maps in full (CONTINUOUS, CHUNKED, HIERARCHY on one
 // node, and tensors made from a pointer): one kernel reading or writing the table directly, fully
-// asynchronous on the stream. An index past the table is found by the kernel, read back in stream
-// order and raised from the stream, so the next synchronize of the stream reports it.
+// asynchronous on the stream. An index past the table is found by the kernel and read back in
+// stream order (bad_index_ring.h): logged when the host next looks, raised by the next synchronize
+// of the stream through memloom.
 #pragma once
 
 #include "src/wholememory/ops/op_stream.h"

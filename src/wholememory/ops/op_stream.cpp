@@ -14,51 +14,30 @@
 
 namespace memloom::wholememory {
 
-BadIndexSlot::BadIndexSlot(int device) {
-  auto& domain = core::platform().memory_domain();
-  segment_ = domain.allocate(hal::MemoryKind::kDevice, device,
-                             domain.granularity(hal::MemoryKind::kDevice));
-  device_word_ = static_cast<unsigned long long*>(domain.map_anywhere(*segment_));
-  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  host_bytes_ = page;
-  host_page_ = static_cast<unsigned long long*>(std::aligned_alloc(page, page));
-  if (host_page_ == nullptr) {
-    domain.unmap_anywhere(device_word_, segment_->size());
-    raise(Status::kOutOfMemory, "cannot allocate the bad-index readback page");
-  }
-  host_page_[0] = 0;
-  host_page_[1] = 0;
-  try {
-    // Registered so that copies into it stay asynchronous on the CUDA backend.
-    domain.register_user_memory(host_page_, host_bytes_);
-  } catch (...) {
-    std::free(host_page_);
-    domain.unmap_anywhere(device_word_, segment_->size());
-    throw;
-  }
-}
-
-BadIndexSlot::~BadIndexSlot() {
-  auto& domain = core::platform().memory_domain();
-  release_quietly("the bad-index readback page",
-                  [&] { domain.unregister_user_memory(host_page_); });
-  std::free(host_page_);
-  release_quietly("the bad-index device word",
-                  [&] { domain.unmap_anywhere(device_word_, segment_->size()); });
-}
-
 OpStream::OpStream(std::unique_ptr<hal::Stream> stream) : stream_(std::move(stream)) {}
 
 OpStream::~OpStream() {
   release_quietly("a stream's pending work", [&] {
     stream_->synchronize(Deadline::after(core::default_collective_timeout()));
   });
+  ring_.reset();  // after the drain: the stream may have been writing its words
 }
 
-BadIndexSlot& OpStream::bad_index_slot(int device) {
-  // Callers hold enqueue_mutex(), which also guards the lazy creation.
-  if (!slot_) slot_ = std::make_unique<BadIndexSlot>(device);
-  return *slot_;
+BadIndexRing& OpStream::bad_index_ring(int device) {
+  if (!ring_) ring_ = std::make_unique<BadIndexRing>(device);
+  return *ring_;
+}
+
+void OpStream::synchronize(Deadline deadline) {
+  stream_->synchronize(deadline);
+  std::optional<std::string> error;
+  {
+    std::lock_guard<std::mutex> lock(enqueue_mutex_);
+    if (!ring_) return;
+    ring_->collect(false);
+    error = ring_->take_error();
+  }
+  if (error) raise(Status::kInvalidInput, *error);
 }
 
 StreamRegistry& StreamRegistry::instance() {

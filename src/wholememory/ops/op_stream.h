@@ -1,7 +1,7 @@
 // The streams WholeMemory operations run on. A user names a stream by its native handle (what
 // memloom_stream_create returned, a cudaStream_t on the CUDA backend, or NULL for the default
-// stream); the registry turns that into a hal::Stream, and keeps, per stream, the small buffers
-// through which a kernel reports a bad index back to the host in stream order.
+// stream); the registry turns that into a hal::Stream, and keeps, per stream, the ring through
+// which kernels report bad indices back to the host in stream order (bad_index_ring.h).
 #pragma once
 
 #include <sys/types.h>
@@ -10,30 +10,11 @@
 #include <memory>
 #include <mutex>
 
-#include "hw/hal/memory_domain.h"
 #include "hw/hal/stream.h"
+#include "memloom/deadline.h"
+#include "src/wholememory/ops/bad_index_ring.h"
 
 namespace memloom::wholememory {
-
-// A device word kernels record a bad index in, and a registered host page it is read back into
-// (word 0) next to a zero (word 1) that resets the device word; both reached by stream copies.
-class BadIndexSlot {
- public:
-  explicit BadIndexSlot(int device);
-  ~BadIndexSlot();
-  BadIndexSlot(const BadIndexSlot&) = delete;
-  BadIndexSlot& operator=(const BadIndexSlot&) = delete;
-
-  unsigned long long* device_word() const { return device_word_; }
-  unsigned long long* host_result() const { return host_page_; }
-  const unsigned long long* host_zero() const { return host_page_ + 1; }
-
- private:
-  std::unique_ptr<hal::Segment> segment_;
-  unsigned long long* device_word_ = nullptr;
-  unsigned long long* host_page_ = nullptr;
-  size_t host_bytes_ = 0;
-};
 
 class OpStream {
  public:
@@ -43,14 +24,19 @@ class OpStream {
 
   hal::Stream& stream() { return *stream_; }
   // Held while one operation enqueues its sequence, so two threads sharing a stream do not
-  // interleave their uses of the slot.
+  // interleave their uses of the ring.
   std::mutex& enqueue_mutex() { return enqueue_mutex_; }
-  // Created on first use (a device allocation), on the stream's device.
-  BadIndexSlot& bad_index_slot(int device);
+  // Created on first use (a device allocation), on the stream's device. Callers hold
+  // enqueue_mutex().
+  BadIndexRing& bad_index_ring(int device);
+
+  // Waits for the stream, then raises (kInvalidInput) the first bad index an operation on it
+  // found since the last synchronize, once; the stream's own failures are raised as they come.
+  void synchronize(Deadline deadline);
 
  private:
   std::mutex enqueue_mutex_;
-  std::unique_ptr<BadIndexSlot> slot_;
+  std::unique_ptr<BadIndexRing> ring_;
   std::unique_ptr<hal::Stream> stream_;  // declared last: destroyed (drained) first
 };
 

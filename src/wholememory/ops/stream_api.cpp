@@ -51,8 +51,7 @@ memloom_status_t memloom_stream_destroy(memloom_stream_t stream) {
 memloom_status_t memloom_stream_synchronize(memloom_stream_t stream) {
   return guarded("memloom_stream_synchronize", [&] {
     auto entry = StreamRegistry::instance().resolve(stream);
-    entry->stream().synchronize(
-        memloom::Deadline::after(memloom::core::default_collective_timeout()));
+    entry->synchronize(memloom::Deadline::after(memloom::core::default_collective_timeout()));
   });
 }
 
