@@ -31,6 +31,8 @@ constexpr uint32_t kVersion = 2;
 constexpr size_t kReasonBytes = 480;
 // A spinning waiter reads the clock and the abort flag once per this many pauses.
 constexpr uint32_t kPausesPerClockRead = 32;
+// With members outnumbering the cores, the longest spin (see wait_for_arrivals).
+constexpr std::chrono::nanoseconds kOversubscribedSpin = std::chrono::microseconds(20);
 // A sleeping waiter wakes at least this often to check the abort flag, peers and its deadline.
 constexpr long kSleepSliceNs = 20'000'000;
 constexpr auto kLivenessInterval = std::chrono::milliseconds(20);
@@ -384,9 +386,37 @@ bool ShmGroup::awaited_member_shares_my_core() const {
   return theirs >= 0 && theirs == ::sched_getcpu();
 }
 
+// True when a member that has not arrived at barrier `number` last arrived on the CPU this
+// waiter runs on, or has never said where it runs.
+bool ShmGroup::a_due_member_may_share_my_core(uint64_t number) const {
+  const int mine = ::sched_getcpu();
+  for (int m = scan_from_; m < local_size(); ++m) {
+    const ShmArrival& flag = arrival(m);
+    if (flag.number.load(std::memory_order_acquire) >= number) continue;
+    const int theirs = flag.cpu.load(std::memory_order_relaxed);
+    if (theirs < 0 || theirs == mine) return true;
+  }
+  return false;
+}
+
 void ShmGroup::wait_for_arrivals(uint64_t number, Deadline deadline) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
+  // 0. Members outnumber the cores, but none of those still due last ran on this core: they wait
+  // for cores of their own, not this one, so yielding this core to a member that has already
+  // arrived only costs two context switches. Spin a little instead.
+  if (policy_.oversubscribed && policy_.spin.count() > 0 &&
+      !a_due_member_may_share_my_core(number)) {
+    const auto limit = std::min<std::chrono::nanoseconds>(policy_.spin, kOversubscribedSpin);
+    for (uint32_t i = 1;; ++i) {
+      if (all_arrived(number)) return;
+      cpu_relax();
+      if (i % kPausesPerClockRead == 0 &&
+          (aborted() || Clock::now() - start >= limit || a_due_member_may_share_my_core(number))) {
+        break;
+      }
+    }
+  }
   // 1. Spin: the peers hold cores of their own and arrive within microseconds. Not while the
   // member awaited last ran on this core: it needs this core to arrive.
   const std::chrono::nanoseconds spin = policy_.spin;

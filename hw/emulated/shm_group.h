@@ -154,6 +154,7 @@ class ShmGroup {
   // interposed, so the compiler calls it through the PLT and never inlines it into barrier().
   [[gnu::visibility("hidden")]] ShmArrival& arrival(int member) const;
   [[gnu::visibility("hidden")]] bool awaited_member_shares_my_core() const;
+  [[gnu::visibility("hidden")]] bool a_due_member_may_share_my_core(uint64_t number) const;
   [[gnu::visibility("hidden")]] bool all_arrived(uint64_t barrier_number);
   [[gnu::visibility("hidden")]] void wake_sleepers();
   [[gnu::visibility("hidden")]] void wait_for_arrivals(uint64_t barrier_number, Deadline deadline);
