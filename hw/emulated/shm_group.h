@@ -14,8 +14,8 @@
 // several in a row), and the line that brings a peer's arrival brings its header (when it fits
 // in the line's other 48 bytes). Waiting follows the policy of MPI and OpenSHMEM shared-memory
 // transports (see ShmWaitPolicy): poll with `pause` while the node's members do not outnumber the
-// cores this process may run on, then poll with sched_yield, then sleep on a futex; the member that
-// completes a barrier wakes the sleepers.
+// cores they may run on together, then poll with sched_yield, then sleep on a futex; the member
+// that completes a barrier wakes the sleepers.
 //
 // Epochs and parities: every barrier ends an epoch. In an epoch members write only [parity] areas
 // (parity = barriers passed so far, mod 2; a member writes its own slot, except a broadcast root,
@@ -49,7 +49,7 @@ struct ShmMember {
 // How a member waits in a barrier. Spinning only pays while every member can hold a core: when
 // members outnumber the cores, a spinning waiter takes the core from the member it waits for, so
 // waiters yield at once (and a waiter also skips the spin when the member it waits for last ran
-// on its own core: ranks are not pinned). Yielding hands the core over in a few microseconds; a
+// on its own core: ranks need not be pinned). Yielding hands the core over in a few microseconds; a
 // futex sleep costs a wake-up (10-20 us on a loaded VM; measured: 4-rank barriers 4-17 us
 // yielding vs 12-74 us sleeping at once) but frees the core for good, which long waits need.
 struct ShmWaitPolicy {
@@ -60,14 +60,20 @@ struct ShmWaitPolicy {
   std::chrono::nanoseconds yield{1'000'000};  // then poll with sched_yield, then sleep
   bool oversubscribed = false;                // members on the node > cores available
 
-  // The default policy for `members` on this node, from the cores this process may run on
-  // (sched_getaffinity). MEMLOOM_EMU_BARRIER_SPIN_US and MEMLOOM_EMU_BARRIER_YIELD_US override
-  // the phase lengths in microseconds (0 skips a phase).
+  // The default policy for `members` on this node sharing `cores`. MEMLOOM_EMU_BARRIER_SPIN_US
+  // and MEMLOOM_EMU_BARRIER_YIELD_US override the phase lengths in microseconds (0 skips a phase).
+  static ShmWaitPolicy for_members(int members, int cores);
+  // The same with the cores this process may run on (available_cores()).
   static ShmWaitPolicy for_members(int members);
 };
 
 // The cores this process may run on (sched_getaffinity; hardware_concurrency as a fallback).
 int available_cores();
+
+// The cores the members may run on together: the union of their affinity masks (this process's
+// and those of the members with a known pid that it may query). A group's own mask undercounts:
+// two ranks bound to one core each (as mpirun binds them) are not two members on one core.
+int available_cores_of(const std::vector<ShmMember>& members);
 
 struct ShmGroupOptions {
   std::vector<ShmMember> members;  // this node's members in group-rank order
@@ -85,6 +91,8 @@ struct ShmVerdict {
 
 class ShmGroup {
  public:
+  static constexpr size_t kArrivalBytes = 16;  // the arrival flag in front of each header area
+
   // The member at local index 0 creates and publishes the region; the others attach. Returns
   // once this process has the region mapped (not once all have: follow with barrier()).
   ShmGroup(const ShmGroupOptions& options, hal::Bootstrap& bootstrap, Deadline deadline);
@@ -127,19 +135,34 @@ class ShmGroup {
   void check_health(Deadline deadline);
 
  private:
+  // In the header (inlined): a barrier computes several of these, and out of line in a shared
+  // library each is a call through the PLT.
   int write_parity() const { return static_cast<int>(epoch_ & 1); }
   int read_parity() const { return static_cast<int>((epoch_ + 1) & 1); }
-  std::byte* area(int member, int parity) const;
-  std::byte* header(int member, int parity) const;
-  std::byte* data(int member, int parity) const;
+  std::byte* area(int member, int parity) const {
+    return slots_ + slot_bytes_ * static_cast<size_t>(member) +
+           header_bytes_ * static_cast<size_t>(parity);
+  }
+  std::byte* header(int member, int parity) const { return area(member, parity) + kArrivalBytes; }
+  std::byte* data(int member, int parity) const {
+    return slots_ + slot_bytes_ * static_cast<size_t>(member) + 2 * header_bytes_ +
+           chunk_bytes_ * static_cast<size_t>(parity);
+  }
   void create(hal::Bootstrap& bootstrap, size_t chunk_bytes, const std::string& key);
   void attach(hal::Bootstrap& bootstrap, const std::string& key, Deadline deadline);
-  ShmArrival& arrival(int member) const;
-  bool awaited_member_shares_my_core() const;
-  bool all_arrived(uint64_t barrier_number);
-  void wake_sleepers();
-  void wait_for_arrivals(uint64_t barrier_number, Deadline deadline);
-  bool healthy_or_arrived(uint64_t barrier_number, Deadline deadline);
+  // The barrier's helpers are hidden: a member function exported from the shared library may be
+  // interposed, so the compiler calls it through the PLT and never inlines it into barrier().
+  [[gnu::visibility("hidden")]] ShmArrival& arrival(int member) const;
+  [[gnu::visibility("hidden")]] bool awaited_member_shares_my_core() const;
+  [[gnu::visibility("hidden")]] bool a_due_member_may_share_my_core(uint64_t number) const;
+  [[gnu::visibility("hidden")]] bool all_arrived(uint64_t barrier_number);
+  [[gnu::visibility("hidden")]] void wake_sleepers();
+  [[gnu::visibility("hidden")]] void wait_for_arrivals(uint64_t barrier_number, Deadline deadline);
+  [[gnu::visibility("hidden")]] bool healthy_or_arrived(uint64_t barrier_number, Deadline deadline,
+                                                        std::chrono::steady_clock::time_point now);
+  // check_health with the time already read.
+  [[gnu::visibility("hidden")]] void check_health_at(Deadline deadline,
+                                                     std::chrono::steady_clock::time_point now);
   void open_member_pidfds();
   void check_members_alive();
 
