@@ -64,6 +64,42 @@ Figures ceilings_rank(const RankInfo&) {
   } catch (const std::exception& error) {
     print_failure("ceiling cudaMemcpyPeer", error.what());
   }
+
+  // Both GPUs reading 64 MiB from the other at once: the traffic of the gathers over two GPUs,
+  // where every rank reads its peer's half of the table while the peer reads its half. NVLink
+  // carries the read requests of one direction beside the data of the other, so this is below
+  // twice the one-way figure. Timed on GPU 0's stream, which waits for GPU 1's copy.
+  try {
+    use_device_with_peers(1);
+    DeviceBuffer into1(kCopyBytes, "GPU 1's target"), from1(kCopyBytes, "GPU 1's source");
+    Stream stream1;
+    cudaEvent_t finished1 = nullptr;
+    check_cuda(cudaEventCreateWithFlags(&finished1, cudaEventDisableTiming), "cudaEventCreate");
+    use_device_with_peers(0);
+    DeviceBuffer into0(kCopyBytes, "GPU 0's target"), from0(kCopyBytes, "GPU 0's source");
+    Stream stream0;
+    cudaEvent_t started = nullptr;
+    check_cuda(cudaEventCreateWithFlags(&started, cudaEventDisableTiming), "cudaEventCreate");
+    figures["peer read both ways"] = best_event_seconds(
+        stream0.get(),
+        [&] {
+          check_cuda(cudaEventRecord(started, stream0.get()), "cudaEventRecord");
+          check_cuda(cudaStreamWaitEvent(stream1.get(), started, 0), "cudaStreamWaitEvent");
+          check_cuda(
+              cudaMemcpyPeerAsync(into0.data(), 0, from1.data(), 1, kCopyBytes, stream0.get()),
+              "cudaMemcpyPeerAsync GPU1->GPU0");
+          check_cuda(
+              cudaMemcpyPeerAsync(into1.data(), 1, from0.data(), 0, kCopyBytes, stream1.get()),
+              "cudaMemcpyPeerAsync GPU0->GPU1 (on GPU 1)");
+          check_cuda(cudaEventRecord(finished1, stream1.get()), "cudaEventRecord");
+          check_cuda(cudaStreamWaitEvent(stream0.get(), finished1, 0), "cudaStreamWaitEvent");
+        },
+        "peer reads both ways");
+    (void)cudaEventDestroy(started);
+    (void)cudaEventDestroy(finished1);
+  } catch (const std::exception& error) {
+    print_failure("ceiling peer reads both ways", error.what());
+  }
   return figures;
 }
 
