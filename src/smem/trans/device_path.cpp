@@ -82,18 +82,12 @@ void DevicePath::forget_stale_imports(const RegionSnapshot& snapshot) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (snapshot.version == imports_version_) return;
   imports_version_ = snapshot.version;
-  auto live = [&](uint32_t slot, uint64_t generation) {
-    for (const auto& region : snapshot.regions) {
-      if (region.slot == slot && region.generation == generation) return true;
-    }
-    return false;
-  };
   // Copies in flight keep their own reference; the memory is unmapped after the last one.
   for (auto it = imports_.begin(); it != imports_.end();) {
-    it = live(it->first, it->second->generation) ? std::next(it) : imports_.erase(it);
+    it = snapshot.holds(it->first, it->second->generation) ? std::next(it) : imports_.erase(it);
   }
   for (auto it = refused_.begin(); it != refused_.end();) {
-    it = live(it->first, it->second) ? std::next(it) : refused_.erase(it);
+    it = snapshot.holds(it->first, it->second) ? std::next(it) : refused_.erase(it);
   }
 }
 
@@ -103,17 +97,11 @@ DevicePath::Outcome DevicePath::run(Direction direction, const std::vector<Piece
     raise(Status::kCommunication, "peer '" + peer_name_ + "' has exited or was destroyed");
   auto snapshot = view_.snapshot();
   forget_stale_imports(*snapshot);
-  std::vector<const RegionRef*> region_of(pieces.size());
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    region_of[i] = snapshot->find(pieces[i].remote, pieces[i].bytes);
-    if (region_of[i] == nullptr) {
-      raise(Status::kInvalidInput, "[" + hex_address(pieces[i].remote) + ", +" +
-                                       std::to_string(pieces[i].bytes) +
-                                       ") is not inside memory registered by '" + peer_name_ + "'");
-    }
+  const std::vector<const RegionRef*> region_of = snapshot->regions_of(pieces, peer_name_);
+  for (const RegionRef* region : region_of) {
     // Only memory the owner exported is device memory this path is meant for; the rest (host
     // memory of a CUDA process, anything of the emulated backend) keeps its usual path.
-    if (region_of[i]->kind != RegionKind::kDeviceExport) return Outcome::kUnavailable;
+    if (region->kind != RegionKind::kDeviceExport) return Outcome::kUnavailable;
   }
   // Imports are made before any hold: fetching an fd waits on the peer, a hold must not.
   std::vector<std::shared_ptr<Import>> imports(pieces.size());
@@ -128,13 +116,7 @@ DevicePath::Outcome DevicePath::run(Direction direction, const std::vector<Piece
     }
   }
   for (size_t begin = 0; begin < pieces.size();) {
-    size_t end = begin;
-    uint64_t bytes = 0;
-    while (end < pieces.size() && end - begin < kMaxWindowPieces &&
-           (end == begin || bytes + pieces[end].bytes <= kMaxWindowBytes)) {
-      bytes += pieces[end].bytes;
-      ++end;
-    }
+    const size_t end = window_end(pieces, begin, kMaxWindowPieces, kMaxWindowBytes);
     copy_window(direction, pieces, begin, end, region_of, imports, deadline);
     begin = end;
   }

@@ -67,12 +67,8 @@ void DirectPath::forget_stale_mappings(const RegionSnapshot& snapshot) {
   if (snapshot.version == mappings_version_) return;
   mappings_version_ = snapshot.version;
   for (auto it = mappings_.begin(); it != mappings_.end();) {
-    bool live = false;
-    for (const auto& region : snapshot.regions) {
-      live = live || (region.slot == it->first && region.generation == it->second->generation);
-    }
     // Copies in flight keep their own reference; the memory is unmapped after the last one.
-    it = live ? std::next(it) : mappings_.erase(it);
+    it = snapshot.holds(it->first, it->second->generation) ? std::next(it) : mappings_.erase(it);
   }
 }
 
@@ -82,28 +78,13 @@ DirectPath::Outcome DirectPath::run(Direction direction, const std::vector<Piece
     raise(Status::kCommunication, "peer '" + peer_name_ + "' has exited or was destroyed");
   auto snapshot = view_.snapshot();
   forget_stale_mappings(*snapshot);
-  std::vector<const RegionRef*> region_of(pieces.size());
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    region_of[i] = snapshot->find(pieces[i].remote, pieces[i].bytes);
-    if (region_of[i] == nullptr) {
-      raise(Status::kInvalidInput, "[" + hex_address(pieces[i].remote) + ", +" +
-                                       std::to_string(pieces[i].bytes) +
-                                       ") is not inside memory registered by '" + peer_name_ + "'");
-    }
-  }
+  const std::vector<const RegionRef*> region_of = snapshot->regions_of(pieces, peer_name_);
   std::vector<iovec> local;
   std::vector<iovec> remote;
   std::vector<const RegionRef*> window_regions;
   for (size_t begin = 0; begin < pieces.size();) {
-    size_t end = begin;
-    uint64_t bytes = 0;
-    window_regions.clear();
-    while (end < pieces.size() && end - begin < kMaxWindowPieces &&
-           (end == begin || bytes + pieces[end].bytes <= kMaxWindowBytes)) {
-      bytes += pieces[end].bytes;
-      window_regions.push_back(region_of[end]);
-      ++end;
-    }
+    const size_t end = window_end(pieces, begin, kMaxWindowPieces, kMaxWindowBytes);
+    window_regions.assign(region_of.begin() + begin, region_of.begin() + end);
     // Mappings are taken before the hold: fetching an fd waits on the peer, a hold must not.
     std::vector<std::shared_ptr<Mapping>> mapped(end - begin);
     for (size_t i = begin; i < end; ++i) {

@@ -219,6 +219,27 @@ const RegionRef* RegionSnapshot::find(uint64_t address, uint64_t bytes) const {
   return it->contains(address, bytes) ? &*it : nullptr;
 }
 
+bool RegionSnapshot::holds(uint32_t slot, uint64_t generation) const {
+  for (const auto& region : regions) {
+    if (region.slot == slot && region.generation == generation) return true;
+  }
+  return false;
+}
+
+std::vector<const RegionRef*> RegionSnapshot::regions_of(const std::vector<Piece>& pieces,
+                                                         const std::string& peer_name) const {
+  std::vector<const RegionRef*> found(pieces.size());
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    found[i] = find(pieces[i].remote, pieces[i].bytes);
+    if (found[i] == nullptr) {
+      raise(Status::kInvalidInput, "[" + hex_address(pieces[i].remote) + ", +" +
+                                       std::to_string(pieces[i].bytes) +
+                                       ") is not inside memory registered by '" + peer_name + "'");
+    }
+  }
+  return found;
+}
+
 RegionView::RegionView(int fd) {
   UniqueFd owned(fd);
   mapping_ = map_table(fd, kTableBytes);

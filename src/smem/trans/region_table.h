@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "src/smem/trans/socket_io.h"
+#include "src/smem/trans/transfer_piece.h"
 
 namespace memloom::smem::trans {
 
@@ -143,6 +144,12 @@ struct RegionSnapshot {
   uint64_t version = 0;
   std::vector<RegionRef> regions;
   const RegionRef* find(uint64_t address, uint64_t bytes) const;
+  // Whether the region of `slot` in generation `generation` is still registered.
+  bool holds(uint32_t slot, uint64_t generation) const;
+  // The region of every piece (pieces[i].remote, pieces[i].bytes), in order; kInvalidInput, naming
+  // `peer_name`, for a piece outside every region.
+  std::vector<const RegionRef*> regions_of(const std::vector<Piece>& pieces,
+                                           const std::string& peer_name) const;
 };
 
 // A peer's table mapped into this process. Thread-safe.

@@ -28,4 +28,18 @@ inline void append_pieces(std::vector<Piece>& out, char* local, uint64_t remote,
   }
 }
 
+// The end of the window of pieces starting at `begin` that a data path copies at once: at most
+// `max_pieces` pieces and `max_bytes` bytes, and at least one piece.
+inline size_t window_end(const std::vector<Piece>& pieces, size_t begin, size_t max_pieces,
+                         uint64_t max_bytes) {
+  size_t end = begin;
+  uint64_t bytes = 0;
+  while (end < pieces.size() && end - begin < max_pieces &&
+         (end == begin || bytes + pieces[end].bytes <= max_bytes)) {
+    bytes += pieces[end].bytes;
+    ++end;
+  }
+  return end;
+}
+
 }  // namespace memloom::smem::trans
