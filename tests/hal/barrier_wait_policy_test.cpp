@@ -17,6 +17,7 @@
 #include "memloom/error.h"
 #include "src/core/store_bootstrap.h"
 #include "src/store/client.h"
+#include "tests/hal/emulated_group_member.h"
 #include "tests/support/multi_process.h"
 
 namespace memloom {
@@ -27,32 +28,10 @@ using Clock = std::chrono::steady_clock;
 
 constexpr auto kCallDeadline = std::chrono::seconds(20);
 
-struct Member {
-  std::unique_ptr<store::Client> client;
-  std::unique_ptr<core::StoreBootstrap> bootstrap;
-  std::unique_ptr<hal::Collectives> group;
-};
+using Member = testing::EmulatedGroupMember;
 
 Member join_group(const RankContext& context) {
-  Member member;
-  member.client = store::Client::connect(context.store_url);
-  store::KeyPrefix prefix(context.job_id + "/wait-policy/");
-  member.client->set(prefix("member/" + std::to_string(context.rank)),
-                     context.node + "|" + std::to_string(getpid()));
-  hal::GroupSpec spec;
-  spec.rank = context.rank;
-  spec.size = context.world_size;
-  for (int r = 0; r < context.world_size; ++r) {
-    auto value = member.client->get(prefix("member/" + std::to_string(r)), kCallDeadline);
-    if (!value) raise(Status::kTimeout, "rank " + std::to_string(r) + " did not register");
-    auto bar = value->rfind('|');
-    spec.node_of_rank.push_back(value->substr(0, bar));
-    spec.pid_of_rank.push_back(std::stoi(value->substr(bar + 1)));
-  }
-  member.bootstrap = std::make_unique<core::StoreBootstrap>(*member.client, prefix.sub("group"));
-  member.group =
-      emulated::create_collectives(spec, *member.bootstrap, Deadline::after(kCallDeadline));
-  return member;
+  return testing::join_emulated_group(context, "wait-policy", kCallDeadline);
 }
 
 testing::MultiProcessOptions options_for(int ranks) {
