@@ -39,8 +39,13 @@ std::string load_token(const TableSlot& slot) {
 }
 
 void store_descriptor(TableSlot& slot, const std::vector<uint8_t>& descriptor) {
+  if (descriptor.size() > kMaxDescriptorBytes) {
+    raise(Status::kLogic, "an export descriptor of " + std::to_string(descriptor.size()) +
+                              " bytes does not fit the region table's " +
+                              std::to_string(kMaxDescriptorBytes));
+  }
   uint64_t words[kDescriptorWords] = {};
-  std::memcpy(words, descriptor.data(), descriptor.size());
+  if (!descriptor.empty()) std::memcpy(words, descriptor.data(), descriptor.size());
   for (size_t i = 0; i < kDescriptorWords; ++i)
     slot.descriptor[i].store(words[i], std::memory_order_relaxed);
   slot.descriptor_bytes.store(descriptor.size(), std::memory_order_relaxed);
@@ -53,7 +58,7 @@ std::vector<uint8_t> load_descriptor(const TableSlot& slot) {
   for (size_t i = 0; i < (bytes + sizeof(uint64_t) - 1) / sizeof(uint64_t); ++i)
     words[i] = slot.descriptor[i].load(std::memory_order_acquire);
   std::vector<uint8_t> descriptor(bytes);
-  std::memcpy(descriptor.data(), words, bytes);
+  if (bytes > 0) std::memcpy(descriptor.data(), words, bytes);
   return descriptor;
 }
 
