@@ -140,6 +140,7 @@ void Group::check_agreement(const std::string& what, const std::string& value, D
 
 std::shared_ptr<Group> Group::split(int color, int key, Deadline deadline) {
   const uint64_t sequence = split_sequence_++;
+  has_children_ = true;
   int32_t mine[2] = {color, key};
   std::vector<int32_t> all(2 * size_);
   collectives_->allgather(mine, all.data(), sizeof(mine), deadline);
@@ -164,6 +165,7 @@ std::shared_ptr<Group> Group::subgroup(const std::string& name, const std::vecto
   auto it = std::find(members.begin(), members.end(), rank_);
   MEMLOOM_CHECK_ARG(it != members.end(),
                     "rank " + std::to_string(rank_) + " is not a member of sub-group " + name);
+  has_children_ = true;
   return Group::create(client_, prefix_.sub("sub-" + name), static_cast<int>(it - members.begin()),
                        static_cast<int>(members.size()), deadline, traffic_);
 }

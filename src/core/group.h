@@ -72,6 +72,9 @@ class Group {
   // group's keys. Best effort: a store that is gone is logged, not raised; the keys of a group
   // with a dead member stay.
   void retire() noexcept;
+  // Whether split() or subgroup() ever made a group of this one: those keep their keys under this
+  // group's prefix, so a group with children must not retire while they may live.
+  bool has_children() const { return has_children_; }
 
   // A fresh key prefix for an object created collectively on this group (same on every rank as
   // long as ranks create objects in the same order).
@@ -86,6 +89,7 @@ class Group {
   int rank_;
   int size_;
   GroupTraffic traffic_ = GroupTraffic::kData;  // split and subgroup groups carry the same
+  bool has_children_ = false;
   std::vector<std::string> nodes_;
   std::vector<int> pids_;
   std::vector<int> local_ranks_;

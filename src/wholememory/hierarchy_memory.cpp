@@ -1,6 +1,20 @@
 #include "src/wholememory/hierarchy_memory.h"
 
 namespace memloom::wholememory {
+namespace {
+
+// An allocation's communicator is split from the user's for this allocation alone; its keys in
+// the store would stay for good after every free (18 keys per HIERARCHY allocation on 4 ranks),
+// so the group retires them, unless the user still holds the communicator (a handle from
+// wholememory_get_local_communicator, or an allocation on it) or split it: those keep using keys
+// under its prefix.
+void retire_if_unshared(std::shared_ptr<Communicator>& comm) {
+  if (comm == nullptr) return;
+  if (comm.use_count() == 1 && !comm->group().has_children()) comm->group().retire();
+  comm.reset();
+}
+
+}  // namespace
 
 HierarchyMemory::HierarchyMemory(std::shared_ptr<Communicator> comm, MemorySpec spec,
                                  std::string identity, Deadline deadline)
@@ -26,6 +40,12 @@ HierarchyMemory::HierarchyMemory(std::shared_ptr<Communicator> comm, MemorySpec 
     set_rank_pointer(r, range_->base() + position);
     position += plan().sizes[r];
   }
+}
+
+HierarchyMemory::~HierarchyMemory() {
+  range_.reset();
+  retire_if_unshared(local_);
+  retire_if_unshared(cross_);
 }
 
 }  // namespace memloom::wholememory

@@ -12,6 +12,9 @@ class HierarchyMemory final : public MemoryHandle {
  public:
   HierarchyMemory(std::shared_ptr<Communicator> comm, MemorySpec spec, std::string identity,
                   Deadline deadline);
+  // Unmaps the range, then retires the local and cross communicators' store keys where nothing
+  // else holds them (see retire_if_unshared in the .cpp).
+  ~HierarchyMemory() override;
 
   std::shared_ptr<Communicator> local_comm() const override { return local_; }
   std::shared_ptr<Communicator> cross_comm() const override { return cross_; }
