@@ -4,10 +4,12 @@
 
 #include <cstddef>
 
-#include "hw/emulated/thread_pool.h"
 #include "hw/hal/kernels.h"
+#include "src/core/thread_pool.h"
 
 namespace memloom::emulated {
+
+using core::ThreadPool;  // the pool kernels and stream copies run on
 
 struct CpuKernel {
   const char* name;

@@ -14,11 +14,11 @@
 
 #include "hw/emulated/collectives_factory.h"
 #include "hw/emulated/memfd_memory_domain.h"
-#include "hw/emulated/thread_pool.h"
 #include "hw/emulated/worker_stream.h"
 #include "memloom/error.h"
 #include "src/core/environment.h"
 #include "src/core/log.h"
+#include "src/core/thread_pool.h"
 
 namespace memloom::emulated {
 namespace {

@@ -13,10 +13,12 @@
 #include <mutex>
 #include <thread>
 
-#include "hw/emulated/thread_pool.h"
 #include "hw/hal/stream.h"
+#include "src/core/thread_pool.h"
 
 namespace memloom::emulated {
+
+using core::ThreadPool;  // the pool kernels and stream copies run on
 
 // Completion flag shared by an event and the stream operation that completes it.
 class EventState {

@@ -3,12 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <system_error>
-#include <thread>
 
 #include "memloom/error.h"
 #include "src/core/log.h"
@@ -41,45 +38,12 @@ std::vector<ResolvedCopy> merge_contiguous(const std::vector<ResolvedCopy>& copi
   return merged;
 }
 
-struct TwoThreadCopier::Job {
-  std::byte* dst = nullptr;
-  const std::byte* src = nullptr;
-  size_t bytes = 0;
-  size_t chunk = 0;
-  size_t chunks = 0;
-  std::atomic<size_t> next{0};
-  std::atomic<size_t> finished{0};
-  std::mutex mutex;
-  std::condition_variable all_finished;
-};
-
-struct TwoThreadCopier::State {
-  std::mutex mutex;
-  std::condition_variable wake;
-  std::shared_ptr<Job> job;  // posted for the helper, taken by it
-  bool stopping = false;
-  std::thread helper;
-  std::atomic<bool> busy{false};  // a copy is using the helper
-};
-
 TwoThreadCopier::TwoThreadCopier(size_t threshold, size_t chunk)
     : threshold_(std::max<size_t>(threshold, 2)),
       chunk_(std::max<size_t>(chunk, 1)),
-      owner_pid_(::getpid()),
-      state_(std::make_unique<State>()) {}
+      owner_pid_(::getpid()) {}
 
-TwoThreadCopier::~TwoThreadCopier() {
-  if (::getpid() != owner_pid_) {
-    (void)state_.release();  // inherited through fork: the helper lives only in the parent
-    return;
-  }
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    state_->stopping = true;
-  }
-  state_->wake.notify_all();
-  if (state_->helper.joinable()) state_->helper.join();
-}
+TwoThreadCopier::~TwoThreadCopier() = default;
 
 bool TwoThreadCopier::splits(const void* dst, const void* src, size_t bytes) const {
   const auto d = reinterpret_cast<uintptr_t>(dst);
@@ -87,79 +51,33 @@ bool TwoThreadCopier::splits(const void* dst, const void* src, size_t bytes) con
   return bytes >= threshold_ && (d + bytes <= s || s + bytes <= d);
 }
 
-bool TwoThreadCopier::run_one_chunk(Job& job) {
-  const size_t index = job.next.fetch_add(1, std::memory_order_relaxed);
-  if (index >= job.chunks) return false;
-  const size_t begin = index * job.chunk;
-  std::memcpy(job.dst + begin, job.src + begin, std::min(job.chunk, job.bytes - begin));
-  if (job.finished.fetch_add(1, std::memory_order_acq_rel) + 1 == job.chunks) {
-    std::lock_guard<std::mutex> lock(job.mutex);  // pairs with the waiter's predicate check
-    job.all_finished.notify_all();
-  }
-  return true;
-}
-
-// Under state_->mutex. False when no thread can be started (the copy then runs on one thread).
-bool TwoThreadCopier::start_helper() {
-  if (state_->helper.joinable()) return true;
-  try {
-    state_->helper = std::thread([this] { help(); });
-  } catch (const std::system_error& error) {
-    MEMLOOM_LOG(kDebug, "smem_bm: no helper thread for large copies: " << error.what());
-    return false;
-  }
-  return true;
-}
-
-void TwoThreadCopier::help() {
-  State& state = *state_;
-  while (true) {
-    std::shared_ptr<Job> job;
-    {
-      std::unique_lock<std::mutex> lock(state.mutex);
-      state.wake.wait(lock, [&] { return state.stopping || state.job != nullptr; });
-      if (state.stopping) return;
-      job = std::move(state.job);
-      state.job = nullptr;
-    }
-    while (run_one_chunk(*job)) {
+core::ThreadPool* TwoThreadCopier::pool() {
+  std::lock_guard<std::mutex> lock(pool_mutex_);
+  if (!pool_tried_) {
+    pool_tried_ = true;
+    try {
+      pool_ = std::make_unique<core::ThreadPool>(2);
+    } catch (const std::system_error& error) {
+      MEMLOOM_LOG(kDebug, "smem_bm: no helper thread for large copies: " << error.what());
     }
   }
+  return pool_.get();
 }
 
 void TwoThreadCopier::copy(void* dst, const void* src, size_t bytes) {
-  if (!splits(dst, src, bytes) || ::getpid() != owner_pid_ ||
-      state_->busy.exchange(true, std::memory_order_acquire)) {
+  core::ThreadPool* threads = nullptr;
+  if (splits(dst, src, bytes) && ::getpid() == owner_pid_) threads = pool();
+  if (threads == nullptr) {
     std::memmove(dst, src, bytes);
     return;
   }
-  struct Release {
-    std::atomic<bool>& busy;
-    ~Release() { busy.store(false, std::memory_order_release); }
-  } release{state_->busy};
-  auto job = std::make_shared<Job>();
-  job->dst = static_cast<std::byte*>(dst);
-  job->src = static_cast<const std::byte*>(src);
-  job->bytes = bytes;
-  job->chunk = chunk_;
-  job->chunks = (bytes + chunk_ - 1) / chunk_;
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    if (start_helper()) state_->job = job;
-  }
-  state_->wake.notify_one();
-  while (run_one_chunk(*job)) {
-  }
-  {
-    // A helper that has not woken yet must not find this job later; one that took it holds a
-    // reference, so a late claim touches live memory (and finds no chunk left).
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    if (state_->job == job) state_->job = nullptr;
-  }
-  // At most one chunk is left, on the helper: bounded compute, not a wait on a peer.
-  std::unique_lock<std::mutex> lock(job->mutex);
-  job->all_finished.wait(
-      lock, [&] { return job->finished.load(std::memory_order_acquire) == job->chunks; });
+  auto* to = static_cast<std::byte*>(dst);
+  const auto* from = static_cast<const std::byte*>(src);
+  const size_t pieces = (bytes + chunk_ - 1) / chunk_;
+  threads->parallel_for(pieces, 1, [&](size_t begin, size_t end) {
+    const size_t first = begin * chunk_;
+    std::memcpy(to + first, from + first, std::min(end * chunk_, bytes) - first);
+  });
 }
 
 BmCopyEngine::BmCopyEngine(hal::Platform& platform, int device, hal::Transport* transport,

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "hw/hal/platform.h"
+#include "src/core/thread_pool.h"
 
 namespace memloom::smem {
 
@@ -41,12 +42,13 @@ struct ResolvedCopy {
 // Entries i and i+1 become one when both sides continue each other inside the same space and slot.
 std::vector<ResolvedCopy> merge_contiguous(const std::vector<ResolvedCopy>& copies);
 
-// Copies large host-visible ranges on two threads: the calling thread and one helper thread,
-// started on first use, claim 1 MiB chunks in turn. One thread does not saturate DRAM: a 64 MiB
-// memcpy on the 2-core development VM runs at 8-9 GB/s on one thread and 13-14 GB/s on two.
-// Claiming chunks (rather than halving) keeps a copy as fast as one thread when the helper gets
-// no core: the caller then takes every chunk. (A helper preempted in the middle of a chunk still
-// delays the copy until it runs again: the caller must not return while the helper writes.)
+// Copies large host-visible ranges on two threads: the calling thread and the one worker of a
+// core::ThreadPool of its own (made at the first large copy) claim pieces of at least 1 MiB in
+// turn. One thread does not saturate DRAM: a 64 MiB memcpy on the 2-core development VM runs at
+// 8-9 GB/s on one thread and 13-14 GB/s on two. Claiming pieces (rather than halving) keeps a copy
+// as fast as one thread when the worker gets no core: the caller then takes every piece. (A worker
+// preempted in the middle of a piece still delays the copy until it runs again: the caller must
+// not return while the worker writes.)
 class TwoThreadCopier {
  public:
   static constexpr size_t kDefaultThreshold = 4u << 20;  // below it a hand-off costs too much
@@ -58,25 +60,23 @@ class TwoThreadCopier {
   TwoThreadCopier& operator=(const TwoThreadCopier&) = delete;
 
   // Whether copy() may split this copy: at least the threshold, and the ranges do not overlap
-  // (chunks copied out of order would break memmove's semantics).
+  // (pieces copied out of order would break memmove's semantics).
   bool splits(const void* dst, const void* src, size_t bytes) const;
-  // memmove(dst, src, bytes). On one thread when the copy does not split, while another thread's
-  // copy holds the helper, or in a child forked after the helper started.
+  // memmove(dst, src, bytes). On one thread when the copy does not split, when no worker thread
+  // can be started, or in a child forked after the worker started. Several threads may copy at
+  // once; they share the worker.
   void copy(void* dst, const void* src, size_t bytes);
 
  private:
-  struct Job;
-  struct State;
-  static bool run_one_chunk(Job& job);
-  bool start_helper();
-  void help();
+  // The pool, made on first use; null when its thread could not be started.
+  core::ThreadPool* pool();
 
   const size_t threshold_;
   const size_t chunk_;
   const pid_t owner_pid_;
-  // Heap-held so that a forked child, which inherits the object but not the thread, can abandon
-  // it (as ThreadPool does).
-  std::unique_ptr<State> state_;
+  std::mutex pool_mutex_;
+  bool pool_tried_ = false;
+  std::unique_ptr<core::ThreadPool> pool_;  // its destructor abandons the thread in a forked child
 };
 
 class BmCopyEngine {

@@ -1,5 +1,6 @@
-// The CPU threads the emulated backend runs kernel bodies on. One pool is shared
-// by every stream of the process, so N streams do not oversubscribe the cores N times over.
+// CPU threads that split a range of work with the calling thread. The emulated backend runs
+// kernel bodies on one pool shared by every stream of the process (so N streams do not
+// oversubscribe the cores N times over); BM's large host copies use a pool of their own.
 #pragma once
 
 #include <sys/types.h>
@@ -14,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-namespace memloom::emulated {
+namespace memloom::core {
 
 class ThreadPool {
  public:
@@ -54,4 +55,4 @@ class ThreadPool {
   std::unique_ptr<State> state_;
 };
 
-}  // namespace memloom::emulated
+}  // namespace memloom::core

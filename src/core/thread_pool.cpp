@@ -1,11 +1,11 @@
-#include "hw/emulated/thread_pool.h"
+#include "src/core/thread_pool.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <exception>
 
-namespace memloom::emulated {
+namespace memloom::core {
 
 namespace {
 constexpr size_t kChunksPerThread = 16;
@@ -116,4 +116,4 @@ void ThreadPool::parallel_for(size_t items, size_t min_chunk, const RangeFn& fn)
   if (job->error) std::rethrow_exception(job->error);
 }
 
-}  // namespace memloom::emulated
+}  // namespace memloom::core
