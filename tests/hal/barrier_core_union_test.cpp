@@ -158,17 +158,7 @@ TEST(BarrierWaitPolicyCores, FourRanksOnTwoCoresPassBarriersAndAllgathers) {
   auto results = testing::run_ranks(options, [&](const testing::RankContext& context) {
     ASSERT_TRUE(bind_to(cpus[static_cast<size_t>(context.rank % 2)]));
     Member member = join_group(context);
-    hal::Collectives& group = *member.group;
-    std::vector<uint64_t> all(static_cast<size_t>(group.size()));
-    for (int i = 0; i < 300; ++i) {
-      group.barrier(Deadline::after(kCallDeadline));
-      const uint64_t mine = static_cast<uint64_t>(i) * 1000 + static_cast<uint64_t>(group.rank());
-      group.allgather(&mine, all.data(), sizeof(mine), Deadline::after(kCallDeadline));
-      for (int r = 0; r < group.size(); ++r) {
-        ASSERT_EQ(all[static_cast<size_t>(r)], static_cast<uint64_t>(i) * 1000 + r)
-            << "round " << i << ", piece of rank " << r << " on rank " << group.rank();
-      }
-    }
+    testing::checked_barrier_rounds(*member.group, 300, kCallDeadline);
   });
   EXPECT_ALL_RANKS_PASS(results);
 }

@@ -57,20 +57,6 @@ void bind_to_one_cpu() {
   FAIL() << "no CPU in this process's affinity mask";
 }
 
-// Barriers and allgathers, each allgather checked, `rounds` times.
-void barriers_and_allgathers(hal::Collectives& group, int rounds) {
-  std::vector<uint64_t> all(static_cast<size_t>(group.size()));
-  for (int i = 0; i < rounds; ++i) {
-    group.barrier(Deadline::after(kCallDeadline));
-    const uint64_t mine = static_cast<uint64_t>(i) * 1000 + static_cast<uint64_t>(group.rank());
-    group.allgather(&mine, all.data(), sizeof(mine), Deadline::after(kCallDeadline));
-    for (int r = 0; r < group.size(); ++r) {
-      ASSERT_EQ(all[static_cast<size_t>(r)], static_cast<uint64_t>(i) * 1000 + r)
-          << "round " << i << ", piece of rank " << r << " on rank " << group.rank();
-    }
-  }
-}
-
 TEST(BarrierWaitPolicy, SpinsOnlyWhileMembersDoNotOutnumberTheCores) {
   const int cores = emulated::available_cores();
   ASSERT_GE(cores, 1);
@@ -102,7 +88,7 @@ TEST(BarrierWaitPolicy, MoreMembersThanCoresPassBarriersAndAllgathers) {
     ASSERT_EQ(emulated::available_cores(), 1);
     ASSERT_TRUE(emulated::ShmWaitPolicy::for_members(6).oversubscribed);
     Member member = join_group(context);
-    barriers_and_allgathers(*member.group, 300);
+    testing::checked_barrier_rounds(*member.group, 300, kCallDeadline);
   });
   EXPECT_ALL_RANKS_PASS(results);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -129,7 +115,7 @@ TEST(BarrierWaitPolicy, SleepingWaitersAreWokenByTheMemberThatCompletes) {
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     if (context.rank == 0) std::printf("200 barriers, all waiters asleep: %.2f s\n", seconds);
     EXPECT_LT(seconds, 2.0);
-    barriers_and_allgathers(*member.group, 50);
+    testing::checked_barrier_rounds(*member.group, 50, kCallDeadline);
   });
   EXPECT_ALL_RANKS_PASS(results);
 }

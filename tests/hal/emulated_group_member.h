@@ -1,13 +1,16 @@
 // A rank's membership of an emulated collectives group made the way the core's Group makes one
 // (each rank publishes its node and pid through the store), for the HAL tests that exercise the
-// emulated collectives directly: the store client and bootstrap the group lives on, and the group.
+// emulated collectives directly: the store client and bootstrap the group lives on, and the group;
+// and checked rounds of barriers and allgathers over it.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "hw/emulated/collectives_factory.h"
 #include "memloom/error.h"
@@ -44,6 +47,22 @@ inline EmulatedGroupMember join_emulated_group(const RankContext& context, const
   member.bootstrap = std::make_unique<core::StoreBootstrap>(*member.client, prefix.sub("group"));
   member.group = emulated::create_collectives(spec, *member.bootstrap, Deadline::after(deadline));
   return member;
+}
+
+// `rounds` barriers, each followed by an allgather whose pieces are checked, every call bounded
+// by `deadline`.
+inline void checked_barrier_rounds(hal::Collectives& group, int rounds,
+                                   std::chrono::milliseconds deadline) {
+  std::vector<uint64_t> all(static_cast<size_t>(group.size()));
+  for (int i = 0; i < rounds; ++i) {
+    group.barrier(Deadline::after(deadline));
+    const uint64_t mine = static_cast<uint64_t>(i) * 1000 + static_cast<uint64_t>(group.rank());
+    group.allgather(&mine, all.data(), sizeof(mine), Deadline::after(deadline));
+    for (int r = 0; r < group.size(); ++r) {
+      ASSERT_EQ(all[static_cast<size_t>(r)], static_cast<uint64_t>(i) * 1000 + r)
+          << "round " << i << ", piece of rank " << r << " on rank " << group.rank();
+    }
+  }
 }
 
 }  // namespace memloom::testing
