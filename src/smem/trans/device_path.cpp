@@ -3,9 +3,7 @@
 #include <unistd.h>
 
 #include "memloom/error.h"
-#include "src/core/fd_broker.h"
 #include "src/core/log.h"
-#include "src/smem/trans/hex_address.h"
 
 namespace memloom::smem::trans {
 namespace {
@@ -45,16 +43,7 @@ std::shared_ptr<DevicePath::Import> DevicePath::import_for(const RegionRef& regi
   if (refused_.count({region.slot, region.generation}) != 0) return nullptr;
   hal::ExportedSegment exported;
   exported.descriptor = region.descriptor;
-  if (!region.token.empty()) {
-    try {
-      exported.fd = core::FdBroker::fetch(region.token, deadline);
-    } catch (const Error& error) {
-      if (error.status() != Status::kNotFound) throw;
-      raise(Status::kInvalidInput, "memory of '" + peer_name_ + "' at " +
-                                       hex_address(region.address) +
-                                       " was deregistered during the transfer");
-    }
-  }
+  if (!region.token.empty()) exported.fd = fetch_region_fd(region, peer_name_, deadline);
   try {
     auto import = std::make_shared<Import>();
     import->generation = region.generation;

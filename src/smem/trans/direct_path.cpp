@@ -8,8 +8,6 @@
 #include <cstring>
 
 #include "memloom/error.h"
-#include "src/core/fd_broker.h"
-#include "src/smem/trans/hex_address.h"
 #include "src/smem/trans/wire_format.h"
 
 namespace memloom::smem::trans {
@@ -43,15 +41,7 @@ std::shared_ptr<DirectPath::Mapping> DirectPath::mapping_for(const RegionRef& re
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = mappings_.find(region.slot);
   if (it != mappings_.end() && it->second->generation == region.generation) return it->second;
-  UniqueFd fd;
-  try {
-    fd.reset(core::FdBroker::fetch(region.token, deadline));
-  } catch (const Error& error) {
-    if (error.status() != Status::kNotFound) throw;
-    raise(Status::kInvalidInput, "memory of '" + peer_name_ + "' at " +
-                                     hex_address(region.address) +
-                                     " was freed during the transfer");
-  }
+  UniqueFd fd(fetch_region_fd(region, peer_name_, deadline));
   auto mapping = std::make_shared<Mapping>();
   void* base = ::mmap(nullptr, region.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
   if (base == MAP_FAILED) raise_errno("mapping memory of peer '" + peer_name_ + "'", errno);

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "memloom/error.h"
+#include "src/core/fd_broker.h"
 #include "src/core/log.h"
 #include "src/smem/trans/hex_address.h"
 
@@ -243,6 +244,16 @@ std::vector<const RegionRef*> RegionSnapshot::regions_of(const std::vector<Piece
     }
   }
   return found;
+}
+
+int fetch_region_fd(const RegionRef& region, const std::string& peer_name, Deadline deadline) {
+  try {
+    return core::FdBroker::fetch(region.token, deadline);
+  } catch (const Error& error) {
+    if (error.status() != Status::kNotFound) throw;
+    raise(Status::kInvalidInput, "memory of '" + peer_name + "' at " + hex_address(region.address) +
+                                     " was freed or deregistered during the transfer");
+  }
 }
 
 RegionView::RegionView(int fd) {

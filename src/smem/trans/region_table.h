@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "memloom/deadline.h"
 #include "src/smem/trans/socket_io.h"
 #include "src/smem/trans/transfer_piece.h"
 
@@ -151,6 +152,10 @@ struct RegionSnapshot {
   std::vector<const RegionRef*> regions_of(const std::vector<Piece>& pieces,
                                            const std::string& peer_name) const;
 };
+
+// The file descriptor behind `region`'s FdBroker token (the caller owns it). kInvalidInput, naming
+// `peer_name`, when the peer freed or deregistered the region since the token was read.
+int fetch_region_fd(const RegionRef& region, const std::string& peer_name, Deadline deadline);
 
 // A peer's table mapped into this process. Thread-safe.
 class RegionView {
