@@ -40,12 +40,19 @@ bool is_gpu_memory(const void* address) {
 #endif
 }
 
-// Copies between symmetric memory and host memory, whichever the slots are.
-bool copy(bool gpu, void* destination, const void* source, size_t bytes) {
+// Copies between symmetric memory and host memory, whichever the slots are; on failure says why
+// (CUDA's error: smem_get_last_err_msg knows nothing of it).
+bool copy(bool gpu, void* destination, const void* source, size_t bytes, const char* what) {
 #ifdef SHM_ALLREDUCE_WITH_CUDA
-  if (gpu) return cudaMemcpy(destination, source, bytes, cudaMemcpyDefault) == cudaSuccess;
+  if (gpu) {
+    const cudaError_t result = cudaMemcpy(destination, source, bytes, cudaMemcpyDefault);
+    if (result == cudaSuccess) return true;
+    std::fprintf(stderr, "shm_allreduce: copy (%s) failed: %s\n", what, cudaGetErrorString(result));
+    return false;
+  }
 #endif
   (void)gpu;
+  (void)what;
   std::memcpy(destination, source, bytes);
   return true;
 }
@@ -105,26 +112,27 @@ int main(int argc, char** argv) {
   std::vector<float> input(padded);
   for (size_t i = 0; i < padded; ++i)
     input[i] = i < elements ? static_cast<float>((rank + 1) * (i % 97)) : 0.0f;
-  if (!copy(gpu, slot(rank), input.data(), padded * sizeof(float))) return fail("copy (inputs)");
+  if (!copy(gpu, slot(rank), input.data(), padded * sizeof(float), "inputs")) return 1;
   if (smem_shm_control_barrier(shm) != 0) return fail("barrier (inputs written)");
 
   // Reduce-scatter: chunk `rank` of every rank's input, summed into chunk `rank` of my output.
   std::vector<float> sum(chunk, 0.0f), part(chunk);
   for (int peer = 0; peer < world; ++peer) {
-    if (!copy(gpu, part.data(), slot(peer) + rank * chunk, chunk * sizeof(float)))
-      return fail("copy (a peer's chunk)");
+    if (!copy(gpu, part.data(), slot(peer) + rank * chunk, chunk * sizeof(float), "a peer's chunk"))
+      return 1;
     for (size_t i = 0; i < chunk; ++i) sum[i] += part[i];
   }
-  if (!copy(gpu, slot(rank) + padded + rank * chunk, sum.data(), chunk * sizeof(float)))
-    return fail("copy (my reduced chunk)");
+  if (!copy(gpu, slot(rank) + padded + rank * chunk, sum.data(), chunk * sizeof(float),
+            "my reduced chunk"))
+    return 1;
   if (smem_shm_control_barrier(shm) != 0) return fail("barrier (chunks reduced)");
 
   // Allgather: chunk c from rank c's output.
   std::vector<float> result(padded);
   for (int owner = 0; owner < world; ++owner) {
     if (!copy(gpu, result.data() + owner * chunk, slot(owner) + padded + owner * chunk,
-              chunk * sizeof(float)))
-      return fail("copy (a reduced chunk)");
+              chunk * sizeof(float), "a reduced chunk"))
+      return 1;
   }
   if (smem_shm_control_barrier(shm) != 0) return fail("barrier (results read)");
 
