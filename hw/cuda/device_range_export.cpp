@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hw/cuda/cuda_check.h"
+#include "hw/cuda/wire_descriptor.h"
 #include "memloom/error.h"
 #include "src/core/log.h"
 
@@ -49,16 +50,8 @@ bool pointer_attribute(CUpointer_attribute attribute, const void* address, uint6
 }
 
 WireRange decode(const std::vector<uint8_t>& bytes) {
-  WireRange wire{};
-  if (bytes.size() != sizeof(wire)) {
-    raise(Status::kInvalidInput, "device range descriptor of " + std::to_string(bytes.size()) +
-                                     " bytes is not a CUDA backend descriptor");
-  }
-  std::memcpy(&wire, bytes.data(), sizeof(wire));
-  if (wire.magic != kRangeMagic || wire.version != kRangeVersion) {
-    raise(Status::kInvalidInput,
-          "device range descriptor was not made by this version of the CUDA backend");
-  }
+  const auto wire =
+      decode_wire<WireRange>(bytes, "device range descriptor", kRangeMagic, kRangeVersion);
   if (wire.kind != static_cast<uint32_t>(RangeKind::kLegacyIpc) &&
       wire.kind != static_cast<uint32_t>(RangeKind::kVmmFd)) {
     raise(Status::kInvalidInput,
@@ -242,8 +235,7 @@ std::optional<hal::ExportedSegment> export_device_range(const void* address, siz
     wire.kind = static_cast<uint32_t>(RangeKind::kVmmFd);
     exported.fd = fd;
   }
-  exported.descriptor.resize(sizeof(wire));
-  std::memcpy(exported.descriptor.data(), &wire, sizeof(wire));
+  exported.descriptor = encode_wire(wire);
   return exported;
 }
 

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "hw/cuda/wire_descriptor.h"
 #include "memloom/error.h"
 
 namespace memloom::cuda {
@@ -98,22 +99,12 @@ HostSegment::~HostSegment() {
 std::vector<uint8_t> SegmentDescriptor::encode() const {
   WireDescriptor wire{kDescriptorMagic, kDescriptorVersion, static_cast<int32_t>(kind), device,
                       size};
-  std::vector<uint8_t> bytes(sizeof(wire));
-  std::memcpy(bytes.data(), &wire, sizeof(wire));
-  return bytes;
+  return encode_wire(wire);
 }
 
 SegmentDescriptor SegmentDescriptor::decode(const std::vector<uint8_t>& bytes) {
-  WireDescriptor wire{};
-  if (bytes.size() != sizeof(wire)) {
-    raise(Status::kInvalidInput, "segment descriptor of " + std::to_string(bytes.size()) +
-                                     " bytes is not a CUDA backend descriptor");
-  }
-  std::memcpy(&wire, bytes.data(), sizeof(wire));
-  if (wire.magic != kDescriptorMagic || wire.version != kDescriptorVersion) {
-    raise(Status::kInvalidInput,
-          "segment descriptor was not made by this version of the CUDA backend");
-  }
+  const auto wire = decode_wire<WireDescriptor>(bytes, "segment descriptor", kDescriptorMagic,
+                                                kDescriptorVersion);
   if (wire.kind != static_cast<int32_t>(hal::MemoryKind::kDevice) &&
       wire.kind != static_cast<int32_t>(hal::MemoryKind::kHost)) {
     raise(Status::kInvalidInput,
