@@ -27,7 +27,8 @@ class BmCallScenario : public Scenario {
     smem_bm_config_init(&config);
     config.startConfigStoreServer = false;
     config.initTimeout = 20;
-    config.createTimeout = kCallTimeoutSeconds;
+    // As for SHM: the faulted call's deadline only where create is the call under test.
+    config.createTimeout = which_ == BmCall::kCreate ? kCallTimeoutSeconds : 20;
     config.controlOperationTimeout = kCallTimeoutSeconds;
     config.rankId = static_cast<uint16_t>(context.rank.rank);
     size_ = static_cast<uint32_t>(context.rank.world_size);
@@ -35,6 +36,7 @@ class BmCallScenario : public Scenario {
                            static_cast<uint16_t>(context.rank.device()), &config),
               SMEM_SUCCESS)
         << smem_get_last_err_msg();
+    if (which_ == BmCall::kCreate) return;  // its only object is the one the call creates
     bm_ = create(0);
     ASSERT_NE(bm_, nullptr) << smem_get_last_err_msg();
     ASSERT_EQ(smem_bm_join(bm_, 0, nullptr), SMEM_SUCCESS) << smem_get_last_err_msg();
@@ -77,7 +79,7 @@ class BmCallScenario : public Scenario {
     return which_ == BmCall::kCreate || !context.shares_victims_node();
   }
   void shutdown() override {
-    smem_bm_destroy(bm_);
+    if (bm_ != nullptr) smem_bm_destroy(bm_);
     smem_bm_uninit(0);
   }
   bool is_peer_failure(int code) const override {
