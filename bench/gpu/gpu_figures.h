@@ -31,6 +31,9 @@ Figures local_gather_rank(const RankInfo& info);
 // "gather rank R": seconds of rank R's gather from a table of `type` over all ranks (one GPU
 // each), every rank gathering at once.
 Figures spread_gather_rank(const RankInfo& info, wholememory_memory_type_t type);
+// "gather rank 0": the same with rank 0 gathering alone (the other ranks hold their part of the
+// table and stay idle), so NVLink carries reads one way only. Not for DISTRIBUTED (collective).
+Figures rank_zero_gather_rank(const RankInfo& info, wholememory_memory_type_t type);
 
 // "put", "get": rank 0's copies of kCopyBytes to / from rank 1's SHM slot (GPU 1).
 Figures shm_rank(const RankInfo& info);

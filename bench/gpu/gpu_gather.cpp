@@ -135,8 +135,9 @@ const char* type_name(wholememory_memory_type_t type) {
   }
 }
 
-// Best seconds of one gather on this rank; every rank of the job runs it at the same time.
-double gather_seconds(const RankInfo& info, wholememory_memory_type_t type) {
+// Best seconds of one gather on this rank. Every rank of the job runs it at the same time, or,
+// when `gathering` is false for this rank, only holds its part of the table and keeps step.
+double gather_seconds(const RankInfo& info, wholememory_memory_type_t type, bool gathering = true) {
   use_device(info.local_rank);
   WholeMemorySession session;
   wholememory_comm_t comm = make_communicator(info);
@@ -171,15 +172,18 @@ double gather_seconds(const RankInfo& info, wholememory_memory_type_t type) {
              "wholememory_gather");
   };
   check_wm(wholememory_communicator_barrier(comm), "wholememory_communicator_barrier");
-  gather();  // warm-up (temporary memory, first touches), checked
-  wait_stream(stream.get(), "the first gather");
-  check_gathered(output_memory.bytes(), indices, type_name(type));
+  if (gathering) {
+    gather();  // warm-up (temporary memory, first touches), checked
+    wait_stream(stream.get(), "the first gather");
+    check_gathered(output_memory.bytes(), indices, type_name(type));
+  }
 
   EventTimer timer;
   double best = 1e30;
   for (int sample = 0; sample < kSamples; ++sample) {
     // Every rank starts its sample together, so remote reads share the links as in training.
     check_wm(wholememory_communicator_barrier(comm), "wholememory_communicator_barrier");
+    if (!gathering) continue;
     timer.start(stream.get());
     for (int i = 0; i < kGathersPerSample; ++i) gather();
     const double seconds = timer.stop(stream.get(), "gathers") / kGathersPerSample;
@@ -200,6 +204,12 @@ Figures local_gather_rank(const RankInfo& info) {
 
 Figures spread_gather_rank(const RankInfo& info, wholememory_memory_type_t type) {
   return {{"gather rank " + std::to_string(info.rank), gather_seconds(info, type)}};
+}
+
+Figures rank_zero_gather_rank(const RankInfo& info, wholememory_memory_type_t type) {
+  const double seconds = gather_seconds(info, type, info.rank == 0);
+  if (info.rank != 0) return {};
+  return {{"gather rank 0", seconds}};
 }
 
 }  // namespace memloom::bench::gpu

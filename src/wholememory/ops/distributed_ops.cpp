@@ -4,6 +4,7 @@
 // caller's order.
 #include <mutex>
 
+#include "src/core/phase_trace.h"
 #include "src/wholememory/ops/exchange_op.h"
 #include "src/wholememory/ops/request_round.h"
 
@@ -33,16 +34,21 @@ void distributed_gather(const ExchangeOperands& operands) {
   const auto& table = operands.table;
   auto& comm = operands.memory->comm();
   const EntryLayout layout(*operands.memory, table.entry_bytes());
+  core::PhaseTrace trace("wholememory_gather (DISTRIBUTED)");
   ExchangeWork work(operands);
   const auto indices = work.indices_on_host();
+  trace.mark("indices to host");
   const RowRequests requests = route_to_owners(indices, table, layout);
+  trace.mark("routing");
   const size_t row_bytes = static_cast<size_t>(table.columns) * table.element_bytes();
 
   std::lock_guard<std::mutex> lock(comm.collective_mutex());
   const Deadline deadline = collective_deadline();
   join_exchange(operands, "wholememory_gather", requests.first_bad, deadline);
+  trace.mark("agreement");
   abort_peers_on_failure(comm.group(), [&] {
     RequestRound round(comm.group().collectives(), requests.keys, requests.destinations, deadline);
+    trace.mark("request exchange");
     // Serve the entries other ranks asked me for.
     TempMemory* asked = work.upload(round.received());
     TempMemory* served = work.device_buffer(round.received().size() * row_bytes);
@@ -50,14 +56,17 @@ void distributed_gather(const ExchangeOperands& operands) {
                    packed_table(served->data(), table.columns, table.dtype), asked,
                    round.received().size(), layout.local_entries(comm.rank()));
     work.synchronize();
+    trace.mark("serving");
     TempMemory* answers = work.device_buffer(round.sent_count() * row_bytes);
     round.respond(served->data(), answers->data(), row_bytes, deadline);
+    trace.mark("row exchange");
 
     // Output row i takes the answer in its request's slot; skipped rows keep their contents.
     TempMemory* slots = work.upload(requests.slot_of_row(round, indices.size()));
     work.copy_rows(Direction::kGather, packed_table(answers->data(), table.columns, table.dtype),
                    operands.rows, slots, indices.size(), static_cast<int64_t>(round.sent_count()));
     work.synchronize();
+    trace.mark("placing rows");
   });
 }
 
