@@ -398,6 +398,10 @@ void VmmMemoryDomain::unregister_user_memory(void* address) {
   registered_.erase(it);
 }
 
+bool VmmMemoryDomain::is_device_memory(const void* address) const {
+  return is_device_pointer(address);
+}
+
 std::optional<hal::ExportedSegment> VmmMemoryDomain::export_device_range(const void* address,
                                                                          size_t size) {
   return cuda::export_device_range(address, size, current_device_.load());

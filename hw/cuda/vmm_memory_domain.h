@@ -37,6 +37,7 @@ class VmmMemoryDomain : public hal::MemoryDomain {
   void unregister_user_memory(void* address) override;
   // Legacy (cudaMalloc) memory through CUDA IPC handles, VMM memory through POSIX fds; a range
   // must lie inside one allocation (device_range_export.h).
+  bool is_device_memory(const void* address) const override;
   std::optional<hal::ExportedSegment> export_device_range(const void* address,
                                                           size_t size) override;
   std::unique_ptr<hal::ImportedRange> import_device_range(hal::ExportedSegment exported) override;

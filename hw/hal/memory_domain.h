@@ -94,6 +94,14 @@ class MemoryDomain {
   // an accelerator.
   virtual bool memory_is_host_accessible() const { return false; }
 
+  // True when `address` is device memory the CPU cannot load from or store to (so neither can
+  // the kernel's cross-memory attach). False for host memory, and on backends whose every
+  // address is host memory (the default).
+  virtual bool is_device_memory(const void* address) const {
+    (void)address;
+    return false;
+  }
+
   // Makes user memory usable by the backend's copy engines (pinning on CUDA). Idempotent per range.
   virtual void register_user_memory(void* address, size_t size) = 0;
   virtual void unregister_user_memory(void* address) = 0;

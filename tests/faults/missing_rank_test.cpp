@@ -31,14 +31,17 @@ int world_rank(const testing::RankContext& rank) {
 void run_without_rank_two(const std::function<CallResult(const testing::RankContext&)>& init,
                           const std::string& names_missing) {
   JobAudit job;
+  ForkedBarrier backends_up;
   testing::MultiProcessOptions options;
   options.ranks = kWorld - 1;
   options.timeout = std::chrono::seconds(60);
   options.env = fault_environment();
   auto results = testing::run_ranks(options, [&](const testing::RankContext& rank) {
-    // The backend comes up before the audit's baseline and the clock: on a loaded GPU machine
-    // bringing up CUDA took seconds, and a rank still doing so looked missing to the others.
+    // Every present rank's backend is up before the audit's baseline and anyone's clock: on a
+    // loaded GPU machine bringing up CUDA took seconds, and a rank still doing so looked missing
+    // to the others (which named it as well as rank 2).
     core::platform();
+    backends_up.wait(kWorld - 1);
     RankAudit audit;
     const auto start = Clock::now();
     CallResult result = init(rank);

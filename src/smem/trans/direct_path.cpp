@@ -69,6 +69,10 @@ DirectPath::Outcome DirectPath::run(Direction direction, const std::vector<Piece
   auto snapshot = view_.snapshot();
   forget_stale_mappings(*snapshot);
   const std::vector<const RegionRef*> region_of = snapshot->regions_of(pieces, peer_name_);
+  for (const RegionRef* region : region_of) {
+    if (region->kind == RegionKind::kDeviceExport || region->kind == RegionKind::kDeviceOpaque)
+      return Outcome::kUnavailable;
+  }
   std::vector<iovec> local;
   std::vector<iovec> remote;
   std::vector<const RegionRef*> window_regions;

@@ -33,7 +33,8 @@ class DirectPath {
   // False once the peer process exited or destroyed its instance.
   bool alive() const;
 
-  enum class Outcome { kDone, kCrossMemoryDenied };
+  // kUnavailable (nothing copied): a region is device memory, which the CPU cannot address.
+  enum class Outcome { kDone, kCrossMemoryDenied, kUnavailable };
   // Copies every piece. Throws kInvalidInput for a range the peer has not registered (nothing is
   // copied then), kCommunication if the peer exits before the copy completed.
   Outcome run(Direction direction, const std::vector<Piece>& pieces, Deadline deadline);

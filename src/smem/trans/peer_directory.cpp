@@ -1,5 +1,9 @@
 #include "src/smem/trans/peer_directory.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+
 #include "memloom/error.h"
 #include "src/core/fd_broker.h"
 
@@ -40,11 +44,23 @@ std::shared_ptr<Peer> PeerDirectory::find(const std::string& unique_id, Deadline
                 ") is gone: " + error.what());
     }
     if (staging_ && domain_ != nullptr) {
-      peer->device =
-          std::make_unique<DevicePath>(unique_id, peer->record.pid, table_fd, *domain_, staging_);
-    } else {
-      peer->direct = std::make_unique<DirectPath>(unique_id, peer->record.pid, table_fd);
+      // Device memory goes by the device path, host memory by cross-memory attach: each path
+      // reads the peer's table through a descriptor of its own.
+      const int device_table_fd = ::dup(table_fd);
+      if (device_table_fd < 0) {
+        const int error = errno;
+        ::close(table_fd);
+        raise_errno("duplicating the region table descriptor of peer '" + unique_id + "'", error);
+      }
+      try {
+        peer->device = std::make_unique<DevicePath>(unique_id, peer->record.pid, device_table_fd,
+                                                    *domain_, staging_);
+      } catch (...) {
+        ::close(table_fd);
+        throw;
+      }
     }
+    peer->direct = std::make_unique<DirectPath>(unique_id, peer->record.pid, table_fd);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   auto [it, inserted] = peers_.emplace(unique_id, peer);

@@ -25,9 +25,9 @@ struct Peer {
   // Still there: its process runs and its instance was not destroyed (peers elsewhere: true).
   bool alive() const { return (!direct || direct->alive()) && (!device || device->alive()); }
   PeerRecord record;
-  // At most one of the two is set, for peers on this node when direct copies are allowed:
-  std::unique_ptr<DirectPath> direct;  // the CPU reaches registered memory
-  std::unique_ptr<DevicePath> device;  // only streams do (staging)
+  // For peers on this node when direct copies are allowed:
+  std::unique_ptr<DirectPath> direct;  // host memory: the CPU reaches it (cross-memory attach)
+  std::unique_ptr<DevicePath> device;  // with staging: device memory, which only streams reach
   TcpChannel tcp;
   std::atomic<bool> cross_memory_denied{false};
 };
@@ -35,8 +35,8 @@ struct Peer {
 class PeerDirectory {
  public:
   // map_tables: set up a same-node path to peers on this node (off when the instance may not use
-  // it): the DevicePath with `staging` (its streams copy, `domain` imports), else the DirectPath.
-  // staging: also for the peers' TCP channels (null: no staging).
+  // it): the DirectPath, and with `staging` the DevicePath too (its streams copy, `domain`
+  // imports). staging: also for the peers' TCP channels (null: no staging).
   PeerDirectory(std::shared_ptr<store::Client> store, std::string my_node, bool map_tables,
                 std::shared_ptr<StreamPool> staging, hal::MemoryDomain* domain);
   // The instance published as unique_id now. Throws kNotFound when none is published,

@@ -63,11 +63,12 @@ std::vector<uint8_t> load_descriptor(const TableSlot& slot) {
   return descriptor;
 }
 
-// A slot's kind as published; an unknown value (a newer writer) reads as plain.
+// A slot's kind as published; an unknown value (a newer writer) reads as opaque device memory,
+// which only the owner's data server touches.
 RegionKind load_kind(const TableSlot& slot) {
   uint64_t kind = slot.kind.load(std::memory_order_acquire);
-  return kind <= static_cast<uint64_t>(RegionKind::kDeviceExport) ? static_cast<RegionKind>(kind)
-                                                                  : RegionKind::kPlain;
+  return kind <= static_cast<uint64_t>(RegionKind::kDeviceOpaque) ? static_cast<RegionKind>(kind)
+                                                                  : RegionKind::kDeviceOpaque;
 }
 
 }  // namespace

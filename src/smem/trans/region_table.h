@@ -42,9 +42,10 @@ inline constexpr size_t kMaxDescriptorBytes = kDescriptorWords * sizeof(uint64_t
 
 // How a same-node peer reaches a region's bytes.
 enum class RegionKind : uint64_t {
-  kPlain = 0,         // cross-memory attach, or the data server
+  kPlain = 0,         // host memory: cross-memory attach, or the data server
   kMemfd = 1,         // token: a memfd segment the peer maps
   kDeviceExport = 2,  // descriptor (+ token of its fd, if any): hal::MemoryDomain device export
+  kDeviceOpaque = 3,  // device memory without an export: only the owner's data server reaches it
 };
 
 struct alignas(128) TableHeader {

@@ -13,10 +13,13 @@ constexpr size_t kMaxIdleStreams = 8;
 
 }  // namespace
 
-bool staging_required() {
+bool staging_forced() {
   const char* forced = std::getenv("MEMLOOM_TRANS_STAGING");
-  if (forced != nullptr && std::string(forced) == "1") return true;
-  return core::platform().name() != "emulated";
+  return forced != nullptr && std::string(forced) == "1";
+}
+
+bool staging_required() {
+  return staging_forced() || core::platform().name() != "emulated";
 }
 
 StreamPool::StreamPool(int device) : device_(device) {

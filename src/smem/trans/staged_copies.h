@@ -22,6 +22,9 @@ namespace memloom::smem::trans {
 
 // True when the process's backend needs staging (or MEMLOOM_TRANS_STAGING=1 asks for it).
 bool staging_required();
+// True when MEMLOOM_TRANS_STAGING=1 asks for staging: then every registered and local address
+// counts as device memory, so the emulated backend runs the CUDA backend's device-memory paths.
+bool staging_forced();
 
 // Streams of the process's platform on one device, reused by the transfers of one instance.
 // Thread-safe: concurrent transfers each borrow their own stream.

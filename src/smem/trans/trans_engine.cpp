@@ -62,6 +62,7 @@ std::shared_ptr<Engine> Engine::create(const std::string& store_url, const std::
     const int device = options.device >= 0 ? options.device : core::platform().current_device();
     // The first stream (on CUDA, the device's context too) is made now, not in a transfer's time.
     engine->staging_ = std::make_shared<StreamPool>(device);
+    engine->staging_forced_ = staging_forced();
     engine->device_domain_ = options.device_domain != nullptr ? options.device_domain
                                                               : &core::platform().memory_domain();
   }
@@ -124,7 +125,12 @@ RegionShare Engine::share_device_range(void* address, size_t size) {
   try {
     std::optional<hal::ExportedSegment> exported =
         device_domain_->export_device_range(address, size);
-    if (!exported) return share;  // host memory, several allocations, ...: the data server's
+    if (!exported) {
+      // Host memory stays plain: same-node peers reach it by cross-memory attach. Device memory
+      // over several allocations has no export: only the data server copies it.
+      if (is_device_memory(address)) share.kind = RegionKind::kDeviceOpaque;
+      return share;
+    }
     UniqueFd fd(exported->fd);
     if (exported->descriptor.size() > kMaxDescriptorBytes) {
       raise(Status::kNotSupported, "its descriptor of " +
@@ -143,7 +149,9 @@ RegionShare Engine::share_device_range(void* address, size_t size) {
                                               << ": device memory cannot be exported to peers ("
                                               << error.what() << "); they use TCP for it");
     }
-    return RegionShare{};
+    RegionShare unexported;
+    unexported.kind = RegionKind::kDeviceOpaque;
+    return unexported;
   }
   return share;
 }
@@ -253,6 +261,19 @@ void Engine::check_peer(const std::string& peer_id) {
   peers_->find(peer_id, deadline());
 }
 
+bool Engine::is_device_memory(const void* address) const {
+  return staging_forced_ || device_domain_->is_device_memory(address);
+}
+
+bool Engine::local_side_is_host(const std::vector<TransferEntry>& entries) const {
+  // Without staging every address is host memory; with it, device buffers need the streams.
+  if (!staging_) return true;
+  for (const auto& entry : entries) {
+    if (entry.bytes > 0 && is_device_memory(entry.local)) return false;
+  }
+  return true;
+}
+
 void Engine::transfer(Direction direction, const std::string& peer_id,
                       const std::vector<TransferEntry>& entries) {
   check_open();
@@ -273,12 +294,15 @@ void Engine::transfer(Direction direction, const std::string& peer_id,
         peer->device->run(direction, pieces, deadline) == DevicePath::Outcome::kDone) {
       return;
     }
-    if (peer->direct && !peer->cross_memory_denied.load()) {
-      if (peer->direct->run(direction, pieces, deadline) == DirectPath::Outcome::kDone) return;
-      peer->cross_memory_denied.store(true);
-      MEMLOOM_LOG(kInfo, "cross-memory attach to peer '"
-                             << peer_id
-                             << "' is not permitted (ptrace restrictions); using TCP for it");
+    if (peer->direct && !peer->cross_memory_denied.load() && local_side_is_host(entries)) {
+      const DirectPath::Outcome outcome = peer->direct->run(direction, pieces, deadline);
+      if (outcome == DirectPath::Outcome::kDone) return;
+      if (outcome == DirectPath::Outcome::kCrossMemoryDenied) {
+        peer->cross_memory_denied.store(true);
+        MEMLOOM_LOG(kInfo, "cross-memory attach to peer '"
+                               << peer_id
+                               << "' is not permitted (ptrace restrictions); using TCP for it");
+      }
     }
     // With staging, the data server is how same-node copies are done (SDMA's stand-in).
     const bool same_node = peer->record.node == node_;

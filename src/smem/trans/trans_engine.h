@@ -85,6 +85,10 @@ class Engine {
   RegionShare share_device_range(void* address, size_t size);
   void withdraw_export(void* address);
   void check_open() const;
+  // True when the CPU can address every entry's local memory (cross-memory attach needs it).
+  bool local_side_is_host(const std::vector<TransferEntry>& entries) const;
+  // With staging: memory only streams reach (all memory when MEMLOOM_TRANS_STAGING forces it).
+  bool is_device_memory(const void* address) const;
 
   const std::string unique_id_;
   const EngineOptions options_;
@@ -92,6 +96,7 @@ class Engine {
   // Set when registered memory is reached through stream copies (created with the instance).
   std::shared_ptr<StreamPool> staging_;
   hal::MemoryDomain* device_domain_ = nullptr;  // set with staging_
+  bool staging_forced_ = false;
   std::unique_ptr<store::Server> store_server_;
   std::shared_ptr<store::Client> store_;
   std::unique_ptr<RegionTable> regions_;
