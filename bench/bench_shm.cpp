@@ -6,7 +6,8 @@
 //         its own, how a GPU program moves bulk data into a peer's slot (cudaMemcpyAsync); the
 //         issue's targets apply at 64 MiB (>= 0.85x memcpy, >= 1.5x OpenSHMEM);
 //       - as CPU loads/stores through the GVA (SHM's MTE data path: a memcpy on rank 0's thread),
-//         reported with its ratios but no target: one thread's memcpy cannot beat OpenSHMEM's;
+//         reported with its ratios but no target: it is one thread's memcpy, which measures at
+//         about OpenSHMEM's speed;
 //   - smem_shm_control_barrier and an 8-byte smem_shm_control_allgather with 2, 4 and 8 ranks,
 //     vs OpenSHMEM shmem_barrier_all (2 ranks) and Open MPI MPI_Barrier / MPI_Allgather; the
 //     ranks are bound to cores as mpirun binds the references' (one core each with 2 ranks).
