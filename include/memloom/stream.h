@@ -60,10 +60,12 @@ memloom_status_t memloom_stream_synchronize(memloom_stream_t stream);
  * ranges must not overlap (as with cudaMemcpyAsync, the result is then undefined).
  *
  * NULL is the default stream; on the CUDA backend any cudaStream_t is accepted. bytes == 0
- * returns MEMLOOM_STATUS_SUCCESS at once and enqueues nothing. A null dst or src with bytes > 0,
- * or a stream handle that is not a stream, returns MEMLOOM_STATUS_INVALID_INPUT. Addresses are
- * not checked beyond that: the CUDA backend returns MEMLOOM_STATUS_DEVICE with CUDA's reason for
- * an address it refuses; on the emulated backend an unmapped address faults as memcpy would. */
+ * returns MEMLOOM_STATUS_SUCCESS at once and enqueues nothing. A null dst or src with bytes > 0
+ * returns MEMLOOM_STATUS_INVALID_INPUT, as does, on the emulated backend, a handle that is neither
+ * NULL nor a stream of memloom_stream_create. Addresses are not checked beyond that: the CUDA
+ * backend reports an address CUDA refuses as MEMLOOM_STATUS_DEVICE with CUDA's reason (from this
+ * call or from memloom_stream_synchronize); on the emulated backend an unmapped address faults as
+ * memcpy would. */
 memloom_status_t memloom_memcpy_async(void* dst, const void* src, size_t bytes,
                                       memloom_stream_t stream);
 
