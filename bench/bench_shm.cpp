@@ -1,7 +1,13 @@
 // memloom-bench shm: MemFabric SHM on the emulated backend, against references measured in the
 // same run.
-//   - put/get: rank 0 copies to and from rank 1's symmetric slot through the GVA (SHM's MTE data
-//     path: plain loads and stores), vs single-thread memcpy and OpenSHMEM putmem/getmem;
+//   - put/get: rank 0 copies to and from rank 1's symmetric slot two ways, each vs single-thread
+//     memcpy (paired, same process) and OpenSHMEM putmem/getmem:
+//       - by the copy engine: memloom_memcpy_async + memloom_stream_synchronize on a stream of
+//         its own, how a GPU program moves bulk data into a peer's slot (cudaMemcpyAsync); the
+//         issue's targets apply at 64 MiB (>= 0.85x memcpy, >= 1.5x OpenSHMEM);
+//       - as CPU loads/stores through the GVA (SHM's MTE data path: a memcpy on rank 0's thread),
+//         reported with its ratios but no target: it is one thread's memcpy, which measures at
+//         about OpenSHMEM's speed;
 //   - smem_shm_control_barrier and an 8-byte smem_shm_control_allgather with 2, 4 and 8 ranks,
 //     vs OpenSHMEM shmem_barrier_all (2 ranks) and Open MPI MPI_Barrier / MPI_Allgather; the
 //     ranks are bound to cores as mpirun binds the references' (one core each with 2 ranks).
@@ -9,12 +15,14 @@
 #include <sched.h>
 
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
 #include "bench/bench_registry.h"
 #include "bench/bench_timing.h"
 #include "bench/copy_figures.h"
+#include "memloom/stream.h"
 #include "smem/host/smem_shm.h"
 
 namespace memloom::bench {
@@ -67,28 +75,96 @@ class ShmSession {
   uint64_t stride_ = 0;
 };
 
+// The two ways rank 0 copies, as prefixes of its figures' names.
+constexpr const char* kLoadStore = "load/store ";
+constexpr const char* kCopyEngine = "copy engine ";
+
+void check_stream(memloom_status_t status, const std::string& what) {
+  if (status != MEMLOOM_STATUS_SUCCESS) {
+    throw std::runtime_error(what + " failed with memloom status " +
+                             std::to_string(static_cast<int>(status)));
+  }
+}
+
+// A stream of its own for rank 0's copy-engine copies; destroyed before the SHM session.
+class Stream {
+ public:
+  Stream() { check_stream(memloom_stream_create(&stream_), "memloom_stream_create"); }
+  ~Stream() { (void)memloom_stream_destroy(stream_); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  // One copy, complete on return.
+  void copy(void* dst, const void* src, size_t bytes) {
+    check_stream(memloom_memcpy_async(dst, src, bytes, stream_), "memloom_memcpy_async");
+    check_stream(memloom_stream_synchronize(stream_), "memloom_stream_synchronize");
+  }
+
+ private:
+  memloom_stream_t stream_ = nullptr;
+};
+
+void add_prefixed(Figures& into, const std::string& prefix, const Figures& figures) {
+  for (const auto& [name, seconds] : figures) into[prefix + name] = seconds;
+}
+
+Figures with_prefix_removed(const Figures& figures, const std::string& prefix) {
+  Figures kept;
+  for (const auto& [name, seconds] : figures) {
+    if (name.rfind(prefix, 0) == 0) kept[name.substr(prefix.size())] = seconds;
+  }
+  return kept;
+}
+
+// The copies really reach rank 1's memory and come back: patterns put both ways are checked in
+// rank 1's slot, and one rank 1 writes there is got back by the copy engine.
+void verify_copies(const RankInfo& info, const ShmSession& session, Stream* stream) {
+  char* slot = session.slot(1);
+  std::vector<char> local(kVerifyBytes);
+  if (info.rank == 0) {
+    fill_pattern(slot, kVerifyBytes, 0x5a);
+    fill_pattern(local.data(), kVerifyBytes, 0x6b);
+    stream->copy(slot + kVerifyBytes, local.data(), kVerifyBytes);
+  }
+  check_smem(smem_shm_control_barrier(session.handle()), "smem_shm_control_barrier");
+  if (info.rank == 1) {
+    expect_pattern(slot, kVerifyBytes, 0x5a, "shm put (load/store)");
+    expect_pattern(slot + kVerifyBytes, kVerifyBytes, 0x6b, "shm put (copy engine)");
+    fill_pattern(slot + 2 * kVerifyBytes, kVerifyBytes, 0x7c);
+  }
+  check_smem(smem_shm_control_barrier(session.handle()), "smem_shm_control_barrier");
+  if (info.rank == 0) {
+    stream->copy(local.data(), slot + 2 * kVerifyBytes, kVerifyBytes);
+    expect_pattern(local.data(), kVerifyBytes, 0x7c, "shm get (copy engine)");
+  }
+  // Rank 1 keeps its slot until rank 0 is done with it.
+  check_smem(smem_shm_control_barrier(session.handle()), "smem_shm_control_barrier");
+}
+
 Figures copy_rank(const RankInfo& info) {
   ShmSession session(info, kLargestCopy);
   Figures figures;
+  std::optional<Stream> stream;
   if (info.rank == 0) {
+    stream.emplace();
     char* peer = session.slot(1);
     std::vector<char> local(kLargestCopy, 1);
-    figures = time_puts_and_gets(
-        [&](size_t bytes) {
-          std::memcpy(peer, local.data(), bytes);
-          asm volatile("" : : "r"(peer) : "memory");
-        },
-        [&](size_t bytes) {
-          std::memcpy(local.data(), peer, bytes);
-          asm volatile("" : : "r"(local.data()) : "memory");
-        });
+    add_prefixed(
+        figures, kCopyEngine,
+        time_puts_and_gets([&](size_t bytes) { stream->copy(peer, local.data(), bytes); },
+                           [&](size_t bytes) { stream->copy(local.data(), peer, bytes); }));
+    add_prefixed(figures, kLoadStore,
+                 time_puts_and_gets(
+                     [&](size_t bytes) {
+                       std::memcpy(peer, local.data(), bytes);
+                       asm volatile("" : : "r"(peer) : "memory");
+                     },
+                     [&](size_t bytes) {
+                       std::memcpy(local.data(), peer, bytes);
+                       asm volatile("" : : "r"(local.data()) : "memory");
+                     }));
   }
-  // The copies really reach rank 1's memory: rank 0 puts a pattern, rank 1 finds it in its slot.
-  if (info.rank == 0) fill_pattern(session.slot(1), kVerifyBytes, 0x5a);
-  check_smem(smem_shm_control_barrier(session.handle()), "smem_shm_control_barrier");
-  if (info.rank == 1) expect_pattern(session.slot(1), kVerifyBytes, 0x5a, "shm put");
-  // Rank 1 keeps its slot until rank 0 is done with it.
-  check_smem(smem_shm_control_barrier(session.handle()), "smem_shm_control_barrier");
+  verify_copies(info, session, stream ? &*stream : nullptr);
   return figures;
 }
 
@@ -180,10 +256,16 @@ int run_shm(const std::vector<std::string>& args) {
     // runs in the rounds of the collectives.
     const ReferenceRun shmem_first = shmem;
     if (part != "collectives") {
-      report_heading("SHM put/get: rank 0 to and from rank 1's slot through the GVA (2 ranks)");
       Figures copies = run_ranks(RankJob{2, 1}, copy_rank);
       keep_best(shmem, run_openshmem_reference(collective_iterations(2)));
-      report_copies("shm", copies, shmem, tally);
+      report_heading(
+          "SHM put/get by the copy engine: rank 0 to and from rank 1's slot with "
+          "memloom_memcpy_async + memloom_stream_synchronize (2 ranks)");
+      report_copies("shm copy engine", with_prefix_removed(copies, kCopyEngine), shmem, tally);
+      report_heading(
+          "SHM put/get as CPU loads/stores through the GVA (memcpy on rank 0's thread; no "
+          "target)");
+      report_copies("shm load/store", with_prefix_removed(copies, kLoadStore), shmem, tally, false);
     }
     if (part == "copies") {
       tally.print("shm");

@@ -57,9 +57,9 @@ CopyDisplay display_copy(size_t bytes, double seconds) {
 }
 
 void report_copies(const std::string& api, const Figures& ours, const ReferenceRun& shmem,
-                   VerdictTally& tally) {
+                   VerdictTally& tally, bool with_targets) {
   for (size_t bytes : kCopySizes) {
-    const bool largest = bytes == kLargestCopy;
+    const bool largest = with_targets && bytes == kLargestCopy;
     for (const char* op : {"put", "get"}) {
       const std::string key = std::string(op) + " " + std::to_string(bytes);
       const double seconds = ours.at(key);

@@ -28,10 +28,10 @@ ReferenceRun run_openshmem_reference(int64_t barrier_iterations);
 void keep_best(ReferenceRun& best, const ReferenceRun& other);
 
 // Prints each copy figure against memcpy (the paired speed-up) and OpenSHMEM (best times), with
-// the 64 MiB
-// targets: >= 0.85 x memcpy and >= 1.5 x OpenSHMEM.
+// the 64 MiB targets (>= 0.85 x memcpy and >= 1.5 x OpenSHMEM) unless `with_targets` is false
+// (ratios only, for a data path the targets are not set for).
 void report_copies(const std::string& api, const Figures& ours, const ReferenceRun& shmem,
-                   VerdictTally& tally);
+                   VerdictTally& tally, bool with_targets = true);
 
 // Bytes per second as GB/s for large copies, microseconds per copy for small ones.
 struct CopyDisplay {

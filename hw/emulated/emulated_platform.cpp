@@ -19,6 +19,7 @@
 #include "src/core/environment.h"
 #include "src/core/log.h"
 #include "src/core/thread_pool.h"
+#include "src/core/two_thread_copier.h"
 
 namespace memloom::emulated {
 namespace {
@@ -96,7 +97,9 @@ class EmulatedPlatform : public hal::Platform {
 
   std::unique_ptr<hal::Stream> create_stream(int device) override {
     check_device(device, "create_stream");
-    return std::make_unique<WorkerStream>(device, pool());
+    StreamThreads threads = stream_threads();
+    return std::make_unique<WorkerStream>(device, std::move(threads.pool),
+                                          std::move(threads.copier));
   }
 
   std::unique_ptr<hal::Collectives> create_collectives(const hal::GroupSpec& group,
@@ -132,29 +135,37 @@ class EmulatedPlatform : public hal::Platform {
     }
   }
 
-  // The pool every stream shares, created on first use. A child forked after the pool started
-  // inherits an object whose threads stayed in the parent, so it gets a pool of its own.
-  std::shared_ptr<ThreadPool> pool() {
-    std::lock_guard<std::mutex> lock(pool_mutex_);
-    if (pool_ && pool_pid_ != ::getpid()) {
-      new std::shared_ptr<ThreadPool>(std::move(pool_));  // leaked on purpose: see ~ThreadPool
+  struct StreamThreads {
+    std::shared_ptr<ThreadPool> pool;
+    std::shared_ptr<core::TwoThreadCopier> copier;
+  };
+
+  // The kernel pool and the copier every stream shares, created on first use (the copier starts
+  // its helper thread at its first large copy). A child forked after they started inherits
+  // objects whose threads stayed in the parent, so it gets its own.
+  StreamThreads stream_threads() {
+    std::lock_guard<std::mutex> lock(threads_mutex_);
+    if (threads_.pool && threads_pid_ != ::getpid()) {
+      new StreamThreads(std::move(threads_));  // leaked on purpose: see ~ThreadPool
+      threads_ = StreamThreads{};
     }
-    if (!pool_) {
+    if (!threads_.pool) {
       const int hardware = static_cast<int>(std::thread::hardware_concurrency());
       const int threads = options_.cpu_threads > 0 ? options_.cpu_threads : std::max(hardware, 1);
-      pool_ = std::make_shared<ThreadPool>(threads);
-      pool_pid_ = ::getpid();
+      threads_.pool = std::make_shared<ThreadPool>(threads);
+      threads_.copier = std::make_shared<core::TwoThreadCopier>();
+      threads_pid_ = ::getpid();
       MEMLOOM_LOG(kDebug, "emulated backend: " << threads << " kernel threads");
     }
-    return pool_;
+    return threads_;
   }
 
   const EmulatedOptions options_;
   MemfdMemoryDomain domain_;
   std::atomic<int> current_device_;
-  std::mutex pool_mutex_;
-  std::shared_ptr<ThreadPool> pool_;
-  pid_t pool_pid_ = 0;
+  std::mutex threads_mutex_;
+  StreamThreads threads_;
+  pid_t threads_pid_ = 0;
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The emulated Stream: one worker thread per stream runs the enqueued operations in order, the
-// way a CUDA stream runs its work; kernels fan out over the process's pool.
+// way a CUDA stream runs its work; kernels fan out over the process's pool, and large copies run
+// on the worker and the process's copy helper (the emulated copy engine).
 #pragma once
 
 #include <sys/types.h>
@@ -15,6 +16,7 @@
 
 #include "hw/hal/stream.h"
 #include "src/core/thread_pool.h"
+#include "src/core/two_thread_copier.h"
 
 namespace memloom::emulated {
 
@@ -50,7 +52,9 @@ class WorkerEvent : public hal::Event {
 
 class WorkerStream : public hal::Stream {
  public:
-  WorkerStream(int device, std::shared_ptr<ThreadPool> pool);
+  // `pool` runs kernels and `copier` copies; both are shared by the process's streams.
+  WorkerStream(int device, std::shared_ptr<ThreadPool> pool,
+               std::shared_ptr<core::TwoThreadCopier> copier);
   // Drains: every enqueued operation runs before the worker stops.
   ~WorkerStream() override;
   WorkerStream(const WorkerStream&) = delete;
@@ -83,6 +87,7 @@ class WorkerStream : public hal::Stream {
 
   const int device_;
   const std::shared_ptr<ThreadPool> pool_;
+  const std::shared_ptr<core::TwoThreadCopier> copier_;
   const pid_t owner_pid_;
   std::unique_ptr<State> state_;  // heap-held for the same fork reason as ThreadPool's
 };

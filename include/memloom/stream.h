@@ -1,6 +1,7 @@
 /*
  * memloom streams: ordered asynchronous work on the current device of the backend in use, for
- * programs that run on either backend (for example to pass to wholememory_gather).
+ * programs that run on either backend (for example to pass to wholememory_gather, or to move bulk
+ * data into a peer's symmetric slot with memloom_memcpy_async).
  *
  * A memloom_stream_t is the backend's native stream: a cudaStream_t on the CUDA backend (so it
  * can be passed to CUDA as well), an opaque handle on the emulated one. Functions return
@@ -8,6 +9,8 @@
  */
 #ifndef MEMLOOM_STREAM_H_
 #define MEMLOOM_STREAM_H_
+
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,6 +46,28 @@ memloom_status_t memloom_stream_destroy(memloom_stream_t stream);
  * an index past a table in wholememory_gather. NULL is the default stream; on the CUDA backend any
  * cudaStream_t is accepted. */
 memloom_status_t memloom_stream_synchronize(memloom_stream_t stream);
+
+/* Enqueues a copy of `bytes` bytes from `src` to `dst` on `stream` and returns; the device's copy
+ * engine moves them: cudaMemcpyAsync (cudaMemcpyDefault) on the CUDA backend, the stream's worker
+ * thread with a helper thread for large copies on the emulated one. Either side may be any memory
+ * the backend's device can address: device memory, symmetric slots and BM ranges mapped in this
+ * process through their GVA (a same-node peer's slot included), or host memory.
+ *
+ * The copy runs after the work enqueued on the stream before it and before the work enqueued
+ * after it. The caller must keep both ranges valid and must neither write `src` nor touch `dst`
+ * until the copy has completed, which memloom_stream_synchronize(stream) returning
+ * MEMLOOM_STATUS_SUCCESS shows; a copy that fails while it runs is reported by that call. The
+ * ranges must not overlap (as with cudaMemcpyAsync, the result is then undefined).
+ *
+ * NULL is the default stream; on the CUDA backend any cudaStream_t is accepted. bytes == 0
+ * returns MEMLOOM_STATUS_SUCCESS at once and enqueues nothing. A null dst or src with bytes > 0
+ * returns MEMLOOM_STATUS_INVALID_INPUT, as does, on the emulated backend, a handle that is neither
+ * NULL nor a stream of memloom_stream_create. Addresses are not checked beyond that: the CUDA
+ * backend reports an address CUDA refuses as MEMLOOM_STATUS_DEVICE with CUDA's reason (from this
+ * call or from memloom_stream_synchronize); on the emulated backend an unmapped address faults as
+ * memcpy would. */
+memloom_status_t memloom_memcpy_async(void* dst, const void* src, size_t bytes,
+                                      memloom_stream_t stream);
 
 #ifdef __cplusplus
 }

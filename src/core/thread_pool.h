@@ -1,6 +1,7 @@
 // CPU threads that split a range of work with the calling thread. The emulated backend runs
 // kernel bodies on one pool shared by every stream of the process (so N streams do not
-// oversubscribe the cores N times over); BM's large host copies use a pool of their own.
+// oversubscribe the cores N times over); large host copies (two_thread_copier.h) use a pool of
+// their own.
 #pragma once
 
 #include <sys/types.h>

@@ -9,13 +9,13 @@
 #include <thread>
 #include <vector>
 
-#include "src/smem/bm/bm_copy_engine.h"
+#include "src/core/two_thread_copier.h"
 #include "tests/bm_large_copies/position_pattern.h"
 
 namespace memloom::testing {
 namespace {
 
-using smem::TwoThreadCopier;
+using core::TwoThreadCopier;
 
 // A small threshold and an odd chunk so that the last chunk is partial and chunks straddle
 // every alignment.

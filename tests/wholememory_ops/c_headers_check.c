@@ -14,5 +14,6 @@ int ops_c_header_check(void) {
   if (wholememory_tensor_get_root(tensor) != 0) return 2;
   if (wholememory_gather(tensor, tensor, tensor, env, 0, -1) != WHOLEMEMORY_INVALID_INPUT) return 3;
   if (memloom_stream_destroy(0) != MEMLOOM_STATUS_INVALID_INPUT) return 4;
+  if (memloom_memcpy_async(0, &desc, sizeof(desc), 0) != MEMLOOM_STATUS_INVALID_INPUT) return 5;
   return 0;
 }

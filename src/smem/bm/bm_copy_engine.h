@@ -5,11 +5,10 @@
 // Synchronous copies use their own stream, so a failed asynchronous copy is reported by
 // smem_bm_wait and never by a later synchronous copy; where the backend's memory is host-visible
 // (the emulated backend), synchronous copies within this process's mappings are a memmove on the
-// calling thread instead. On such memory, copies of TwoThreadCopier's threshold and more run on
-// two threads (the thread that copies and a helper), in the synchronous and asynchronous paths.
+// calling thread instead. On such memory, copies of core::TwoThreadCopier's threshold and more
+// run on two threads (the thread that copies and a helper), in the synchronous and asynchronous
+// paths.
 #pragma once
-
-#include <sys/types.h>
 
 #include <chrono>
 #include <cstddef>
@@ -20,7 +19,7 @@
 #include <vector>
 
 #include "hw/hal/platform.h"
-#include "src/core/thread_pool.h"
+#include "src/core/two_thread_copier.h"
 
 namespace memloom::smem {
 
@@ -41,43 +40,6 @@ struct ResolvedCopy {
 
 // Entries i and i+1 become one when both sides continue each other inside the same space and slot.
 std::vector<ResolvedCopy> merge_contiguous(const std::vector<ResolvedCopy>& copies);
-
-// Copies large host-visible ranges on two threads: the calling thread and the one worker of a
-// core::ThreadPool of its own (made at the first large copy) claim pieces of at least 1 MiB in
-// turn. One thread does not saturate DRAM: a 64 MiB memcpy on the 2-core development VM runs at
-// 8-9 GB/s on one thread and 13-14 GB/s on two. Claiming pieces (rather than halving) keeps a copy
-// as fast as one thread when the worker gets no core: the caller then takes every piece. (A worker
-// preempted in the middle of a piece still delays the copy until it runs again: the caller must
-// not return while the worker writes.)
-class TwoThreadCopier {
- public:
-  static constexpr size_t kDefaultThreshold = 4u << 20;  // below it a hand-off costs too much
-  static constexpr size_t kDefaultChunk = 1u << 20;
-
-  explicit TwoThreadCopier(size_t threshold = kDefaultThreshold, size_t chunk = kDefaultChunk);
-  ~TwoThreadCopier();
-  TwoThreadCopier(const TwoThreadCopier&) = delete;
-  TwoThreadCopier& operator=(const TwoThreadCopier&) = delete;
-
-  // Whether copy() may split this copy: at least the threshold, and the ranges do not overlap
-  // (pieces copied out of order would break memmove's semantics).
-  bool splits(const void* dst, const void* src, size_t bytes) const;
-  // memmove(dst, src, bytes). On one thread when the copy does not split, when no worker thread
-  // can be started, or in a child forked after the worker started. Several threads may copy at
-  // once; they share the worker.
-  void copy(void* dst, const void* src, size_t bytes);
-
- private:
-  // The pool, made on first use; null when its thread could not be started.
-  core::ThreadPool* pool();
-
-  const size_t threshold_;
-  const size_t chunk_;
-  const pid_t owner_pid_;
-  std::mutex pool_mutex_;
-  bool pool_tried_ = false;
-  std::unique_ptr<core::ThreadPool> pool_;  // its destructor abandons the thread in a forked child
-};
 
 class BmCopyEngine {
  public:
@@ -114,7 +76,7 @@ class BmCopyEngine {
   std::chrono::milliseconds timeout_;
   bool host_copies_;  // the backend's memory is host-visible: synchronous copies need no stream
   // Declared before the streams: destroyed after them, as their queued copies may use it.
-  TwoThreadCopier copier_;
+  core::TwoThreadCopier copier_;
   std::mutex sync_mutex_;
   std::unique_ptr<hal::Stream> sync_stream_;
   std::mutex async_mutex_;

@@ -1,6 +1,9 @@
 // The public stream API (memloom/stream.h): a thin C layer over the stream registry.
 #include "memloom/stream.h"
 
+#include <mutex>
+#include <string>
+
 #include "src/core/api_guard.h"
 #include "src/core/group.h"
 #include "src/wholememory/ops/op_stream.h"
@@ -52,6 +55,19 @@ memloom_status_t memloom_stream_synchronize(memloom_stream_t stream) {
   return guarded("memloom_stream_synchronize", [&] {
     auto entry = StreamRegistry::instance().resolve(stream);
     entry->synchronize(memloom::Deadline::after(memloom::core::default_collective_timeout()));
+  });
+}
+
+memloom_status_t memloom_memcpy_async(void* dst, const void* src, size_t bytes,
+                                      memloom_stream_t stream) {
+  return guarded("memloom_memcpy_async", [&] {
+    if (bytes == 0) return;
+    MEMLOOM_CHECK_ARG(dst != nullptr, "dst is null (copy of " + std::to_string(bytes) + " bytes)");
+    MEMLOOM_CHECK_ARG(src != nullptr, "src is null (copy of " + std::to_string(bytes) + " bytes)");
+    auto entry = StreamRegistry::instance().resolve(stream);
+    // Not inside another thread's operation sequence on the same stream.
+    std::lock_guard<std::mutex> lock(entry->enqueue_mutex());
+    entry->stream().copy(dst, src, bytes);
   });
 }
 
