@@ -127,6 +127,21 @@ void DevicePath::copy_window(Direction direction, const std::vector<Piece>& piec
   }
   StreamPool::Lease stream(*streams_);
   try {
+    // Pieces continuing each other on both sides go as one copy: the wire's 16 MiB pieces cost
+    // the copy engine a gap each (a 64 MiB write in four copies measured ~15 us slower than BM's
+    // one copy on H200s).
+    char* run_here = nullptr;
+    char* run_there = nullptr;
+    size_t run_bytes = 0;
+    auto flush = [&] {
+      if (run_bytes == 0) return;
+      if (direction == Direction::kWrite) {
+        stream.copy(run_there, run_here, run_bytes);
+      } else {
+        stream.copy(run_here, run_there, run_bytes);
+      }
+      run_bytes = 0;
+    };
     for (size_t i = begin; i < end; ++i) {
       const Piece& piece = pieces[i];
       // In this process the peer's addresses are ours; elsewhere, where the import maps them.
@@ -135,12 +150,17 @@ void DevicePath::copy_window(Direction direction, const std::vector<Piece>& piec
         there = static_cast<char*>(imports[i]->range->address()) +
                 (piece.remote - region_of[i]->address);
       }
-      if (direction == Direction::kWrite) {
-        stream.copy(there, piece.local, piece.bytes);
-      } else {
-        stream.copy(piece.local, there, piece.bytes);
+      char* here = piece.local;
+      const bool continues = run_bytes > 0 && here == run_here + run_bytes &&
+                             there == run_there + run_bytes && region_of[i] == region_of[i - 1];
+      if (!continues) {
+        flush();
+        run_here = here;
+        run_there = there;
       }
+      run_bytes += piece.bytes;
     }
+    flush();
     stream.finish(deadline);
   } catch (...) {
     // The copies may still be running: the peer's regions stay held (its deregistration retires
