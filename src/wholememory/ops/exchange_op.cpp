@@ -83,6 +83,11 @@ std::vector<int64_t> ExchangeWork::indices_on_host() {
   return values;
 }
 
+void ExchangeWork::read_back(void* host, const void* source, size_t bytes) {
+  if (bytes > 0) operands_.stream->stream().copy(host, source, bytes);
+  synchronize();
+}
+
 TempMemory* ExchangeWork::device_buffer(size_t bytes) {
   buffers_.push_back(std::make_unique<TempMemory>(operands_.env, WHOLEMEMORY_MA_DEVICE, bytes));
   return buffers_.back().get();
