@@ -110,7 +110,7 @@ void ExchangeWork::copy_rows(Direction direction, const ops::RowTable& source,
   list.data = indices->data();
   list.type = ops::DType::kInt64;
   list.count = static_cast<int64_t>(count);
-  // Indices were checked on the host, so the slot only guards against a logic error here.
+  // Indices were checked before the exchange, so the slot only guards against a logic error here.
   std::lock_guard<std::mutex> lock(operands_.stream->enqueue_mutex());
   BadIndexRing& ring = operands_.stream->bad_index_ring(operands_.device);
   hal::Stream& stream = operands_.stream->stream();
