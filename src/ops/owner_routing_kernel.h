@@ -54,7 +54,9 @@ MEMLOOM_HOST_DEVICE inline int64_t routed_index(const OwnerRoutingArgs& args, in
 // The last rank whose partition starts at or before `entry` (offsets[0] is 0): an empty partition
 // starts where the next one does, so it is passed over. Branch-free (the loop runs log2(world_size)
 // times whatever the entry): with random indices a branch on the comparison is mispredicted half
-// the time, which made this search most of a CPU thread's time per row.
+// the time, which made this search most of a CPU thread's time per row (counting 1M random rows
+// on one thread of the 2-core VM: 6.7 ms with the branch, 1.3 ms without, 2 ranks; 15 and 2.5 ms,
+// 8 ranks).
 MEMLOOM_HOST_DEVICE inline int32_t owner_of_entry(const OwnerRoutingArgs& args, int64_t entry) {
   int32_t base = 0, span = args.world_size;  // the owner is in [base, base + span)
   while (span > 1) {
