@@ -9,6 +9,7 @@
 #include "hw/cuda/cuda_check.h"
 #include "memloom/error.h"
 #include "src/ops/fill_kernel.h"
+#include "src/ops/owner_routing_kernel.h"
 #include "src/ops/row_copy_kernel.h"
 
 namespace memloom::cuda {
@@ -180,6 +181,8 @@ constexpr std::array<CudaKernel, static_cast<size_t>(hal::KernelId::kCount)> kKe
     make_cuda_kernel<ops::FillPatternKernel>("fill_pattern"),
     CudaKernel{"gather", sizeof(ops::RowCopyArgs), &launch_row_copy<true>, &load_row_copy<true>},
     CudaKernel{"scatter", sizeof(ops::RowCopyArgs), &launch_row_copy<false>, &load_row_copy<false>},
+    make_cuda_kernel<ops::CountByOwner>("count_by_owner"),
+    make_cuda_kernel<ops::PlaceByOwner>("place_by_owner"),
 };
 static_assert(kKernels.size() == static_cast<size_t>(hal::KernelId::kCount),
               "every KernelId needs a CUDA launcher");

@@ -7,6 +7,7 @@
 
 #include "memloom/error.h"
 #include "src/ops/fill_kernel.h"
+#include "src/ops/owner_routing_kernel.h"
 #include "src/ops/row_copy_kernel.h"
 
 namespace memloom::emulated {
@@ -31,6 +32,17 @@ void run_row_copy_range(const void* args, size_t begin, size_t end) {
   Kernel::copy_rows(typed, static_cast<int64_t>(begin), static_cast<int64_t>(end));
 }
 
+// Routing runs a range of rows per call, so that shared counters are touched once per range.
+void run_count_by_owner(const void* args, size_t begin, size_t end) {
+  ops::CountByOwner::count_rows(*static_cast<const ops::OwnerRoutingArgs*>(args),
+                                static_cast<int64_t>(begin), static_cast<int64_t>(end));
+}
+
+void run_place_by_owner(const void* args, size_t begin, size_t end) {
+  ops::PlaceByOwner::place_rows(*static_cast<const ops::OwnerRoutingArgs*>(args),
+                                static_cast<int64_t>(begin), static_cast<int64_t>(end));
+}
+
 template <class Kernel>
 constexpr void check_args() {
   // Streams keep launch arguments in max_align_t storage.
@@ -50,12 +62,23 @@ constexpr CpuKernel make_row_copy_kernel(const char* name, size_t min_chunk) {
   return CpuKernel{name, sizeof(ops::RowCopyArgs), min_chunk, &run_row_copy_range<kIndexedSource>};
 }
 
+template <class Kernel>
+constexpr CpuKernel make_range_kernel(const char* name, size_t min_chunk,
+                                      void (*run_range)(const void*, size_t, size_t)) {
+  check_args<Kernel>();
+  return CpuKernel{name, sizeof(typename Kernel::Args), min_chunk, run_range};
+}
+
 // Indexed by KernelId; the static_assert keeps it in step with hw/hal/kernels.h.
 constexpr std::array<CpuKernel, static_cast<size_t>(hal::KernelId::kCount)> kKernels = {
     make_cpu_kernel<ops::FillPatternKernel>("fill_pattern", 64 * 1024),
     // One row per item (whole-row chunks on CPU), so a few hundred rows make a worthwhile chunk.
     make_row_copy_kernel<true>("gather", 256),
     make_row_copy_kernel<false>("scatter", 256),
+    // A row costs a few nanoseconds (an index load, a branch-free search over the partitions); a
+    // range allocates its local counts and touches each shared counter once.
+    make_range_kernel<ops::CountByOwner>("count_by_owner", 16 * 1024, &run_count_by_owner),
+    make_range_kernel<ops::PlaceByOwner>("place_by_owner", 16 * 1024, &run_place_by_owner),
 };
 static_assert(kKernels.size() == static_cast<size_t>(hal::KernelId::kCount),
               "every KernelId needs a CPU runner");

@@ -9,9 +9,11 @@
 namespace memloom::hal {
 
 enum class KernelId : uint32_t {
-  kFillPattern = 0,  // ops/fill_kernel.h: FillPatternArgs
-  kGather = 1,       // ops/row_copy_kernel.h: RowCopyArgs, indexed source rows
-  kScatter = 2,      // ops/row_copy_kernel.h: RowCopyArgs, indexed destination rows
+  kFillPattern = 0,   // ops/fill_kernel.h: FillPatternArgs
+  kGather = 1,        // ops/row_copy_kernel.h: RowCopyArgs, indexed source rows
+  kScatter = 2,       // ops/row_copy_kernel.h: RowCopyArgs, indexed destination rows
+  kCountByOwner = 3,  // ops/owner_routing_kernel.h: OwnerRoutingArgs, rows per owning rank
+  kPlaceByOwner = 4,  // ops/owner_routing_kernel.h: OwnerRoutingArgs, rows into owners' buckets
   kCount,
 };
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "src/ops/atomics.h"
 #include "src/ops/element_types.h"
 #include "src/ops/host_device.h"
 
@@ -105,14 +106,7 @@ MEMLOOM_HOST_DEVICE inline char* whole_row_start(const RowTable& table, const Ro
 
 MEMLOOM_HOST_DEVICE inline void record_bad_index(unsigned long long* slot,
                                                  unsigned long long value) {
-#if defined(__CUDA_ARCH__)
-  atomicMax(slot, value);
-#else
-  unsigned long long seen = __atomic_load_n(slot, __ATOMIC_RELAXED);
-  while (seen < value && !__atomic_compare_exchange_n(slot, &seen, value, true, __ATOMIC_RELAXED,
-                                                      __ATOMIC_RELAXED)) {
-  }
-#endif
+  atomic_max(slot, value);
 }
 
 // Copies `bytes` with the widest accesses both addresses allow (a GPU thread has no memcpy that

@@ -83,6 +83,11 @@ std::vector<int64_t> ExchangeWork::indices_on_host() {
   return values;
 }
 
+void ExchangeWork::read_back(void* host, const void* source, size_t bytes) {
+  if (bytes > 0) operands_.stream->stream().copy(host, source, bytes);
+  synchronize();
+}
+
 TempMemory* ExchangeWork::device_buffer(size_t bytes) {
   buffers_.push_back(std::make_unique<TempMemory>(operands_.env, WHOLEMEMORY_MA_DEVICE, bytes));
   return buffers_.back().get();
@@ -105,7 +110,7 @@ void ExchangeWork::copy_rows(Direction direction, const ops::RowTable& source,
   list.data = indices->data();
   list.type = ops::DType::kInt64;
   list.count = static_cast<int64_t>(count);
-  // Indices were checked on the host, so the slot only guards against a logic error here.
+  // Indices were checked before the exchange, so the slot only guards against a logic error here.
   std::lock_guard<std::mutex> lock(operands_.stream->enqueue_mutex());
   BadIndexRing& ring = operands_.stream->bad_index_ring(operands_.device);
   hal::Stream& stream = operands_.stream->stream();

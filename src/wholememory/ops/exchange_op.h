@@ -3,8 +3,8 @@
 // rank's indices are valid before any row moves, and a helper that runs kernels and copies on the
 // caller's stream with temporary memory from the caller's environment.
 //
-// These operations are collective and run synchronously inside the call: indices are read on the
-// host to route them, so the stream is synchronized first.
+// These operations are collective and run synchronously inside the call: how many rows go to each
+// rank is read on the host before the exchange, so the stream is synchronized first.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "hw/hal/collectives.h"
+#include "hw/hal/kernels.h"
 #include "memloom/deadline.h"
 #include "src/wholememory/memory_handle.h"
 #include "src/wholememory/ops/op_stream.h"
@@ -48,6 +49,8 @@ class EntryLayout {
   // back to back in rank order).
   int64_t node_entry(int64_t entry, core::Group& group) const;
   int64_t node_entries(int node, core::Group& group) const;
+  // world_size + 1 entries: rank r holds entries [offsets()[r], offsets()[r + 1]).
+  const std::vector<int64_t>& offsets() const { return offsets_; }
 
  private:
   std::vector<int64_t> offsets_;  // world_size + 1 entry offsets
@@ -68,6 +71,14 @@ class ExchangeWork {
   TempMemory* device_buffer(size_t bytes);
   // A device-readable copy of `values`, copied on the stream.
   TempMemory* upload(std::vector<int64_t> values);
+  // Enqueues a kernel of the shared table (hw/hal/kernels.h) over `work_items` items.
+  template <class Args>
+  void launch(hal::KernelId id, const Args& args, size_t work_items) {
+    operands_.stream->stream().launch(hal::KernelLaunch{id, &args, sizeof(args), work_items});
+  }
+  // Copies `bytes` of device-readable `source` to `host` after the work already enqueued, and
+  // waits for them.
+  void read_back(void* host, const void* source, size_t bytes);
   // Enqueues a row copy whose indices are device-readable int64 `indices` of `count` entries.
   void copy_rows(Direction direction, const ops::RowTable& source, const ops::RowTable& destination,
                  const TempMemory* indices, size_t count, int64_t bound);

@@ -1,6 +1,7 @@
 #include "src/wholememory/ops/request_round.h"
 
 #include <string>
+#include <utility>
 
 #include "memloom/error.h"
 
@@ -24,24 +25,69 @@ Layout layout_of(const std::vector<uint64_t>& rows, size_t item_bytes) {
   return layout;
 }
 
-}  // namespace
-
-RequestRound::RequestRound(hal::Collectives& collectives, const std::vector<int64_t>& keys,
-                           const std::vector<int>& destinations, Deadline deadline)
-    : collectives_(collectives) {
-  const int ranks = collectives.size();
+// How many of `destinations` name each of the `ranks` ranks.
+std::vector<uint64_t> requests_per_rank(const std::vector<int64_t>& keys,
+                                        const std::vector<int>& destinations, int ranks) {
   MEMLOOM_CHECK_ARG(keys.size() == destinations.size(), "one destination per key");
-  sent_per_rank_.assign(ranks, 0);
+  std::vector<uint64_t> per_rank(ranks, 0);
   for (int destination : destinations) {
     if (destination < 0 || destination >= ranks) {
       raise(Status::kLogic,
             "request for rank " + std::to_string(destination) + " of " + std::to_string(ranks));
     }
-    ++sent_per_rank_[destination];
+    ++per_rank[destination];
   }
+  return per_rank;
+}
+
+}  // namespace
+
+BucketedRound::BucketedRound(hal::Collectives& collectives, std::vector<uint64_t> sent_per_rank,
+                             Deadline deadline)
+    : collectives_(collectives), sent_per_rank_(std::move(sent_per_rank)) {
+  const int ranks = collectives.size();
+  if (sent_per_rank_.size() != static_cast<size_t>(ranks)) {
+    raise(Status::kLogic, "request counts for " + std::to_string(sent_per_rank_.size()) +
+                              " ranks in a group of " + std::to_string(ranks));
+  }
+  received_per_rank_.assign(ranks, 0);
+  const Layout one_each = layout_of(std::vector<uint64_t>(ranks, 1), sizeof(uint64_t));
+  collectives_.alltoallv(sent_per_rank_.data(), one_each.counts.data(),
+                         one_each.displacements.data(), received_per_rank_.data(),
+                         one_each.counts.data(), one_each.displacements.data(), deadline);
+  for (uint64_t count : sent_per_rank_) sent_count_ += count;
+  for (uint64_t count : received_per_rank_) received_count_ += count;
+}
+
+void BucketedRound::exchange_keys(const int64_t* keys, int64_t* received, Deadline deadline) {
+  exchange(keys, sent_per_rank_, received, received_per_rank_, sizeof(int64_t), deadline);
+}
+
+void BucketedRound::exchange(const void* send, const std::vector<uint64_t>& send_items,
+                             void* receive, const std::vector<uint64_t>& receive_items,
+                             size_t item_bytes, Deadline deadline) {
+  const Layout out = layout_of(send_items, item_bytes);
+  const Layout in = layout_of(receive_items, item_bytes);
+  collectives_.alltoallv(send, out.counts.data(), out.displacements.data(), receive,
+                         in.counts.data(), in.displacements.data(), deadline);
+}
+
+void BucketedRound::respond(const void* served, void* out, size_t row_bytes, Deadline deadline) {
+  exchange(served, received_per_rank_, out, sent_per_rank_, row_bytes, deadline);
+}
+
+void BucketedRound::forward(const void* rows, void* out, size_t row_bytes, Deadline deadline) {
+  exchange(rows, sent_per_rank_, out, received_per_rank_, row_bytes, deadline);
+}
+
+RequestRound::RequestRound(hal::Collectives& collectives, const std::vector<int64_t>& keys,
+                           const std::vector<int>& destinations, Deadline deadline)
+    : BucketedRound(collectives, requests_per_rank(keys, destinations, collectives.size()),
+                    deadline) {
   // Counting sort by destination, stable, so slots keep the callers' order within a peer.
+  const int ranks = collectives.size();
   std::vector<uint64_t> next(ranks, 0);
-  for (int r = 1; r < ranks; ++r) next[r] = next[r - 1] + sent_per_rank_[r - 1];
+  for (int r = 1; r < ranks; ++r) next[r] = next[r - 1] + sent_per_rank()[r - 1];
   slot_of_request_.resize(keys.size());
   request_in_slot_.resize(keys.size());
   std::vector<int64_t> sorted_keys(keys.size());
@@ -51,37 +97,8 @@ RequestRound::RequestRound(hal::Collectives& collectives, const std::vector<int6
     request_in_slot_[slot] = static_cast<int64_t>(k);
     sorted_keys[slot] = keys[k];
   }
-
-  received_per_rank_.assign(ranks, 0);
-  const Layout one_each = layout_of(std::vector<uint64_t>(ranks, 1), sizeof(uint64_t));
-  collectives_.alltoallv(sent_per_rank_.data(), one_each.counts.data(),
-                         one_each.displacements.data(), received_per_rank_.data(),
-                         one_each.counts.data(), one_each.displacements.data(), deadline);
-  uint64_t total = 0;
-  for (uint64_t count : received_per_rank_) total += count;
-  received_.resize(total);
-  const Layout send = layout_of(sent_per_rank_, sizeof(int64_t));
-  const Layout receive = layout_of(received_per_rank_, sizeof(int64_t));
-  collectives_.alltoallv(sorted_keys.data(), send.counts.data(), send.displacements.data(),
-                         received_.data(), receive.counts.data(), receive.displacements.data(),
-                         deadline);
-}
-
-void RequestRound::exchange_rows(const void* send, const std::vector<uint64_t>& send_rows,
-                                 void* receive, const std::vector<uint64_t>& receive_rows,
-                                 size_t row_bytes, Deadline deadline) {
-  const Layout out = layout_of(send_rows, row_bytes);
-  const Layout in = layout_of(receive_rows, row_bytes);
-  collectives_.alltoallv(send, out.counts.data(), out.displacements.data(), receive,
-                         in.counts.data(), in.displacements.data(), deadline);
-}
-
-void RequestRound::respond(const void* served, void* out, size_t row_bytes, Deadline deadline) {
-  exchange_rows(served, received_per_rank_, out, sent_per_rank_, row_bytes, deadline);
-}
-
-void RequestRound::forward(const void* rows, void* out, size_t row_bytes, Deadline deadline) {
-  exchange_rows(rows, sent_per_rank_, out, received_per_rank_, row_bytes, deadline);
+  received_.resize(received_count());
+  exchange_keys(sorted_keys.data(), received_.data(), deadline);
 }
 
 std::vector<int64_t> RowRequests::slot_of_row(const RequestRound& round, size_t rows) const {
