@@ -86,7 +86,7 @@ struct Ceilings {
   std::optional<double> peer_read_both;             // GB/s per GPU, both reading at once
 };
 
-Ceilings measure_ceilings(Report& report) {
+Ceilings measure_ceilings(Report& report, int devices) {
   const Figures figures = run_job("ceilings", 1, ceilings_rank);
   Ceilings ceilings{rate(2.0 * kD2DBytes, figure(figures, "d2d")),
                     rate(double(kCopyBytes), figure(figures, "peer copy")),
@@ -99,6 +99,16 @@ Ceilings measure_ceilings(Report& report) {
               "",
               {},
               "2 x bytes / time"});
+  if (devices < 2) {
+    report.add({"ceiling: GPU-to-GPU copies (2 GPUs)",
+                std::nullopt,
+                "",
+                {},
+                "",
+                {},
+                "skipped: this machine has one GPU"});
+    return ceilings;
+  }
   report.add(
       {"ceiling: cudaMemcpyPeer GPU0->GPU1 64 MiB", ceilings.peer_copy, "GB/s", {}, "", {}, ""});
   report.add({"ceiling: peer read GPU1->GPU0 64 MiB",
@@ -233,7 +243,7 @@ int run(const Options& options) {
               devices == 1 ? "" : "s", std::getenv("MEMLOOM_BACKEND"));
 
   Report report;
-  const Ceilings ceilings = measure_ceilings(report);  // every other figure needs them
+  const Ceilings ceilings = measure_ceilings(report, devices);  // every other figure needs them
   auto wanted = [&](const char* group) { return options.only.empty() || options.only == group; };
   if (wanted("local")) local_gather(report, ceilings);
   for (const char* group : {"gather", "shm", "bm", "trans"}) {

@@ -6,9 +6,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "smem/host/smem_shm.h"
+#include "src/core/platform_loader.h"
 #include "tests/faults/process_audit.h"
 #include "tests/support/multi_process.h"
 
@@ -29,6 +31,15 @@ double seconds_since(Clock::time_point start) {
 }
 
 TEST(ManyRanks, TwoHundredFiftySixRanksInitBarrierAllgatherDestroy) {
+  const char* backend = std::getenv("MEMLOOM_BACKEND");
+  if (backend != nullptr && std::string(backend) == "cuda" &&
+      std::getenv("MEMLOOM_LOAD_RANKS") == nullptr) {
+    // Seen on one H200: cudaSetDevice failed with "out of memory" in many of the 256 ranks.
+    GTEST_SKIP() << "every rank of the CUDA backend holds a CUDA context (hundreds of MiB of GPU "
+                    "memory), so 256 of them do not fit on a machine's GPUs; this control-plane "
+                    "load test runs on the emulated backend (MEMLOOM_LOAD_RANKS sets a count "
+                    "the GPUs hold)";
+  }
   std::vector<std::string> shm_before = testing::leftover_shm_entries();
   testing::MultiProcessOptions options;
   options.ranks = kRanks;
@@ -44,9 +55,10 @@ TEST(ManyRanks, TwoHundredFiftySixRanksInitBarrierAllgatherDestroy) {
     config.shmCreateTimeout = 300;
     config.controlOperationTimeout = 300;
     const auto start = Clock::now();
-    // Emulated nodes have 8 devices: ranks share them.
+    // Ranks share the node's devices (8 on an emulated node).
+    const int devices = core::platform().device_count();
     ASSERT_EQ(smem_shm_init(ctx.store_url.c_str(), kRanks, ctx.rank,
-                            static_cast<uint16_t>(ctx.local_rank % 8), &config),
+                            static_cast<uint16_t>(ctx.local_rank % devices), &config),
               SMEM_SUCCESS)
         << smem_get_last_err_msg();
     const double init_s = seconds_since(start);
