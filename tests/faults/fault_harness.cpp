@@ -230,7 +230,11 @@ void run_kill_case(const ScenarioFactory& factory, const Topology& topology, Kil
   options.env = fault_environment();
   auto results = testing::run_ranks(options, [&](const testing::RankContext& rank) {
     FaultContext context{rank, topology.victim, topology.victim * topology.nodes / topology.ranks};
-    RankAudit audit;
+    RankAudit audit;  // brings the backend up
+    // Set-up calls run under the faulted call's short deadline: every rank's backend is up
+    // before any starts them (on a loaded GPU machine, a rank still creating its CUDA contexts
+    // made the others' communicator creation time out).
+    store_barrier(rank.store_url, rank.job_id + "/backends-up", rank.world_size);
     {
       std::unique_ptr<Scenario> scenario = factory();
       scenario->setup(context);
