@@ -19,15 +19,24 @@ MEMLOOM_HOST_DEVICE inline unsigned long long atomic_fetch_add(unsigned long lon
 #endif
 }
 
+#if !defined(__CUDA_ARCH__)
+// CPU threads: stores `value` while `replaces(value, current)` holds, by compare-and-swap.
+template <typename Replaces>
+inline void store_while(unsigned long long* slot, unsigned long long value, Replaces replaces) {
+  unsigned long long seen = __atomic_load_n(slot, __ATOMIC_RELAXED);
+  while (
+      replaces(value, seen) &&
+      !__atomic_compare_exchange_n(slot, &seen, value, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+#endif
+
 // *slot = min(*slot, value).
 MEMLOOM_HOST_DEVICE inline void atomic_min(unsigned long long* slot, unsigned long long value) {
 #if defined(__CUDA_ARCH__)
   atomicMin(slot, value);
 #else
-  unsigned long long seen = __atomic_load_n(slot, __ATOMIC_RELAXED);
-  while (value < seen && !__atomic_compare_exchange_n(slot, &seen, value, true, __ATOMIC_RELAXED,
-                                                      __ATOMIC_RELAXED)) {
-  }
+  store_while(slot, value, [](unsigned long long v, unsigned long long seen) { return v < seen; });
 #endif
 }
 
@@ -36,10 +45,7 @@ MEMLOOM_HOST_DEVICE inline void atomic_max(unsigned long long* slot, unsigned lo
 #if defined(__CUDA_ARCH__)
   atomicMax(slot, value);
 #else
-  unsigned long long seen = __atomic_load_n(slot, __ATOMIC_RELAXED);
-  while (seen < value && !__atomic_compare_exchange_n(slot, &seen, value, true, __ATOMIC_RELAXED,
-                                                      __ATOMIC_RELAXED)) {
-  }
+  store_while(slot, value, [](unsigned long long v, unsigned long long seen) { return v > seen; });
 #endif
 }
 
