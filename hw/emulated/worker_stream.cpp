@@ -115,7 +115,9 @@ void WorkerStream::work() {
 //   1.50-1.69x.
 // So the threshold sits where a cold copy gains and a hot one about breaks even. (An earlier
 // measurement, splitting over the kernel pool, found 0.6x-1.15x and a loss from 8 MiB up; the
-// copier, whose two threads claim pieces in turn, did not reproduce that loss.)
+// copier, whose two threads claim pieces in turn, did not reproduce that loss.) Those figures are
+// with cached stores; the pieces now go by non-temporal stores (core::streaming_copy), measured
+// at 64 MiB in memloom-bench shm and bm (bench/RESULTS.md).
 void WorkerStream::copy(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   MEMLOOM_CHECK_ARG(dst != nullptr && src != nullptr, "stream copy with a null pointer");

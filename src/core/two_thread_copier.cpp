@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "src/core/log.h"
+#include "src/core/streaming_copy.h"
 
 namespace memloom::core {
 
@@ -49,7 +50,7 @@ void TwoThreadCopier::copy(void* dst, const void* src, size_t bytes) {
   const size_t pieces = (bytes + chunk_ - 1) / chunk_;
   threads->parallel_for(pieces, 1, [&](size_t begin, size_t end) {
     const size_t first = begin * chunk_;
-    std::memcpy(to + first, from + first, std::min(end * chunk_, bytes) - first);
+    streaming_copy(to + first, from + first, std::min(end * chunk_, bytes) - first);
   });
 }
 

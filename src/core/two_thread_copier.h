@@ -15,10 +15,12 @@ namespace memloom::core {
 // Copies large host-visible ranges on two threads: the calling thread and the one worker of a
 // ThreadPool of its own (made at the first large copy) claim pieces of at least 1 MiB in turn.
 // One thread does not saturate DRAM: a 64 MiB memcpy on the 2-core development VM runs at
-// 8-9 GB/s on one thread and 13-14 GB/s on two. Claiming pieces (rather than halving) keeps a copy
-// as fast as one thread when the worker gets no core: the caller then takes every piece. (A worker
-// preempted in the middle of a piece still delays the copy until it runs again: the caller must
-// not return while the worker writes.)
+// 8-9 GB/s on one thread and 13-14 GB/s on two with cached stores; each piece is written with
+// non-temporal stores (streaming_copy.h), which took 64 MiB SHM puts by the copy engine to
+// 25-29 GB/s and gets to 21-23 GB/s in three runs at load ~1.3 (memloom-bench shm). Claiming pieces
+// (rather than halving) keeps a copy as fast as one thread when the worker gets no core: the caller
+// then takes every piece. (A worker preempted in the middle of a piece still delays the copy until
+// it runs again: the caller must not return while the worker writes.)
 class TwoThreadCopier {
  public:
   static constexpr size_t kDefaultThreshold = 4u << 20;  // below it a hand-off costs too much

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "src/core/streaming_copy.h"
 #include "src/core/two_thread_copier.h"
 #include "tests/bm_large_copies/position_pattern.h"
 
@@ -21,6 +22,30 @@ using core::TwoThreadCopier;
 // every alignment.
 constexpr size_t kThreshold = 64 * 1024;
 constexpr size_t kChunk = 4099;
+
+// The pieces' copy: every size around the 16-byte alignment and 64-byte block boundaries, at
+// every destination and source misalignment, leaves the bytes around the target untouched.
+TEST(BmTwoThreadCopier, StreamingCopyIsExactAtEverySizeAndAlignment) {
+  constexpr size_t kGuard = 64;
+  for (size_t bytes = 0; bytes <= 200; ++bytes) {
+    for (size_t dst_offset = 0; dst_offset < 17; ++dst_offset) {
+      for (size_t src_offset : {0, 1, 8, 15}) {
+        std::vector<unsigned char> source(bytes + 32), target(bytes + 2 * kGuard + 32, 0xee);
+        for (size_t i = 0; i < source.size(); ++i)
+          source[i] = static_cast<unsigned char>(i * 7 + 1);
+        core::streaming_copy(target.data() + kGuard + dst_offset, source.data() + src_offset,
+                             bytes);
+        for (size_t i = 0; i < target.size(); ++i) {
+          const bool inside = i >= kGuard + dst_offset && i < kGuard + dst_offset + bytes;
+          const unsigned char expected =
+              inside ? source[src_offset + (i - kGuard - dst_offset)] : 0xee;
+          ASSERT_EQ(target[i], expected) << bytes << " bytes, dst +" << dst_offset << ", src +"
+                                         << src_offset << ", byte " << i;
+        }
+      }
+    }
+  }
+}
 
 TEST(BmTwoThreadCopier, SplitsOnlyLargeDisjointCopies) {
   TwoThreadCopier copier(kThreshold, kChunk);
