@@ -7,54 +7,30 @@
 //   3. allgather: every rank reads chunk c from rank c's output.
 // Symmetric memory is where the backend puts it: host memory on the emulated backend, GPU memory
 // on the CUDA backend. The arithmetic below runs on the host, so it moves data between the slots
-// and host vectors with copy(), which is a cudaMemcpy where the slots are GPU memory (on a GPU a
-// kernel would work on the slots in place). Symmetric memory maps the ranks of one node, so all
-// ranks must share a node.
+// and host vectors with memloom_memcpy_async, the device's copy engine on either backend (on a
+// GPU a kernel would work on the slots in place). Symmetric memory maps the ranks of one node, so
+// all ranks must share a node.
 //
 //   memloom-run -n 4 -- build/bin/shm_allreduce [elements]
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
+#include "memloom/stream.h"
 #include "smem/host/smem_shm.h"
-#ifdef SHM_ALLREDUCE_WITH_CUDA
-#include <cuda_runtime_api.h>
-#endif
 
 namespace {
 
-// Whether `address` is GPU memory (false where CUDA is not built in or finds no driver).
-bool is_gpu_memory(const void* address) {
-#ifdef SHM_ALLREDUCE_WITH_CUDA
-  cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, address) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return attributes.type == cudaMemoryTypeDevice;
-#else
-  (void)address;
+// Copies between symmetric memory and host memory, whichever the slots are, and waits for it
+// (memloom logs the reason of a failure).
+bool copy(void* destination, const void* source, size_t bytes, const char* what) {
+  memloom_status_t status = memloom_memcpy_async(destination, source, bytes, nullptr);
+  if (status == MEMLOOM_STATUS_SUCCESS) status = memloom_stream_synchronize(nullptr);
+  if (status == MEMLOOM_STATUS_SUCCESS) return true;
+  std::fprintf(stderr, "shm_allreduce: copy (%s) failed with memloom status %d\n", what,
+               static_cast<int>(status));
   return false;
-#endif
-}
-
-// Copies between symmetric memory and host memory, whichever the slots are; on failure says why
-// (CUDA's error: smem_get_last_err_msg knows nothing of it).
-bool copy(bool gpu, void* destination, const void* source, size_t bytes, const char* what) {
-#ifdef SHM_ALLREDUCE_WITH_CUDA
-  if (gpu) {
-    const cudaError_t result = cudaMemcpy(destination, source, bytes, cudaMemcpyDefault);
-    if (result == cudaSuccess) return true;
-    std::fprintf(stderr, "shm_allreduce: copy (%s) failed: %s\n", what, cudaGetErrorString(result));
-    return false;
-  }
-#endif
-  (void)gpu;
-  (void)what;
-  std::memcpy(destination, source, bytes);
-  return true;
 }
 
 int env_int(const char* name) {
@@ -107,22 +83,21 @@ int main(int argc, char** argv) {
   auto slot = [&](int r) {
     return reinterpret_cast<float*>(static_cast<char*>(gva) + r * symmetric_size);
   };
-  const bool gpu = is_gpu_memory(gva);
   const size_t padded = chunk * world;
   std::vector<float> input(padded);
   for (size_t i = 0; i < padded; ++i)
     input[i] = i < elements ? static_cast<float>((rank + 1) * (i % 97)) : 0.0f;
-  if (!copy(gpu, slot(rank), input.data(), padded * sizeof(float), "inputs")) return 1;
+  if (!copy(slot(rank), input.data(), padded * sizeof(float), "inputs")) return 1;
   if (smem_shm_control_barrier(shm) != 0) return fail("barrier (inputs written)");
 
   // Reduce-scatter: chunk `rank` of every rank's input, summed into chunk `rank` of my output.
   std::vector<float> sum(chunk, 0.0f), part(chunk);
   for (int peer = 0; peer < world; ++peer) {
-    if (!copy(gpu, part.data(), slot(peer) + rank * chunk, chunk * sizeof(float), "a peer's chunk"))
+    if (!copy(part.data(), slot(peer) + rank * chunk, chunk * sizeof(float), "a peer's chunk"))
       return 1;
     for (size_t i = 0; i < chunk; ++i) sum[i] += part[i];
   }
-  if (!copy(gpu, slot(rank) + padded + rank * chunk, sum.data(), chunk * sizeof(float),
+  if (!copy(slot(rank) + padded + rank * chunk, sum.data(), chunk * sizeof(float),
             "my reduced chunk"))
     return 1;
   if (smem_shm_control_barrier(shm) != 0) return fail("barrier (chunks reduced)");
@@ -130,7 +105,7 @@ int main(int argc, char** argv) {
   // Allgather: chunk c from rank c's output.
   std::vector<float> result(padded);
   for (int owner = 0; owner < world; ++owner) {
-    if (!copy(gpu, result.data() + owner * chunk, slot(owner) + padded + owner * chunk,
+    if (!copy(result.data() + owner * chunk, slot(owner) + padded + owner * chunk,
               chunk * sizeof(float), "a reduced chunk"))
       return 1;
   }
