@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "memloom/error.h"
+#include "src/core/phase_trace.h"
 #include "src/wholememory/ops/exchange_op.h"
 #include "src/wholememory/ops/request_round.h"
 
@@ -105,9 +106,12 @@ void hierarchy_gather(const ExchangeOperands& operands) {
   auto& comm = operands.memory->comm();
   auto local_comm = local_communicator(operands);
   Hierarchy hierarchy(operands, *local_comm);
+  core::PhaseTrace trace("wholememory_gather (HIERARCHY)");
   ExchangeWork work(operands);
   const auto indices = work.indices_on_host();
+  trace.mark("counting");
   const RowRequests requests = route_to_gateways(indices, table, hierarchy);
+  trace.mark("routing");
   const size_t row_bytes = static_cast<size_t>(table.columns) * table.element_bytes();
   const auto packed = [&](TempMemory* buffer) {
     return packed_table(buffer->data(), table.columns, table.dtype);
@@ -116,16 +120,20 @@ void hierarchy_gather(const ExchangeOperands& operands) {
   std::scoped_lock lock(comm.collective_mutex(), local_comm->collective_mutex());
   const Deadline deadline = collective_deadline();
   join_exchange(operands, "wholememory_gather", requests.first_bad, deadline);
+  trace.mark("agreement");
   abort_peers_on_failure(comm.group(), [&] {
     // 1. Indices to the gateways of my node.
     RequestRound inside(hierarchy.local.collectives(), requests.keys, requests.destinations,
                         deadline);
+    trace.mark("request exchange");
     // 2. As a gateway: each distinct entry once, to a rank of its node.
     const Distinct distinct = deduplicate(inside.received());
     std::vector<int64_t> server_keys;
     std::vector<int> servers;
     route_to_servers(distinct, hierarchy, &server_keys, &servers);
+    trace.mark("de-duplication");
     RequestRound across(hierarchy.world.collectives(), server_keys, servers, deadline);
+    trace.mark("cross-node requests");
     // As a server: read the asked entries from my node's mapping.
     TempMemory* asked = work.upload(across.received());
     TempMemory* served = work.device_buffer(across.received().size() * row_bytes);
@@ -134,8 +142,10 @@ void hierarchy_gather(const ExchangeOperands& operands) {
         across.received().size(),
         hierarchy.layout.node_entries(hierarchy.world.node_index_of(comm.rank()), hierarchy.world));
     work.synchronize();
+    trace.mark("serving");
     TempMemory* distinct_rows = work.device_buffer(across.sent_count() * row_bytes);
     across.respond(served->data(), distinct_rows->data(), row_bytes, deadline);
+    trace.mark("cross-node rows");
     // 3. As a gateway: one row per key received inside the node, back to its sender.
     std::vector<int64_t> slot_of_key;
     slot_of_key.reserve(distinct.of_received.size());
@@ -147,11 +157,13 @@ void hierarchy_gather(const ExchangeOperands& operands) {
     work.synchronize();
     TempMemory* answers = work.device_buffer(inside.sent_count() * row_bytes);
     inside.respond(answers_inside->data(), answers->data(), row_bytes, deadline);
+    trace.mark("row exchange");
     // Output row i takes the answer in its request's slot; skipped rows keep their contents.
     TempMemory* slots = work.upload(requests.slot_of_row(inside, indices.size()));
     work.copy_rows(Direction::kGather, packed(answers), operands.rows, slots, indices.size(),
                    static_cast<int64_t>(inside.sent_count()));
     work.synchronize();
+    trace.mark("placing rows");
   });
 }
 
@@ -160,9 +172,12 @@ void hierarchy_scatter(const ExchangeOperands& operands) {
   auto& comm = operands.memory->comm();
   auto local_comm = local_communicator(operands);
   Hierarchy hierarchy(operands, *local_comm);
+  core::PhaseTrace trace("wholememory_scatter (HIERARCHY)");
   ExchangeWork work(operands);
   const auto indices = work.indices_on_host();
+  trace.mark("counting");
   const RowRequests requests = route_to_gateways(indices, table, hierarchy);
+  trace.mark("routing");
   const size_t row_bytes = static_cast<size_t>(table.columns) * table.element_bytes();
   const auto packed = [&](TempMemory* buffer) {
     return packed_table(buffer->data(), table.columns, table.dtype);
@@ -171,6 +186,7 @@ void hierarchy_scatter(const ExchangeOperands& operands) {
   std::scoped_lock lock(comm.collective_mutex(), local_comm->collective_mutex());
   const Deadline deadline = collective_deadline();
   join_exchange(operands, "wholememory_scatter", requests.first_bad, deadline);
+  trace.mark("agreement");
   abort_peers_on_failure(comm.group(), [&] {
     // 1. Keys and rows (converted to the table's type) to the gateways of my node.
     RequestRound inside(hierarchy.local.collectives(), requests.keys, requests.destinations,
@@ -181,7 +197,9 @@ void hierarchy_scatter(const ExchangeOperands& operands) {
                    inside.sent_count(), operands.indices.count);
     work.synchronize();
     TempMemory* gathered = work.device_buffer(inside.received().size() * row_bytes);
+    trace.mark("request exchange");
     inside.forward(outgoing->data(), gathered->data(), row_bytes, deadline);
+    trace.mark("row exchange");
     // 2. As a gateway: one row per distinct entry (the last one received wins), to its node.
     const Distinct distinct = deduplicate(inside.received());
     std::vector<int64_t> key_of_distinct(distinct.entries.size());
@@ -191,6 +209,7 @@ void hierarchy_scatter(const ExchangeOperands& operands) {
     std::vector<int64_t> server_keys;
     std::vector<int> servers;
     route_to_servers(distinct, hierarchy, &server_keys, &servers);
+    trace.mark("de-duplication");
     RequestRound across(hierarchy.world.collectives(), server_keys, servers, deadline);
     std::vector<int64_t> key_in_slot(across.sent_count());
     for (size_t slot = 0; slot < key_in_slot.size(); ++slot) {
@@ -202,7 +221,9 @@ void hierarchy_scatter(const ExchangeOperands& operands) {
                    across.sent_count(), static_cast<int64_t>(inside.received().size()));
     work.synchronize();
     TempMemory* arrived = work.device_buffer(across.received().size() * row_bytes);
+    trace.mark("cross-node requests");
     across.forward(crossing->data(), arrived->data(), row_bytes, deadline);
+    trace.mark("cross-node rows");
     // 3. As a server: write them into my node's mapping.
     TempMemory* targets = work.upload(across.received());
     work.copy_rows(
@@ -210,6 +231,7 @@ void hierarchy_scatter(const ExchangeOperands& operands) {
         across.received().size(),
         hierarchy.layout.node_entries(hierarchy.world.node_index_of(comm.rank()), hierarchy.world));
     work.synchronize();
+    trace.mark("writing rows");
   });
 }
 
