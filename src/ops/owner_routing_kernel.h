@@ -3,12 +3,16 @@
 // row's storage entry, on the device that holds the list, so that only a few counts cross to the
 // host.
 //
-//   count: per row, its owner's counter += 1; a row past the table records its position
+//   count: per row, its destination's counter += 1; a row past the table records its position
 //          (the smallest such position wins, so the host can report the list's first bad index);
-//   place: with the counters set to each owner's first slot (an exclusive scan of the counts),
-//          each row takes the next slot of its owner's bucket: keys[slot] = its entry in the
-//          owner's partition, slot_of_row[row] = slot (-1 for a row that asks for nothing), and
-//          row_in_slot[slot] = row.
+//   place: with the counters set to each destination's first slot (an exclusive scan of the
+//          counts), each row takes the next slot of its destination's bucket: keys[slot] = its
+//          entry (in the owner's partition, or global), slot_of_row[row] = slot (-1 for a row that
+//          asks for nothing), and row_in_slot[slot] = row.
+//
+// A row's destination is its owner (DISTRIBUTED), or with a destination table the rank its
+// owner's requests go to in the communicator the keys travel over (HIERARCHY: the gateway of my
+// node for the owner's node, which wants global entries to de-duplicate requests across owners).
 //
 // A negative index asks for nothing. The order of rows inside a bucket is whatever order the
 // threads took their slots in: every row knows its slot, so a gather puts its rows back in list
@@ -37,8 +41,12 @@ struct OwnerRoutingArgs {
   int64_t first_entry;           // the storage entry of table row 0 (sub-tensors start later)
   const int64_t* entry_offsets;  // world_size + 1: rank r holds entries [offsets[r], offsets[r+1])
   int32_t world_size;
-  // count: per-owner counts, zero before the launch. place: per-owner cursors, set to the owners'
-  // first slots before the launch.
+  // Null: each owner is its own destination. Else world_size destinations, each below world_size.
+  const int64_t* destination_of_owner;
+  // Keys are global entries rather than entries in the owner's partition.
+  bool global_keys;
+  // count: per-destination counts, zero before the launch. place: per-destination cursors, set to
+  // the destinations' first slots before the launch.
   unsigned long long* per_owner;
   unsigned long long* first_bad_row;  // count: all ones before the launch
   int64_t* keys;                      // place: one per slot
@@ -80,10 +88,16 @@ MEMLOOM_HOST_DEVICE inline int32_t owner_of_row(const OwnerRoutingArgs& args, in
   return owner_of_entry(args, *entry);
 }
 
+// The counter (bucket) of an owner's requests. The branch goes the same way for every row.
+MEMLOOM_HOST_DEVICE inline int32_t destination_of(const OwnerRoutingArgs& args, int32_t owner) {
+  if (args.destination_of_owner == nullptr) return owner;
+  return static_cast<int32_t>(args.destination_of_owner[owner]);
+}
+
 MEMLOOM_HOST_DEVICE inline void place_row(const OwnerRoutingArgs& args, int64_t row, int32_t owner,
                                           int64_t entry, unsigned long long slot) {
   const auto at = static_cast<int64_t>(slot);
-  args.keys[at] = entry - args.entry_offsets[owner];
+  args.keys[at] = args.global_keys ? entry : entry - args.entry_offsets[owner];
   args.slot_of_row[row] = at;
   if (args.row_in_slot != nullptr) args.row_in_slot[at] = row;
 }
@@ -95,10 +109,11 @@ struct CountByOwner {
     int64_t entry = 0;
     const int32_t owner = owner_of_row(args, row, &entry);
     if (owner == kBadRow) atomic_min(args.first_bad_row, static_cast<unsigned long long>(row));
-    if (owner >= 0) atomic_increment(args.per_owner + owner);
+    if (owner >= 0) atomic_increment(args.per_owner + destination_of(args, owner));
   }
 
-  // Rows [begin, end) on a CPU thread: counts kept locally, added once per owner.
+  // Rows [begin, end) on a CPU thread: counts kept locally per owner, added once per owner to its
+  // destination's counter.
   static void count_rows(const Args& args, int64_t begin, int64_t end) {
     std::vector<unsigned long long> counts(static_cast<size_t>(args.world_size), 0);
     unsigned long long first_bad = ~0ull;
@@ -112,7 +127,9 @@ struct CountByOwner {
       }
     }
     for (size_t owner = 0; owner < counts.size(); ++owner) {
-      if (counts[owner] > 0) atomic_fetch_add(args.per_owner + owner, counts[owner]);
+      if (counts[owner] == 0) continue;
+      atomic_fetch_add(args.per_owner + destination_of(args, static_cast<int32_t>(owner)),
+                       counts[owner]);
     }
     if (first_bad != ~0ull) atomic_min(args.first_bad_row, first_bad);
   }
@@ -128,11 +145,12 @@ struct PlaceByOwner {
       args.slot_of_row[row] = -1;  // skipped (the host never places a list with bad rows)
       return;
     }
-    place_row(args, row, owner, entry, atomic_increment(args.per_owner + owner));
+    place_row(args, row, owner, entry,
+              atomic_increment(args.per_owner + destination_of(args, owner)));
   }
 
-  // Rows [begin, end) on a CPU thread: one reservation per owner, then the range's rows of each
-  // owner in list order.
+  // Rows [begin, end) on a CPU thread: one reservation per owner (a run of slots in its
+  // destination's bucket), then the range's rows of each owner in list order.
   static void place_rows(const Args& args, int64_t begin, int64_t end) {
     const auto owners = static_cast<size_t>(args.world_size);
     std::vector<int32_t> owner_of(static_cast<size_t>(end - begin));
@@ -144,7 +162,9 @@ struct PlaceByOwner {
       if (owner >= 0) ++next[static_cast<size_t>(owner)];
     }
     for (size_t owner = 0; owner < owners; ++owner) {
-      if (next[owner] > 0) next[owner] = atomic_fetch_add(args.per_owner + owner, next[owner]);
+      if (next[owner] == 0) continue;
+      next[owner] = atomic_fetch_add(
+          args.per_owner + destination_of(args, static_cast<int32_t>(owner)), next[owner]);
     }
     for (int64_t row = begin; row < end; ++row) {
       const int32_t owner = owner_of[static_cast<size_t>(row - begin)];

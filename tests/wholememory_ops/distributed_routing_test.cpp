@@ -1,7 +1,9 @@
 // DISTRIBUTED gather and scatter route their indices on the device (count rows per owning rank,
-// then place each row in its owner's bucket): long lists that span every owner, with duplicates and
-// negatives, int32 and int64 indices, partitions of uneven sizes with an empty one, sub-tensors,
-// and the first bad index of a list reported in list order.
+// then place each row in its owner's bucket), and so does HIERARCHY's first stage (each row to my
+// node's gateway for its owner's node): long lists that span every owner, with duplicates and
+// negatives, int32 and int64 indices, partitions of uneven sizes with an empty one (on two nodes
+// also a node without entries, and nodes of 2 and 1 ranks), sub-tensors, and the first bad index
+// of a list reported in list order.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -31,9 +33,9 @@ const Plan kPlans[] = {
     {"empty last rank", {1, 1032, 0}},
 };
 
-TEST(DistributedRouting, LongListsOverUnevenPartitionsWithAnEmptyOne) {
-  auto results = run_with_comm(ranks_on_nodes(3, 1), [&](const testing::RankContext& me,
-                                                         wholememory_comm_t comm) {
+void check_long_lists(wholememory_memory_type_t type, int nodes) {
+  auto results = run_with_comm(ranks_on_nodes(3, nodes), [&](const testing::RankContext& me,
+                                                             wholememory_comm_t comm) {
     memloom_stream_t stream = nullptr;
     ASSERT_EQ(MEMLOOM_STATUS_SUCCESS, memloom_stream_create(&stream));
     const uint64_t seed = run_seed() + 90;
@@ -43,8 +45,8 @@ TEST(DistributedRouting, LongListsOverUnevenPartitionsWithAnEmptyOne) {
       auto desc = matrix_desc(kRows, 5, 6, 0, WHOLEMEMORY_DT_FLOAT);
       size_t entries[3] = {plan.entries[0], plan.entries[1], plan.entries[2]};
       wholememory_tensor_t table = nullptr;
-      OPS_ASSERT_OK(wholememory_create_tensor(&table, &desc, comm, WHOLEMEMORY_MT_DISTRIBUTED,
-                                              WHOLEMEMORY_ML_DEVICE, entries));
+      OPS_ASSERT_OK(
+          wholememory_create_tensor(&table, &desc, comm, type, WHOLEMEMORY_ML_DEVICE, entries));
       const RootValue values = seeded_values(seed + 1, WHOLEMEMORY_DT_FLOAT);
       fill_table(table, values, comm);
 
@@ -94,16 +96,24 @@ TEST(DistributedRouting, LongListsOverUnevenPartitionsWithAnEmptyOne) {
   EXPECT_ALL_RANKS_PASS(results);
 }
 
+TEST(DistributedRouting, LongListsOverUnevenPartitionsWithAnEmptyOne) {
+  check_long_lists(WHOLEMEMORY_MT_DISTRIBUTED, 1);
+}
+
+// 3 ranks on 2 nodes (one node of 2 ranks, whose gateways split the nodes, one of 1).
+TEST(HierarchyRouting, LongListsOverUnevenPartitionsOnTwoNodes) {
+  check_long_lists(WHOLEMEMORY_MT_HIERARCHY, 2);
+}
+
 // Rank 1's list holds three indices past the table, the first of them (in list order) neither the
 // smallest nor the largest: every rank names that one, and no output row is written.
-TEST(DistributedRouting, TheFirstBadIndexInListOrderIsReported) {
+void check_first_bad_index_reported(wholememory_memory_type_t type, int ranks, int nodes) {
   auto results = run_with_comm(
-      ranks_on_nodes(2, 1), [&](const testing::RankContext& me, wholememory_comm_t comm) {
+      ranks_on_nodes(ranks, nodes), [&](const testing::RankContext& me, wholememory_comm_t comm) {
         const int64_t rows = 300;
         auto desc = matrix_desc(rows, 4, 4, 0, WHOLEMEMORY_DT_INT);
         wholememory_tensor_t table = nullptr;
-        OPS_ASSERT_OK(wholememory_create_tensor(&table, &desc, comm, WHOLEMEMORY_MT_DISTRIBUTED,
-                                                WHOLEMEMORY_ML_HOST));
+        OPS_ASSERT_OK(wholememory_create_tensor(&table, &desc, comm, type, WHOLEMEMORY_ML_HOST));
         const RootValue values = seeded_values(run_seed() + 95, WHOLEMEMORY_DT_INT);
         fill_table(table, values, comm);
         std::mt19937_64 rng(run_seed() + 96 + static_cast<uint64_t>(me.rank));
@@ -155,6 +165,14 @@ TEST(DistributedRouting, TheFirstBadIndexInListOrderIsReported) {
         OPS_EXPECT_OK(wholememory_destroy_tensor(table));
       });
   EXPECT_ALL_RANKS_PASS(results);
+}
+
+TEST(DistributedRouting, TheFirstBadIndexInListOrderIsReported) {
+  check_first_bad_index_reported(WHOLEMEMORY_MT_DISTRIBUTED, 2, 1);
+}
+
+TEST(HierarchyRouting, TheFirstBadIndexInListOrderIsReported) {
+  check_first_bad_index_reported(WHOLEMEMORY_MT_HIERARCHY, 4, 2);
 }
 
 }  // namespace

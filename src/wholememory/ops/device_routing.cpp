@@ -8,16 +8,37 @@
 namespace memloom::wholememory {
 
 OwnerRoute::OwnerRoute(ExchangeWork& work, const ExchangeOperands& operands,
-                       const EntryLayout& layout)
+                       const EntryLayout& layout, const RouteTargets* targets)
     : work_(work) {
   const std::vector<int64_t>& offsets = layout.offsets();
   const size_t ranks = offsets.size() - 1;
   const IndexList& indices = operands.indices;
+  size_t destinations = ranks;
+  if (targets != nullptr) {
+    destinations = static_cast<size_t>(targets->destinations);
+    if (targets->destination_of_owner.size() != ranks || destinations == 0 ||
+        destinations > ranks) {
+      raise(Status::kLogic, "routing to " + std::to_string(destinations) + " destinations with " +
+                                std::to_string(targets->destination_of_owner.size()) +
+                                " table entries for " + std::to_string(ranks) + " ranks");
+    }
+    for (int64_t destination : targets->destination_of_owner) {
+      if (destination < 0 || destination >= targets->destinations) {
+        raise(Status::kLogic, "routing to destination " + std::to_string(destination) + " of " +
+                                  std::to_string(destinations));
+      }
+    }
+  }
   // One upload for what the count kernel reads and writes: the partitions' entry offsets, a zero
-  // counter per rank, and the first bad row (all ones: none yet).
+  // counter per rank (the first `destinations` are used), the first bad row (all ones: none yet),
+  // then the destination table if any.
   std::vector<int64_t> state(offsets);
   state.resize(2 * ranks + 2, 0);
   state.back() = -1;
+  if (targets != nullptr) {
+    state.insert(state.end(), targets->destination_of_owner.begin(),
+                 targets->destination_of_owner.end());
+  }
   TempMemory* shared = work.upload(std::move(state));
   args_.indices = indices.data;
   args_.index_type = indices.type;
@@ -26,6 +47,8 @@ OwnerRoute::OwnerRoute(ExchangeWork& work, const ExchangeOperands& operands,
   args_.first_entry = operands.table.first_entry();
   args_.entry_offsets = shared->as<int64_t>();
   args_.world_size = static_cast<int32_t>(ranks);
+  args_.destination_of_owner = targets != nullptr ? shared->as<int64_t>() + 2 * ranks + 2 : nullptr;
+  args_.global_keys = targets != nullptr && targets->global_keys;
   args_.per_owner = reinterpret_cast<unsigned long long*>(shared->as<int64_t>() + ranks + 1);
   args_.first_bad_row = args_.per_owner + ranks;
   if (indices.count > 0) {
@@ -34,7 +57,7 @@ OwnerRoute::OwnerRoute(ExchangeWork& work, const ExchangeOperands& operands,
   std::vector<unsigned long long> counts(ranks + 1);
   work.read_back(counts.data(), args_.per_owner, counts.size() * sizeof(counts[0]));
 
-  sent_per_rank_.assign(counts.begin(), counts.begin() + static_cast<std::ptrdiff_t>(ranks));
+  sent_per_rank_.assign(counts.begin(), counts.begin() + static_cast<std::ptrdiff_t>(destinations));
   for (uint64_t count : sent_per_rank_) sent_count_ += count;
   const unsigned long long bad_row = counts[ranks];
   if (bad_row == ~0ull) return;

@@ -1,7 +1,6 @@
 #include "src/wholememory/ops/exchange_op.h"
 
 #include <algorithm>
-#include <cstring>
 #include <functional>
 
 #include "memloom/error.h"
@@ -57,30 +56,6 @@ ExchangeWork::~ExchangeWork() {
   release_quietly("an exchange's pending stream work", [&] {
     operands_.stream->stream().synchronize(Deadline::after(core::default_collective_timeout()));
   });
-}
-
-std::vector<int64_t> ExchangeWork::indices_on_host() {
-  const auto& indices = operands_.indices;
-  const size_t count = static_cast<size_t>(indices.count);
-  std::vector<int64_t> values(count);
-  if (count == 0) {
-    synchronize();
-    return values;
-  }
-  const size_t width = indices.type == ops::DType::kInt ? sizeof(int32_t) : sizeof(int64_t);
-  std::vector<unsigned char> raw(count * width);
-  operands_.stream->stream().copy(raw.data(), indices.data, raw.size());
-  synchronize();
-  if (indices.type == ops::DType::kInt) {
-    for (size_t i = 0; i < count; ++i) {
-      int32_t value;
-      std::memcpy(&value, raw.data() + i * width, width);
-      values[i] = value;
-    }
-  } else {
-    std::memcpy(values.data(), raw.data(), raw.size());
-  }
-  return values;
 }
 
 void ExchangeWork::read_back(void* host, const void* source, size_t bytes) {

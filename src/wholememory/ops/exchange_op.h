@@ -65,8 +65,6 @@ class ExchangeWork {
   ExchangeWork(const ExchangeWork&) = delete;
   ExchangeWork& operator=(const ExchangeWork&) = delete;
 
-  // The index list, read after the work already enqueued on the stream.
-  std::vector<int64_t> indices_on_host();
   // Device-readable memory for `bytes` (rows to exchange or to serve).
   TempMemory* device_buffer(size_t bytes);
   // A device-readable copy of `values`, copied on the stream.

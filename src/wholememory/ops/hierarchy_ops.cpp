@@ -1,14 +1,26 @@
 // HIERARCHY gather and scatter across nodes. Every rank maps the partitions of its own node, so
 // rows only need to cross nodes once per distinct entry:
 //   1. inside the node, each rank sends its indices to the node's gateway for the owner's node
-//      (local rank = owner's node % ranks on my node), over the local communicator;
-//   2. the gateway de-duplicates them and asks one rank of the owner's node for each distinct
-//      entry (over the whole communicator), which reads it from its node-wide mapping;
+//      (local rank = owner's node % ranks on my node), over the local communicator: routed on the
+//      device (device_routing.h, keys = global entries) and exchanged between device buffers;
+//   2. the gateway de-duplicates them on the host (distinct entries, usually far fewer) and asks
+//      one rank of the owner's node for each distinct entry (over the whole communicator), which
+//      reads it from its node-wide mapping;
 //   3. rows come back the same way (gather), or go out the same way (scatter).
+//
+// Phases in the debug trace (core::PhaseTrace): counting (the count kernel and its read-back),
+// routing (placing requests in the gateways' buckets, enqueued), agreement, request exchange
+// (inside the node, then the keys copied to the host; scatter packs its rows meanwhile), scatter:
+// row exchange (inside the node), de-duplication, cross-node requests (scatter: with packing the
+// distinct rows), gather: serving (reading the asked rows of my node's mapping), cross-node rows,
+// gather: row exchange (the gateway's answers back inside the node), then placing rows (gather:
+// into the output) or writing rows (scatter: into my node's mapping).
 #include <algorithm>
 #include <mutex>
 
 #include "memloom/error.h"
+#include "src/core/phase_trace.h"
+#include "src/wholememory/ops/device_routing.h"
 #include "src/wholememory/ops/exchange_op.h"
 #include "src/wholememory/ops/request_round.h"
 
@@ -32,6 +44,17 @@ struct Hierarchy {
 
   int node_of_entry(int64_t entry) const { return world.node_index_of(layout.owner(entry)); }
   int gateway_for(int node) const { return node % local.size(); }
+  // Stage 1: requests for a rank's entries go to my node's gateway for that rank's node, as the
+  // global entry.
+  RouteTargets gateways() const {
+    RouteTargets targets;
+    for (int r = 0; r < world.size(); ++r) {
+      targets.destination_of_owner.push_back(gateway_for(world.node_index_of(r)));
+    }
+    targets.destinations = local.size();
+    targets.global_keys = true;
+    return targets;
+  }
   // The rank of `node` that my gateway role asks (spreads gateways over that node's ranks).
   int server_on(int node) const {
     const auto& ranks = ranks_of_node[node];
@@ -39,14 +62,16 @@ struct Hierarchy {
   }
 };
 
-// Requests go to the gateway of the node holding the entry and name the global entry.
-RowRequests route_to_gateways(const std::vector<int64_t>& indices, const MatrixShape& table,
-                              const Hierarchy& hierarchy) {
-  return route_rows(indices, table.rows, table.first_entry(),
-                    [&](int64_t entry, int64_t* key, int* destination) {
-                      *key = entry;
-                      *destination = hierarchy.gateway_for(hierarchy.node_of_entry(entry));
-                    });
+// Stage 1's keys, from the placed buckets to the gateways; a gateway de-duplicates the keys it
+// received on the host, so they come down once.
+std::vector<int64_t> exchange_gateway_keys(ExchangeWork& work, BucketedRound& inside,
+                                           const OwnerRoute& route, Deadline deadline) {
+  TempMemory* received = work.device_buffer(inside.received_count() * sizeof(int64_t));
+  work.synchronize();  // the keys are placed (and, for a scatter, the rows packed)
+  inside.exchange_keys(route.keys()->as<int64_t>(), received->as<int64_t>(), deadline);
+  std::vector<int64_t> keys(inside.received_count());
+  work.read_back(keys.data(), received->data(), keys.size() * sizeof(int64_t));
+  return keys;
 }
 
 // The distinct entries a gateway received, and which distinct entry each received key is.
@@ -105,9 +130,14 @@ void hierarchy_gather(const ExchangeOperands& operands) {
   auto& comm = operands.memory->comm();
   auto local_comm = local_communicator(operands);
   Hierarchy hierarchy(operands, *local_comm);
+  core::PhaseTrace trace("wholememory_gather (HIERARCHY)");
   ExchangeWork work(operands);
-  const auto indices = work.indices_on_host();
-  const RowRequests requests = route_to_gateways(indices, table, hierarchy);
+  const RouteTargets gateways = hierarchy.gateways();
+  OwnerRoute route(work, operands, hierarchy.layout, &gateways);
+  trace.mark("counting");
+  // Placed while the ranks agree; a list with a bad index fails in the agreement.
+  if (route.first_bad() < 0) route.place(false);
+  trace.mark("routing");
   const size_t row_bytes = static_cast<size_t>(table.columns) * table.element_bytes();
   const auto packed = [&](TempMemory* buffer) {
     return packed_table(buffer->data(), table.columns, table.dtype);
@@ -115,17 +145,21 @@ void hierarchy_gather(const ExchangeOperands& operands) {
 
   std::scoped_lock lock(comm.collective_mutex(), local_comm->collective_mutex());
   const Deadline deadline = collective_deadline();
-  join_exchange(operands, "wholememory_gather", requests.first_bad, deadline);
+  join_exchange(operands, "wholememory_gather", route.first_bad(), deadline);
+  trace.mark("agreement");
   abort_peers_on_failure(comm.group(), [&] {
     // 1. Indices to the gateways of my node.
-    RequestRound inside(hierarchy.local.collectives(), requests.keys, requests.destinations,
-                        deadline);
+    BucketedRound inside(hierarchy.local.collectives(), route.sent_per_rank(), deadline);
+    const std::vector<int64_t> received = exchange_gateway_keys(work, inside, route, deadline);
+    trace.mark("request exchange");
     // 2. As a gateway: each distinct entry once, to a rank of its node.
-    const Distinct distinct = deduplicate(inside.received());
+    const Distinct distinct = deduplicate(received);
     std::vector<int64_t> server_keys;
     std::vector<int> servers;
     route_to_servers(distinct, hierarchy, &server_keys, &servers);
+    trace.mark("de-duplication");
     RequestRound across(hierarchy.world.collectives(), server_keys, servers, deadline);
+    trace.mark("cross-node requests");
     // As a server: read the asked entries from my node's mapping.
     TempMemory* asked = work.upload(across.received());
     TempMemory* served = work.device_buffer(across.received().size() * row_bytes);
@@ -134,24 +168,28 @@ void hierarchy_gather(const ExchangeOperands& operands) {
         across.received().size(),
         hierarchy.layout.node_entries(hierarchy.world.node_index_of(comm.rank()), hierarchy.world));
     work.synchronize();
+    trace.mark("serving");
     TempMemory* distinct_rows = work.device_buffer(across.sent_count() * row_bytes);
     across.respond(served->data(), distinct_rows->data(), row_bytes, deadline);
+    trace.mark("cross-node rows");
     // 3. As a gateway: one row per key received inside the node, back to its sender.
     std::vector<int64_t> slot_of_key;
     slot_of_key.reserve(distinct.of_received.size());
     for (int64_t u : distinct.of_received) slot_of_key.push_back(across.slot_of_request()[u]);
     TempMemory* keys_slots = work.upload(std::move(slot_of_key));
-    TempMemory* answers_inside = work.device_buffer(inside.received().size() * row_bytes);
+    TempMemory* answers_inside = work.device_buffer(received.size() * row_bytes);
     work.copy_rows(Direction::kGather, packed(distinct_rows), packed(answers_inside), keys_slots,
-                   inside.received().size(), static_cast<int64_t>(across.sent_count()));
+                   received.size(), static_cast<int64_t>(across.sent_count()));
     work.synchronize();
     TempMemory* answers = work.device_buffer(inside.sent_count() * row_bytes);
     inside.respond(answers_inside->data(), answers->data(), row_bytes, deadline);
+    trace.mark("row exchange");
     // Output row i takes the answer in its request's slot; skipped rows keep their contents.
-    TempMemory* slots = work.upload(requests.slot_of_row(inside, indices.size()));
-    work.copy_rows(Direction::kGather, packed(answers), operands.rows, slots, indices.size(),
+    work.copy_rows(Direction::kGather, packed(answers), operands.rows, route.slot_of_row(),
+                   static_cast<size_t>(operands.indices.count),
                    static_cast<int64_t>(inside.sent_count()));
     work.synchronize();
+    trace.mark("placing rows");
   });
 }
 
@@ -160,9 +198,13 @@ void hierarchy_scatter(const ExchangeOperands& operands) {
   auto& comm = operands.memory->comm();
   auto local_comm = local_communicator(operands);
   Hierarchy hierarchy(operands, *local_comm);
+  core::PhaseTrace trace("wholememory_scatter (HIERARCHY)");
   ExchangeWork work(operands);
-  const auto indices = work.indices_on_host();
-  const RowRequests requests = route_to_gateways(indices, table, hierarchy);
+  const RouteTargets gateways = hierarchy.gateways();
+  OwnerRoute route(work, operands, hierarchy.layout, &gateways);
+  trace.mark("counting");
+  if (route.first_bad() < 0) route.place(true);
+  trace.mark("routing");
   const size_t row_bytes = static_cast<size_t>(table.columns) * table.element_bytes();
   const auto packed = [&](TempMemory* buffer) {
     return packed_table(buffer->data(), table.columns, table.dtype);
@@ -170,20 +212,21 @@ void hierarchy_scatter(const ExchangeOperands& operands) {
 
   std::scoped_lock lock(comm.collective_mutex(), local_comm->collective_mutex());
   const Deadline deadline = collective_deadline();
-  join_exchange(operands, "wholememory_scatter", requests.first_bad, deadline);
+  join_exchange(operands, "wholememory_scatter", route.first_bad(), deadline);
+  trace.mark("agreement");
   abort_peers_on_failure(comm.group(), [&] {
     // 1. Keys and rows (converted to the table's type) to the gateways of my node.
-    RequestRound inside(hierarchy.local.collectives(), requests.keys, requests.destinations,
-                        deadline);
-    TempMemory* rows_of_slots = work.upload(requests.row_in_slot(inside));
+    BucketedRound inside(hierarchy.local.collectives(), route.sent_per_rank(), deadline);
     TempMemory* outgoing = work.device_buffer(inside.sent_count() * row_bytes);
-    work.copy_rows(Direction::kGather, operands.rows, packed(outgoing), rows_of_slots,
+    work.copy_rows(Direction::kGather, operands.rows, packed(outgoing), route.row_in_slot(),
                    inside.sent_count(), operands.indices.count);
-    work.synchronize();
-    TempMemory* gathered = work.device_buffer(inside.received().size() * row_bytes);
+    const std::vector<int64_t> received = exchange_gateway_keys(work, inside, route, deadline);
+    TempMemory* gathered = work.device_buffer(received.size() * row_bytes);
+    trace.mark("request exchange");
     inside.forward(outgoing->data(), gathered->data(), row_bytes, deadline);
+    trace.mark("row exchange");
     // 2. As a gateway: one row per distinct entry (the last one received wins), to its node.
-    const Distinct distinct = deduplicate(inside.received());
+    const Distinct distinct = deduplicate(received);
     std::vector<int64_t> key_of_distinct(distinct.entries.size());
     for (size_t k = 0; k < distinct.of_received.size(); ++k) {
       key_of_distinct[distinct.of_received[k]] = static_cast<int64_t>(k);
@@ -191,6 +234,7 @@ void hierarchy_scatter(const ExchangeOperands& operands) {
     std::vector<int64_t> server_keys;
     std::vector<int> servers;
     route_to_servers(distinct, hierarchy, &server_keys, &servers);
+    trace.mark("de-duplication");
     RequestRound across(hierarchy.world.collectives(), server_keys, servers, deadline);
     std::vector<int64_t> key_in_slot(across.sent_count());
     for (size_t slot = 0; slot < key_in_slot.size(); ++slot) {
@@ -199,10 +243,12 @@ void hierarchy_scatter(const ExchangeOperands& operands) {
     TempMemory* keys_of_slots = work.upload(std::move(key_in_slot));
     TempMemory* crossing = work.device_buffer(across.sent_count() * row_bytes);
     work.copy_rows(Direction::kGather, packed(gathered), packed(crossing), keys_of_slots,
-                   across.sent_count(), static_cast<int64_t>(inside.received().size()));
+                   across.sent_count(), static_cast<int64_t>(received.size()));
     work.synchronize();
     TempMemory* arrived = work.device_buffer(across.received().size() * row_bytes);
+    trace.mark("cross-node requests");
     across.forward(crossing->data(), arrived->data(), row_bytes, deadline);
+    trace.mark("cross-node rows");
     // 3. As a server: write them into my node's mapping.
     TempMemory* targets = work.upload(across.received());
     work.copy_rows(
@@ -210,6 +256,7 @@ void hierarchy_scatter(const ExchangeOperands& operands) {
         across.received().size(),
         hierarchy.layout.node_entries(hierarchy.world.node_index_of(comm.rank()), hierarchy.world));
     work.synchronize();
+    trace.mark("writing rows");
   });
 }
 

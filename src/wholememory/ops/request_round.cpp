@@ -101,20 +101,4 @@ RequestRound::RequestRound(hal::Collectives& collectives, const std::vector<int6
   exchange_keys(sorted_keys.data(), received_.data(), deadline);
 }
 
-std::vector<int64_t> RowRequests::slot_of_row(const RequestRound& round, size_t rows) const {
-  std::vector<int64_t> slots(rows, -1);
-  for (size_t k = 0; k < row_of_request.size(); ++k) {
-    slots[row_of_request[k]] = round.slot_of_request()[k];
-  }
-  return slots;
-}
-
-std::vector<int64_t> RowRequests::row_in_slot(const RequestRound& round) const {
-  std::vector<int64_t> rows(round.sent_count());
-  for (size_t slot = 0; slot < rows.size(); ++slot) {
-    rows[slot] = row_of_request[round.request_in_slot()[slot]];
-  }
-  return rows;
-}
-
 }  // namespace memloom::wholememory

@@ -2,11 +2,12 @@
 // numbers) to chosen peers, each rank then serves the keys it received, and rows travel back to
 // the requesters (respond) or along with the keys (forward).
 //
-// BucketedRound takes keys that the caller has already grouped by destination (DISTRIBUTED routes
-// them on the device, device_routing.h); RequestRound groups host keys itself and keeps the slot
-// each request lands in, so callers can put rows back into their original order. Keys and rows
-// are passed in memory the backend's collectives accept (host memory; device memory too on the
-// CUDA backend, where the emulated backend's device memory is host memory anyway).
+// BucketedRound takes keys that the caller has already grouped by destination (DISTRIBUTED and
+// HIERARCHY's first stage route them on the device, device_routing.h); RequestRound groups host
+// keys itself and keeps the slot each request lands in, so callers can put rows back into their
+// original order. Keys and rows are passed in memory the backend's collectives accept (host memory;
+// device memory too on the CUDA backend, where the emulated backend's device memory is host memory
+// anyway).
 #pragma once
 
 #include <cstdint>
@@ -69,43 +70,5 @@ class RequestRound : public BucketedRound {
   std::vector<int64_t> slot_of_request_;
   std::vector<int64_t> request_in_slot_;
 };
-
-// The requests of a caller's index list: request k asks rank destinations[k] for keys[k] and
-// stands for row row_of_request[k] of the list. Negative indices ask for nothing; the first index
-// past the table is kept to be reported.
-struct RowRequests {
-  std::vector<int64_t> keys;
-  std::vector<int> destinations;
-  std::vector<int64_t> row_of_request;
-  int64_t first_bad = -1;
-
-  // For each of the list's `rows`, the slot of `round` holding its answer (-1: no request).
-  std::vector<int64_t> slot_of_row(const RequestRound& round, size_t rows) const;
-  // For each slot `round` sent, the list's row it carries.
-  std::vector<int64_t> row_in_slot(const RequestRound& round) const;
-};
-
-// Routes `indices` into a table of `table_rows` rows starting at entry `first_entry`:
-// route(entry, &key, &destination) says where the request for a global entry goes.
-template <class Route>
-RowRequests route_rows(const std::vector<int64_t>& indices, int64_t table_rows, int64_t first_entry,
-                       Route&& route) {
-  RowRequests requests;
-  for (size_t row = 0; row < indices.size(); ++row) {
-    const int64_t index = indices[row];
-    if (index < 0) continue;
-    if (index >= table_rows) {
-      if (requests.first_bad < 0) requests.first_bad = index;
-      continue;
-    }
-    int64_t key = 0;
-    int destination = 0;
-    route(first_entry + index, &key, &destination);
-    requests.keys.push_back(key);
-    requests.destinations.push_back(destination);
-    requests.row_of_request.push_back(static_cast<int64_t>(row));
-  }
-  return requests;
-}
 
 }  // namespace memloom::wholememory
