@@ -21,6 +21,7 @@
 #include "memloom/error.h"
 #include "src/core/phase_trace.h"
 #include "src/wholememory/ops/device_routing.h"
+#include "src/wholememory/ops/distinct_entries.h"
 #include "src/wholememory/ops/exchange_op.h"
 #include "src/wholememory/ops/request_round.h"
 
@@ -74,30 +75,10 @@ std::vector<int64_t> exchange_gateway_keys(ExchangeWork& work, BucketedRound& in
   return keys;
 }
 
-// The distinct entries a gateway received, and which distinct entry each received key is.
-struct Distinct {
-  std::vector<int64_t> entries;
-  std::vector<int64_t> of_received;
-};
-
-Distinct deduplicate(const std::vector<int64_t>& received) {
-  Distinct distinct;
-  distinct.entries = received;
-  std::sort(distinct.entries.begin(), distinct.entries.end());
-  distinct.entries.erase(std::unique(distinct.entries.begin(), distinct.entries.end()),
-                         distinct.entries.end());
-  distinct.of_received.reserve(received.size());
-  for (int64_t key : received) {
-    const auto at = std::lower_bound(distinct.entries.begin(), distinct.entries.end(), key);
-    distinct.of_received.push_back(at - distinct.entries.begin());
-  }
-  return distinct;
-}
-
 // The cross-node requests of a gateway: distinct entry u goes to a rank of its node, as the
 // entry's position in that node's mapping.
-void route_to_servers(const Distinct& distinct, Hierarchy& hierarchy, std::vector<int64_t>* keys,
-                      std::vector<int>* destinations) {
+void route_to_servers(const DistinctEntries& distinct, Hierarchy& hierarchy,
+                      std::vector<int64_t>* keys, std::vector<int>* destinations) {
   for (int64_t entry : distinct.entries) {
     keys->push_back(hierarchy.layout.node_entry(entry, hierarchy.world));
     destinations->push_back(hierarchy.server_on(hierarchy.node_of_entry(entry)));
@@ -153,7 +134,7 @@ void hierarchy_gather(const ExchangeOperands& operands) {
     const std::vector<int64_t> received = exchange_gateway_keys(work, inside, route, deadline);
     trace.mark("request exchange");
     // 2. As a gateway: each distinct entry once, to a rank of its node.
-    const Distinct distinct = deduplicate(received);
+    const DistinctEntries distinct = distinct_entries(received);
     std::vector<int64_t> server_keys;
     std::vector<int> servers;
     route_to_servers(distinct, hierarchy, &server_keys, &servers);
@@ -226,7 +207,7 @@ void hierarchy_scatter(const ExchangeOperands& operands) {
     inside.forward(outgoing->data(), gathered->data(), row_bytes, deadline);
     trace.mark("row exchange");
     // 2. As a gateway: one row per distinct entry (the last one received wins), to its node.
-    const Distinct distinct = deduplicate(received);
+    const DistinctEntries distinct = distinct_entries(received);
     std::vector<int64_t> key_of_distinct(distinct.entries.size());
     for (size_t k = 0; k < distinct.of_received.size(); ++k) {
       key_of_distinct[distinct.of_received[k]] = static_cast<int64_t>(k);
