@@ -53,9 +53,9 @@ bool parse(int argc, char** argv, Options* options) {
 // Runs a job of `ranks` ranks; on failure prints why (naming the group) and returns no figures,
 // so each figure of the group is then reported FAILED.
 Figures run_job(const std::string& group, int ranks,
-                const std::function<Figures(const RankInfo&)>& body) {
+                const std::function<Figures(const RankInfo&)>& body, int nodes = 1) {
   try {
-    return run_ranks(RankJob{ranks, 1, kJobTimeout}, body);
+    return run_ranks(RankJob{ranks, nodes, kJobTimeout}, body);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "memloom-bench-gpu: %s: FAILED: %s\n", group.c_str(), error.what());
     return {};
@@ -184,6 +184,18 @@ void spread_gathers(Report& report, const Ceilings& ceilings) {
   report.add({"DISTRIBUTED gather, 2 GPUs (output bytes)", rate(output_bytes, distributed), "GB/s",
               rate(output_bytes, continuous), "CONTINUOUS gather", std::nullopt,
               micros(distributed)});
+  // Two emulated nodes of one GPU each: every remote row crosses "nodes" through the gateways.
+  const auto hierarchy =
+      slowest(run_job(
+                  "gather HIERARCHY", 2,
+                  [](const RankInfo& info) {
+                    return node_per_gpu_gather_rank(info, WHOLEMEMORY_MT_HIERARCHY);
+                  },
+                  2),
+              2);
+  report.add({"HIERARCHY gather, 2 GPUs as 2 emulated nodes (output bytes)",
+              rate(output_bytes, hierarchy), "GB/s", rate(output_bytes, continuous),
+              "CONTINUOUS gather", std::nullopt, micros(hierarchy)});
 }
 
 void copies(Report& report, const std::string& group, const Ceilings& ceilings) {

@@ -34,6 +34,9 @@ Figures spread_gather_rank(const RankInfo& info, wholememory_memory_type_t type)
 // "gather rank 0": the same with rank 0 gathering alone (the other ranks hold their part of the
 // table and stay idle), so NVLink carries reads one way only. Not for DISTRIBUTED (collective).
 Figures rank_zero_gather_rank(const RankInfo& info, wholememory_memory_type_t type);
+// "gather rank R": every rank gathering at once, each rank an emulated node of its own on GPU R
+// (a job of as many nodes as ranks), as HIERARCHY spans nodes.
+Figures node_per_gpu_gather_rank(const RankInfo& info, wholememory_memory_type_t type);
 
 // "put", "get": rank 0's copies of kCopyBytes to / from rank 1's SHM slot (GPU 1).
 Figures shm_rank(const RankInfo& info);

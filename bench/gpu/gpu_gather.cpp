@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -130,15 +131,19 @@ const char* type_name(wholememory_memory_type_t type) {
       return "CHUNKED";
     case WHOLEMEMORY_MT_DISTRIBUTED:
       return "DISTRIBUTED";
+    case WHOLEMEMORY_MT_HIERARCHY:
+      return "HIERARCHY";
     default:
       return "other";
   }
 }
 
-// Best seconds of one gather on this rank. Every rank of the job runs it at the same time, or,
-// when `gathering` is false for this rank, only holds its part of the table and keeps step.
-double gather_seconds(const RankInfo& info, wholememory_memory_type_t type, bool gathering = true) {
-  use_device(info.local_rank);
+// Best seconds of one gather on this rank, working on `device`. Every rank of the job runs it at
+// the same time, or, when `gathering` is false for this rank, only holds its part of the table
+// and keeps step.
+double gather_seconds(const RankInfo& info, wholememory_memory_type_t type, int device,
+                      bool gathering = true) {
+  use_device(device);
   WholeMemorySession session;
   wholememory_comm_t comm = make_communicator(info);
   auto desc = table_description(static_cast<int64_t>(kTableRows));
@@ -199,15 +204,24 @@ double gather_seconds(const RankInfo& info, wholememory_memory_type_t type, bool
 }  // namespace
 
 Figures local_gather_rank(const RankInfo& info) {
-  return {{"gather", gather_seconds(info, WHOLEMEMORY_MT_CONTINUOUS)}};
+  return {{"gather", gather_seconds(info, WHOLEMEMORY_MT_CONTINUOUS, info.local_rank)}};
 }
 
 Figures spread_gather_rank(const RankInfo& info, wholememory_memory_type_t type) {
-  return {{"gather rank " + std::to_string(info.rank), gather_seconds(info, type)}};
+  return {
+      {"gather rank " + std::to_string(info.rank), gather_seconds(info, type, info.local_rank)}};
+}
+
+Figures node_per_gpu_gather_rank(const RankInfo& info, wholememory_memory_type_t type) {
+  // Each emulated node's one rank on its own GPU: the backend reads MEMLOOM_DEVICE before it
+  // starts (its default, the local rank, is 0 on every node).
+  const int device = info.rank;
+  ::setenv("MEMLOOM_DEVICE", std::to_string(device).c_str(), 1);
+  return {{"gather rank " + std::to_string(info.rank), gather_seconds(info, type, device)}};
 }
 
 Figures rank_zero_gather_rank(const RankInfo& info, wholememory_memory_type_t type) {
-  const double seconds = gather_seconds(info, type, info.rank == 0);
+  const double seconds = gather_seconds(info, type, info.local_rank, info.rank == 0);
   if (info.rank != 0) return {};
   return {{"gather rank 0", seconds}};
 }
