@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -76,8 +77,9 @@ class WorkerStream : public hal::Stream {
     std::condition_variable work_ready;
     std::condition_variable work_done;
     std::deque<std::function<void()>> queue;
-    uint64_t enqueued = 0;
-    uint64_t completed = 0;
+    // Changed under `mutex`; atomic so that waiters may poll them without it first.
+    std::atomic<uint64_t> enqueued{0};
+    std::atomic<uint64_t> completed{0};
     std::exception_ptr first_error;
     bool stopping = false;
     std::thread worker;
