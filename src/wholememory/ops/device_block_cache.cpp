@@ -13,7 +13,6 @@ namespace memloom::wholememory {
 namespace {
 
 constexpr size_t kMaxKeptBytes = size_t{2} << 30;
-constexpr size_t kMaxKeptBlocks = 16;
 
 }  // namespace
 
@@ -86,19 +85,30 @@ DeviceBlock DeviceBlockCache::take(size_t bytes, int device) {
 
 void DeviceBlockCache::give(DeviceBlock block) {
   if (block.pointer == nullptr) return;
+  std::vector<DeviceBlock> evicted;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     forget_if_forked();
     // Kept blocks count against the device's capacity, so keep at most a quarter of it.
     const size_t limit =
         std::min(kMaxKeptBytes, core::platform().device_capacity(block.device) / 4);
-    if (kept_bytes_ + block.bytes <= limit && kept_->size() < kMaxKeptBlocks) {
+    if (block.bytes <= limit) {
+      // The newest block stays and the oldest ones make room: an operation's next call asks for
+      // the sizes it just gave back, while blocks another kind of operation left long ago may
+      // never be asked for again (a full cache that turned new blocks away made a HIERARCHY
+      // gather after a scatter allocate, fault in and unmap its buffers on every call).
       kept_bytes_ += block.bytes;
       kept_->push_back(std::move(block));
-      return;
+      while (kept_bytes_ > limit || kept_->size() > kMaxKeptBlocks) {
+        kept_bytes_ -= kept_->front().bytes;
+        evicted.push_back(std::move(kept_->front()));
+        kept_->erase(kept_->begin());
+      }
+    } else {
+      evicted.push_back(std::move(block));
     }
   }
-  release(block);
+  for (auto& old : evicted) release(old);
 }
 
 }  // namespace memloom::wholememory

@@ -2,7 +2,7 @@
 // freed. Operations that exchange rows ask for large temporary buffers on every call; a fresh
 // allocation costs a backend allocation and mapping (and on the emulated backend, first-touch page
 // faults over the whole buffer), so freed blocks are kept (up to 2 GiB, and a quarter of the
-// device's capacity) and handed out again.
+// device's capacity; the least recently given back leave first) and handed out again.
 #pragma once
 
 #include <sys/types.h>
@@ -31,8 +31,12 @@ class DeviceBlockCache {
   // its size again, else a new one (dropping the kept blocks and retrying once when the device is
   // out of memory).
   DeviceBlock take(size_t bytes, int device);
-  // Keeps the block for reuse, or releases it when the cache is full.
+  // Keeps the block for reuse; when the cache is then over its limits, the blocks given back
+  // longest ago are released (a block over the byte limit by itself is released at once).
   void give(DeviceBlock block);
+  // At most this many blocks are kept: a gather and a scatter of an exchanging table use about a
+  // dozen buffers each, and training loops alternate them.
+  static constexpr size_t kMaxKeptBlocks = 64;
 
  private:
   DeviceBlockCache() = default;

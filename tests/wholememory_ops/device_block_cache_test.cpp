@@ -1,0 +1,77 @@
+// The default environment's cache of device blocks: a block given back is handed out again for
+// the same size, and when the cache is full the blocks given back longest ago leave, not the one
+// just given back (a full cache that turned new blocks away made every HIERARCHY gather after a
+// scatter allocate and fault in fresh buffers). Each test runs in one forked rank.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include "src/core/platform_loader.h"
+#include "src/wholememory/ops/device_block_cache.h"
+#include "tests/support/multi_process.h"
+
+namespace memloom::opstest {
+namespace {
+
+using wholememory::DeviceBlock;
+using wholememory::DeviceBlockCache;
+
+void run_in_one_rank(const std::function<void()>& body) {
+  testing::MultiProcessOptions options;
+  options.ranks = 1;
+  options.start_store = false;
+  options.timeout = std::chrono::milliseconds(60000);
+  auto results = testing::run_ranks(options, [&](const testing::RankContext&) { body(); });
+  EXPECT_ALL_RANKS_PASS(results);
+}
+
+constexpr size_t kSmall = 64 << 10;
+constexpr size_t kOther = 3 * kSmall;  // more than twice kSmall: never handed out for it
+
+TEST(DeviceBlockCache, AGivenBackBlockIsHandedOutAgain) {
+  run_in_one_rank([] {
+    const int device = core::platform().current_device();
+    auto& cache = DeviceBlockCache::instance();
+    DeviceBlock block = cache.take(kSmall, device);
+    void* pointer = block.pointer;
+    ASSERT_NE(pointer, nullptr);
+    cache.give(std::move(block));
+    DeviceBlock again = cache.take(kSmall, device);
+    EXPECT_EQ(again.pointer, pointer);
+    cache.give(std::move(again));
+  });
+}
+
+TEST(DeviceBlockCache, AFullCacheLetsItsOldestBlocksGoNotTheNewest) {
+  run_in_one_rank([] {
+    const int device = core::platform().current_device();
+    auto& cache = DeviceBlockCache::instance();
+    // Fill the cache with blocks of one size, then give back one of another size.
+    std::vector<DeviceBlock> old_blocks;
+    for (size_t i = 0; i < DeviceBlockCache::kMaxKeptBlocks; ++i) {
+      old_blocks.push_back(cache.take(kOther, device));
+    }
+    void* oldest = old_blocks.front().pointer;
+    for (auto& block : old_blocks) cache.give(std::move(block));
+    DeviceBlock newest = cache.take(kSmall, device);  // none kept fits: a new one
+    void* newest_pointer = newest.pointer;
+    cache.give(std::move(newest));
+    // The newest is kept; the oldest of the full cache made room for it.
+    DeviceBlock again = cache.take(kSmall, device);
+    EXPECT_EQ(again.pointer, newest_pointer);
+    std::vector<DeviceBlock> taken;
+    bool oldest_kept = false;
+    for (size_t i = 0; i + 1 < DeviceBlockCache::kMaxKeptBlocks; ++i) {
+      taken.push_back(cache.take(kOther, device));
+      if (taken.back().pointer == oldest) oldest_kept = true;
+    }
+    EXPECT_FALSE(oldest_kept) << "the block given back first should have left the full cache";
+    cache.give(std::move(again));
+    for (auto& block : taken) cache.give(std::move(block));
+  });
+}
+
+}  // namespace
+}  // namespace memloom::opstest
