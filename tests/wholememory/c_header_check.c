@@ -13,7 +13,9 @@ int wm_c_header_check(void) {
 }
 
 /* Values outside the enums, as only a C caller can pass them (C++ cannot even form them). */
-int wm_c_init_with_log_level(int level) { return wholememory_init(0, (LogLevel)level); }
+int wm_c_init_with_log_level(int level) {
+  return wholememory_init(0, (LogLevel)level);
+}
 
 int wm_c_support_type_location(wholememory_comm_t comm, int type, int location) {
   return wholememory_communicator_support_type_location(comm, (wholememory_memory_type_t)type,
@@ -21,8 +23,8 @@ int wm_c_support_type_location(wholememory_comm_t comm, int type, int location) 
 }
 
 int wm_c_set_distributed_backend(wholememory_comm_t comm, int backend) {
-  return wholememory_communicator_set_distributed_backend(comm,
-                                                          (wholememory_distributed_backend_t)backend);
+  return wholememory_communicator_set_distributed_backend(
+      comm, (wholememory_distributed_backend_t)backend);
 }
 
 int wm_c_malloc(wholememory_handle_t* handle, size_t total_size, wholememory_comm_t comm, int type,
