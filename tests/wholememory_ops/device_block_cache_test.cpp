@@ -10,22 +10,13 @@
 
 #include "src/core/platform_loader.h"
 #include "src/wholememory/ops/device_block_cache.h"
-#include "tests/support/multi_process.h"
+#include "tests/wholememory_ops/ops_test_support.h"
 
 namespace memloom::opstest {
 namespace {
 
 using wholememory::DeviceBlock;
 using wholememory::DeviceBlockCache;
-
-void run_in_one_rank(const std::function<void()>& body) {
-  testing::MultiProcessOptions options;
-  options.ranks = 1;
-  options.start_store = false;
-  options.timeout = std::chrono::milliseconds(60000);
-  auto results = testing::run_ranks(options, [&](const testing::RankContext&) { body(); });
-  EXPECT_ALL_RANKS_PASS(results);
-}
 
 constexpr size_t kSmall = 64 << 10;
 constexpr size_t kOther = 3 * kSmall;  // more than twice kSmall: never handed out for it

@@ -14,25 +14,14 @@
 #include "memloom/stream.h"
 #include "src/core/log.h"
 #include "src/core/platform_loader.h"
-#include "tests/support/multi_process.h"
+#include "tests/wholememory_ops/ops_test_support.h"
 
 namespace memloom::opstest {
 namespace {
 
-using Bytes = std::vector<uint8_t>;
-
 constexpr size_t kLarge = (12u << 20) + 3;  // above the threshold, not a multiple of a piece
 constexpr size_t kSmall = 4099;
 constexpr size_t kGuard = 64;  // bytes around a destination that must stay untouched
-
-void run_in_one_rank(const std::function<void()>& body) {
-  testing::MultiProcessOptions options;
-  options.ranks = 1;
-  options.start_store = false;
-  options.timeout = std::chrono::milliseconds(60000);
-  auto results = testing::run_ranks(options, [&](const testing::RankContext&) { body(); });
-  EXPECT_ALL_RANKS_PASS(results);
-}
 
 Bytes pattern(size_t bytes, int seed) {
   Bytes data(bytes);

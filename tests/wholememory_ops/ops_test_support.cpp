@@ -1,5 +1,6 @@
 #include "tests/wholememory_ops/ops_test_support.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "src/ops/element_types.h"
+#include "tests/support/multi_process.h"
 
 namespace memloom::opstest {
 namespace {
@@ -35,6 +37,15 @@ std::string hex(const Bytes& bytes) {
 }
 
 }  // namespace
+
+void run_in_one_rank(const std::function<void()>& body) {
+  testing::MultiProcessOptions options;
+  options.ranks = 1;
+  options.start_store = false;
+  options.timeout = std::chrono::milliseconds(60000);
+  auto results = testing::run_ranks(options, [&](const testing::RankContext&) { body(); });
+  EXPECT_ALL_RANKS_PASS(results);
+}
 
 uint64_t run_seed() {
   static const uint64_t seed = []() -> uint64_t {

@@ -19,6 +19,10 @@ namespace memloom::opstest {
 
 using Bytes = std::vector<uint8_t>;
 
+// Runs `body` in one forked rank without a store (the backend then starts in the child, as in
+// the other tests of this binary) and expects it to pass.
+void run_in_one_rank(const std::function<void()>& body);
+
 // A fresh seed per test run (printed, so a failure can be replayed with MEMLOOM_TEST_SEED).
 uint64_t run_seed();
 
