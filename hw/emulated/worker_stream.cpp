@@ -1,6 +1,5 @@
 #include "hw/emulated/worker_stream.h"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include <thread>
 
 #include "hw/emulated/cpu_kernel_runner.h"
+#include "hw/emulated/shm_group.h"
 #include "memloom/error.h"
 
 namespace memloom::emulated {
@@ -25,11 +25,7 @@ constexpr auto kCallerPoll = std::chrono::microseconds(50);
 constexpr auto kWorkerPoll = std::chrono::microseconds(20);
 
 bool may_poll() {
-  static const bool several_cpus = [] {
-    cpu_set_t cpus;
-    CPU_ZERO(&cpus);
-    return ::sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) >= 2;
-  }();
+  static const bool several_cpus = available_cores() >= 2;
   return several_cpus;
 }
 
