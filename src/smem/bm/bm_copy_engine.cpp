@@ -107,16 +107,11 @@ void BmCopyEngine::staged_copy(const ResolvedCopy& copy) const {
   }
 }
 
-// A copy between two ranges mapped here, in stream order: a stream copy, or where memory is
-// host-visible and the copy is large, a two-thread copy run by the stream's worker.
+// A copy between two ranges mapped here, in stream order (the emulated backend's stream copy
+// splits large copies over two threads itself).
 void BmCopyEngine::enqueue_local(hal::Stream& stream, const ResolvedCopy& copy) {
-  auto* dst = reinterpret_cast<void*>(copy.dst.address);
-  const auto* src = reinterpret_cast<const void*>(copy.src.address);
-  if (host_copies_ && copier_.splits(dst, src, copy.bytes)) {
-    stream.host_function([this, dst, src, bytes = copy.bytes] { copier_.copy(dst, src, bytes); });
-  } else {
-    stream.copy(dst, src, copy.bytes);
-  }
+  stream.copy(reinterpret_cast<void*>(copy.dst.address),
+              reinterpret_cast<const void*>(copy.src.address), copy.bytes);
 }
 
 void BmCopyEngine::run(const std::vector<ResolvedCopy>& copies, bool async) {

@@ -6,8 +6,8 @@
 // smem_bm_wait and never by a later synchronous copy; where the backend's memory is host-visible
 // (the emulated backend), synchronous copies within this process's mappings are a memmove on the
 // calling thread instead. On such memory, copies of core::TwoThreadCopier's threshold and more
-// run on two threads (the thread that copies and a helper), in the synchronous and asynchronous
-// paths.
+// run on two threads: synchronous ones on the calling thread and this engine's helper, asynchronous
+// ones through the stream's copy, which splits them the same way.
 #pragma once
 
 #include <chrono>
