@@ -91,6 +91,9 @@ NcclCollectives::~NcclCollectives() {
     void* barrier_word = nullptr;
     std::vector<void*> device_buffers, host_buffers;
     cudaStream_t stream = nullptr;
+    // What the thread is doing, for the log when it does not finish in time.
+    std::atomic<const char*> stage{"starting"};
+    std::atomic<bool> finalize_failed{false};
     std::atomic<bool> done{false};
   };
   auto work = std::make_shared<Teardown>();
@@ -111,6 +114,7 @@ NcclCollectives::~NcclCollectives() {
     (void)cudaSetDevice(work->device);
     if (work->comm != nullptr && work->clean) {
       // Finalize flushes NCCL's work; bounded, with abort as the way out.
+      work->stage = "ncclCommFinalize";
       ncclResult_t state = ncclCommFinalize(work->comm);
       if (state == ncclSuccess || state == ncclInProgress) {
         poll_until(
@@ -121,30 +125,47 @@ NcclCollectives::~NcclCollectives() {
             Deadline::after(kFinalizeTimeout));
       }
       if (state == ncclSuccess) {
+        work->stage = "ncclCommDestroy";
         (void)ncclCommDestroy(work->comm);
         work->comm = nullptr;
       }
     }
-    if (work->comm != nullptr) (void)ncclCommAbort(work->comm);
+    if (work->comm != nullptr) {
+      work->finalize_failed = work->clean;
+      work->stage = "ncclCommAbort (finalize did not complete)";
+      (void)ncclCommAbort(work->comm);
+    }
     // NCCL's kernels are gone once the abort returns; only then go the buffers they used.
+    work->stage = "joining an earlier abort";
     if (work->aborter.joinable()) work->aborter.join();
+    work->stage = "freeing buffers";
     if (work->barrier_word != nullptr) (void)cudaFree(work->barrier_word);
     for (void* data : work->device_buffers) (void)cudaFree(data);
     for (void* data : work->host_buffers) (void)cudaFreeHost(data);
     if (work->stream != nullptr) (void)cudaStreamDestroy(work->stream);
     work->done = true;
   });
+  const auto started = std::chrono::steady_clock::now();
   const Deadline deadline = Deadline::after(kFinalizeTimeout + std::chrono::seconds(10));
   while (!work->done.load() && !deadline.expired()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  const auto waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now() - started)
+                             .count();
   if (work->done.load()) {
     worker.join();
+    MEMLOOM_LOG(kDebug, "released the NCCL communicator of rank "
+                            << group_.rank << "/" << group_.size << " in " << waited_ms << " ms"
+                            << (!work->clean            ? " (aborted)"
+                                : work->finalize_failed ? " (aborted: finalize did not complete)"
+                                                        : ""));
   } else {
     MEMLOOM_LOG(kWarn, "releasing an NCCL communicator (rank "
-                           << group_.rank << "/" << group_.size
-                           << ") did not finish within its deadline; left to finish in the "
-                              "background (its GPU buffers stay allocated until it does)");
+                           << group_.rank << "/" << group_.size << ") did not finish within "
+                           << waited_ms << " ms (stuck in " << work->stage.load()
+                           << "); left to finish in the background (its GPU buffers stay "
+                              "allocated until it does)");
     worker.detach();
   }
 }

@@ -18,18 +18,24 @@ namespace {
 using wholememory::DeviceBlock;
 using wholememory::DeviceBlockCache;
 
-constexpr size_t kSmall = 64 << 10;
-constexpr size_t kOther = 3 * kSmall;  // more than twice kSmall: never handed out for it
+// Blocks are whole multiples of the domain's granularity (4 KiB emulated, 2 MiB on CUDA), so the
+// sizes are too: smaller ones would round up to one size.
+size_t small_size() {
+  return core::platform().memory_domain().granularity(hal::MemoryKind::kDevice);
+}
+size_t other_size() {
+  return 3 * small_size();
+}  // more than twice small: never handed out for it
 
 TEST(DeviceBlockCache, AGivenBackBlockIsHandedOutAgain) {
   run_in_one_rank([] {
     const int device = core::platform().current_device();
     auto& cache = DeviceBlockCache::instance();
-    DeviceBlock block = cache.take(kSmall, device);
+    DeviceBlock block = cache.take(small_size(), device);
     void* pointer = block.pointer;
     ASSERT_NE(pointer, nullptr);
     cache.give(std::move(block));
-    DeviceBlock again = cache.take(kSmall, device);
+    DeviceBlock again = cache.take(small_size(), device);
     EXPECT_EQ(again.pointer, pointer);
     cache.give(std::move(again));
   });
@@ -42,20 +48,20 @@ TEST(DeviceBlockCache, AFullCacheLetsItsOldestBlocksGoNotTheNewest) {
     // Fill the cache with blocks of one size, then give back one of another size.
     std::vector<DeviceBlock> old_blocks;
     for (size_t i = 0; i < DeviceBlockCache::kMaxKeptBlocks; ++i) {
-      old_blocks.push_back(cache.take(kOther, device));
+      old_blocks.push_back(cache.take(other_size(), device));
     }
     void* oldest = old_blocks.front().pointer;
     for (auto& block : old_blocks) cache.give(std::move(block));
-    DeviceBlock newest = cache.take(kSmall, device);  // none kept fits: a new one
+    DeviceBlock newest = cache.take(small_size(), device);  // none kept fits: a new one
     void* newest_pointer = newest.pointer;
     cache.give(std::move(newest));
     // The newest is kept; the oldest of the full cache made room for it.
-    DeviceBlock again = cache.take(kSmall, device);
+    DeviceBlock again = cache.take(small_size(), device);
     EXPECT_EQ(again.pointer, newest_pointer);
     std::vector<DeviceBlock> taken;
     bool oldest_kept = false;
     for (size_t i = 0; i + 1 < DeviceBlockCache::kMaxKeptBlocks; ++i) {
-      taken.push_back(cache.take(kOther, device));
+      taken.push_back(cache.take(other_size(), device));
       if (taken.back().pointer == oldest) oldest_kept = true;
     }
     EXPECT_FALSE(oldest_kept) << "the block given back first should have left the full cache";
