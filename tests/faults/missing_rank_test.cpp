@@ -134,12 +134,17 @@ void run_create_without_rank_two(
     const std::function<CallResult(const testing::RankContext&)>& create,
     const std::function<void()>& shutdown) {
   JobAudit job;
+  ForkedBarrier backends_up;
   ForkedBarrier others_done;
   testing::MultiProcessOptions options;
   options.ranks = 3;
   options.timeout = std::chrono::seconds(60);
   options.env = fault_environment();
   auto results = testing::run_ranks(options, [&](const testing::RankContext& rank) {
+    // As above: set-up runs under the short deadline too (the WholeMemory communicator timed out
+    // on a loaded GPU machine while a rank was still creating its CUDA context).
+    core::platform();
+    backends_up.wait(options.ranks);
     RankAudit audit;
     init(rank);
     if (rank.rank != kMissing) {

@@ -22,26 +22,27 @@ using wmtest::run_with_comm;
 
 constexpr int64_t kRows = 1033;
 
-// 3 ranks; one of them holds no entry (first, middle or last), the others uneven shares.
+// 3 ranks; one of them holds no entry (first, middle or last), the others uneven shares. One
+// test per plan: each makes its own table (on HIERARCHY, with two communicators of its own), and
+// three in one test ran close to the test's time limit on a loaded GPU machine.
 struct Plan {
   const char* name;
   size_t entries[3];
 };
 const Plan kPlans[] = {
-    {"empty middle rank", {700, 0, 333}},
-    {"empty first rank", {0, 500, 533}},
-    {"empty last rank", {1, 1032, 0}},
+    {"EmptyMiddleRank", {700, 0, 333}},
+    {"EmptyFirstRank", {0, 500, 533}},
+    {"EmptyLastRank", {1, 1032, 0}},
 };
 
-void check_long_lists(wholememory_memory_type_t type, int nodes) {
+void check_long_lists(wholememory_memory_type_t type, int nodes, const Plan& plan) {
   auto results = run_with_comm(ranks_on_nodes(3, nodes), [&](const testing::RankContext& me,
                                                              wholememory_comm_t comm) {
     memloom_stream_t stream = nullptr;
     ASSERT_EQ(MEMLOOM_STATUS_SUCCESS, memloom_stream_create(&stream));
     const uint64_t seed = run_seed() + 90;
     std::mt19937_64 rng(seed + static_cast<uint64_t>(me.rank) * 104729);
-    for (const Plan& plan : kPlans) {
-      SCOPED_TRACE(plan.name);
+    {
       auto desc = matrix_desc(kRows, 5, 6, 0, WHOLEMEMORY_DT_FLOAT);
       size_t entries[3] = {plan.entries[0], plan.entries[1], plan.entries[2]};
       wholememory_tensor_t table = nullptr;
@@ -96,14 +97,21 @@ void check_long_lists(wholememory_memory_type_t type, int nodes) {
   EXPECT_ALL_RANKS_PASS(results);
 }
 
-TEST(DistributedRouting, LongListsOverUnevenPartitionsWithAnEmptyOne) {
-  check_long_lists(WHOLEMEMORY_MT_DISTRIBUTED, 1);
+class UnevenPartitions : public ::testing::TestWithParam<Plan> {};
+
+TEST_P(UnevenPartitions, DistributedLongLists) {
+  check_long_lists(WHOLEMEMORY_MT_DISTRIBUTED, 1, GetParam());
 }
 
 // 3 ranks on 2 nodes (one node of 2 ranks, whose gateways split the nodes, one of 1).
-TEST(HierarchyRouting, LongListsOverUnevenPartitionsOnTwoNodes) {
-  check_long_lists(WHOLEMEMORY_MT_HIERARCHY, 2);
+TEST_P(UnevenPartitions, HierarchyLongListsOnTwoNodes) {
+  check_long_lists(WHOLEMEMORY_MT_HIERARCHY, 2, GetParam());
 }
+
+INSTANTIATE_TEST_SUITE_P(Plans, UnevenPartitions, ::testing::ValuesIn(kPlans),
+                         [](const ::testing::TestParamInfo<Plan>& info) {
+                           return std::string(info.param.name);
+                         });
 
 // Rank 1's list holds three indices past the table, the first of them (in list order) neither the
 // smallest nor the largest: every rank names that one, and no output row is written.
