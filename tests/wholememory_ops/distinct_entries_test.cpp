@@ -47,6 +47,9 @@ TEST(DistinctEntries, DenseRangesMatchTheReference) {
   expect_like_reference(random_keys(100000, 1000, 1), "many duplicates");
   expect_like_reference(random_keys(100000, 300000, 2), "range 3x the keys");
   expect_like_reference(random_keys(10, 1 << 20, 3), "few keys in the small-range allowance");
+  expect_like_reference(random_keys(100000, 3000000, 7), "range 30x the keys");
+  // Entries on both sides of the 64-entry words the marks are counted in.
+  expect_like_reference({127, 0, 64, 63, 65, 128, 1, 63, 191, 192, 4095, 4096}, "word edges");
 }
 
 TEST(DistinctEntries, SparseAndHugeRangesMatchTheReference) {

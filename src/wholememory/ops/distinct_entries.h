@@ -3,9 +3,9 @@
 // entry once however many of its node's rows want it.
 //
 // Over a million keys a comparison sort with a binary search per key took the gateway 190-470 ms
-// on the 2-core development VM. Here, when the keys' range is not much larger than their number,
-// one mark per possible entry gives the answer in two linear passes; otherwise a radix sort of
-// (key, position) pairs over the keys' significant bits does.
+// on the 2-core development VM. Here, when the keys' range is not much larger than their number
+// (up to 32 times), a bit per possible entry with per-word counts gives the answer in linear
+// passes; otherwise a radix sort of (key, position) pairs over the keys' significant bits does.
 #pragma once
 
 #include <cstdint>
