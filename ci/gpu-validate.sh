@@ -122,6 +122,9 @@ run_suite() {
     --output-on-failure --output-junit "$out/junit-$name.xml" "${filter[@]}" \
     >"$out/ctest-$name.log" 2>&1
   local rc=$?
+  # Every test's output (passed ones too: logged warnings, teardown times), before the next run
+  # overwrites it.
+  cp "$build_dir/Testing/Temporary/LastTest.log" "$out/all-output-$name.log" 2>/dev/null
   grep -E "tests passed|tests failed|Total Test time" "$out/ctest-$name.log" | sed "s/^/  $name: /" |
     tee -a "$summary"
   grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|Not Run|SEGFAULT|Subprocess aborted|Exception)" \
