@@ -43,7 +43,6 @@ struct Hierarchy {
     for (int r = 0; r < world.size(); ++r) ranks_of_node[world.node_index_of(r)].push_back(r);
   }
 
-  int node_of_entry(int64_t entry) const { return world.node_index_of(layout.owner(entry)); }
   int gateway_for(int node) const { return node % local.size(); }
   // Stage 1: requests for a rank's entries go to my node's gateway for that rank's node, as the
   // global entry.
@@ -76,12 +75,34 @@ std::vector<int64_t> exchange_gateway_keys(ExchangeWork& work, BucketedRound& in
 }
 
 // The cross-node requests of a gateway: distinct entry u goes to a rank of its node, as the
-// entry's position in that node's mapping.
+// entry's position in that node's mapping. The entries ascend, so one pass walks the partitions
+// alongside them (three binary searches and a scan of the ranks per entry took 15-35 ms for a
+// million entries on the 2-core VM).
 void route_to_servers(const DistinctEntries& distinct, Hierarchy& hierarchy,
                       std::vector<int64_t>* keys, std::vector<int>* destinations) {
+  const auto& offsets = hierarchy.layout.offsets();
+  const int ranks = hierarchy.world.size();
+  // Per rank: where its partition starts in its node's range, and whom my gateway role asks there.
+  std::vector<int64_t> node_start(ranks);
+  std::vector<int> server(ranks);
+  std::vector<int64_t> node_filled(hierarchy.world.node_count(), 0);
+  for (int r = 0; r < ranks; ++r) {
+    const int node = hierarchy.world.node_index_of(r);
+    node_start[r] = node_filled[node];
+    node_filled[node] += offsets[r + 1] - offsets[r];
+    server[r] = hierarchy.server_on(node);
+  }
+  if (!distinct.entries.empty() && distinct.entries.back() >= offsets.back()) {
+    raise(Status::kLogic, "HIERARCHY gateway: entry " + std::to_string(distinct.entries.back()) +
+                              " is past the table's " + std::to_string(offsets.back()));
+  }
+  keys->reserve(keys->size() + distinct.entries.size());
+  destinations->reserve(destinations->size() + distinct.entries.size());
+  int owner = 0;
   for (int64_t entry : distinct.entries) {
-    keys->push_back(hierarchy.layout.node_entry(entry, hierarchy.world));
-    destinations->push_back(hierarchy.server_on(hierarchy.node_of_entry(entry)));
+    while (entry >= offsets[owner + 1]) ++owner;  // passes over empty partitions too
+    keys->push_back(node_start[owner] + entry - offsets[owner]);
+    destinations->push_back(server[owner]);
   }
 }
 
