@@ -30,16 +30,6 @@ int64_t EntryLayout::local_entries(int rank) const {
   return offsets_[rank + 1] - offsets_[rank];
 }
 
-int64_t EntryLayout::node_entry(int64_t entry, core::Group& group) const {
-  const int holder = owner(entry);
-  const int node = group.node_index_of(holder);
-  int64_t before = 0;
-  for (int r = 0; r < holder; ++r) {
-    if (group.node_index_of(r) == node) before += local_entries(r);
-  }
-  return before + local_entry(entry);
-}
-
 int64_t EntryLayout::node_entries(int node, core::Group& group) const {
   int64_t entries = 0;
   for (int r = 0; r < group.size(); ++r) {

@@ -45,9 +45,8 @@ class EntryLayout {
   // The entry's index in its owner's partition.
   int64_t local_entry(int64_t entry) const;
   int64_t local_entries(int rank) const;
-  // The entry's index in the node-wide range of its owner's node (partitions of that node's ranks
-  // back to back in rank order).
-  int64_t node_entry(int64_t entry, core::Group& group) const;
+  // The entries of a node's node-wide range (partitions of that node's ranks back to back in rank
+  // order).
   int64_t node_entries(int node, core::Group& group) const;
   // world_size + 1 entries: rank r holds entries [offsets()[r], offsets()[r + 1]).
   const std::vector<int64_t>& offsets() const { return offsets_; }
