@@ -28,10 +28,11 @@ struct RankContext {
 
 struct MultiProcessOptions {
   int ranks = 2;
-  int nodes = 1;                             // ranks are dealt to nodes in contiguous blocks
-  std::chrono::milliseconds timeout{60000};  // children still alive then are SIGKILLed
-  bool start_store = true;                   // a store server in its own child process
-  std::map<std::string, std::string> env;    // extra environment for every rank
+  int nodes = 1;  // ranks are dealt to nodes in contiguous blocks
+  // Children still alive then are SIGKILLed (times MEMLOOM_TEST_TIMEOUT_SCALE when set).
+  std::chrono::milliseconds timeout{60000};
+  bool start_store = true;                 // a store server in its own child process
+  std::map<std::string, std::string> env;  // extra environment for every rank
 };
 
 struct RankResult {
