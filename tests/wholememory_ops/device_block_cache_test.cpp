@@ -23,9 +23,10 @@ using wholememory::DeviceBlockCache;
 size_t small_size() {
   return core::platform().memory_domain().granularity(hal::MemoryKind::kDevice);
 }
+// More than twice the small size: a kept block of it is never handed out for the small size.
 size_t other_size() {
   return 3 * small_size();
-}  // more than twice small: never handed out for it
+}
 
 TEST(DeviceBlockCache, AGivenBackBlockIsHandedOutAgain) {
   run_in_one_rank([] {

@@ -42,56 +42,51 @@ void check_long_lists(wholememory_memory_type_t type, int nodes, const Plan& pla
     ASSERT_EQ(MEMLOOM_STATUS_SUCCESS, memloom_stream_create(&stream));
     const uint64_t seed = run_seed() + 90;
     std::mt19937_64 rng(seed + static_cast<uint64_t>(me.rank) * 104729);
-    {
-      auto desc = matrix_desc(kRows, 5, 6, 0, WHOLEMEMORY_DT_FLOAT);
-      size_t entries[3] = {plan.entries[0], plan.entries[1], plan.entries[2]};
-      wholememory_tensor_t table = nullptr;
-      OPS_ASSERT_OK(
-          wholememory_create_tensor(&table, &desc, comm, type, WHOLEMEMORY_ML_DEVICE, entries));
-      const RootValue values = seeded_values(seed + 1, WHOLEMEMORY_DT_FLOAT);
-      fill_table(table, values, comm);
+    auto desc = matrix_desc(kRows, 5, 6, 0, WHOLEMEMORY_DT_FLOAT);
+    size_t entries[3] = {plan.entries[0], plan.entries[1], plan.entries[2]};
+    wholememory_tensor_t table = nullptr;
+    OPS_ASSERT_OK(
+        wholememory_create_tensor(&table, &desc, comm, type, WHOLEMEMORY_ML_DEVICE, entries));
+    const RootValue values = seeded_values(seed + 1, WHOLEMEMORY_DT_FLOAT);
+    fill_table(table, values, comm);
 
-      // Every rank owns about a third of 40000 rows asked for, each row ~40 times; 1 in 7 skipped.
-      for (const auto index_dtype : {WHOLEMEMORY_DT_INT, WHOLEMEMORY_DT_INT64}) {
-        check_gather(table, random_indices(rng, 40000, kRows, 7),
-                     {WHOLEMEMORY_DT_HALF, index_dtype, 1, 2}, values, stream);
-      }
-      // Only negative indices, and a single row.
-      check_gather(table, std::vector<int64_t>(100, -1), {WHOLEMEMORY_DT_FLOAT}, values, stream);
-      check_gather(table, {kRows - 1}, {WHOLEMEMORY_DT_FLOAT}, values, stream);
-      // A sub-tensor whose rows start inside a partition, and leave out columns.
-      wholememory_tensor_t sub = nullptr;
-      int64_t starts[] = {650, 1}, ends[] = {kRows, 4};
-      OPS_ASSERT_OK(wholememory_tensor_get_subtensor(table, starts, ends, &sub));
-      check_gather(sub, random_indices(rng, 5000, kRows - starts[0], 11),
-                   {WHOLEMEMORY_DT_DOUBLE, WHOLEMEMORY_DT_INT}, values, stream);
-
-      // Every rank scatters 20000 random rows (duplicates within and across ranks, negatives):
-      // a row's value depends only on its index, so whichever duplicate lands, the table agrees.
-      OPS_EXPECT_OK(wholememory_communicator_barrier(comm));  // everyone has read the old rows
-      const uint64_t scatter_seed = seed + 2;
-      std::vector<int64_t> everyone;
-      std::vector<int64_t> mine;
-      for (int r = 0; r < 3; ++r) {
-        std::mt19937_64 rank_rng(seed + 3 + static_cast<uint64_t>(r));
-        auto theirs = random_indices(rank_rng, 20000, kRows, 9);
-        everyone.insert(everyone.end(), theirs.begin(), theirs.end());
-        if (r == me.rank) mine = std::move(theirs);
-      }
-      scatter_rows(
-          table, mine,
-          {WHOLEMEMORY_DT_DOUBLE, me.rank == 1 ? WHOLEMEMORY_DT_INT : WHOLEMEMORY_DT_INT64},
-          scatter_seed, stream);
-      OPS_EXPECT_OK(wholememory_communicator_barrier(comm));
-      const RootValue now =
-          after_scatter(table, everyone, WHOLEMEMORY_DT_DOUBLE, scatter_seed, values);
-      std::vector<int64_t> every(kRows);
-      for (int64_t i = 0; i < kRows; ++i) every[i] = i;
-      check_gather(table, every, {WHOLEMEMORY_DT_FLOAT}, now, stream);
-      OPS_EXPECT_OK(wholememory_communicator_barrier(comm));
-      OPS_EXPECT_OK(wholememory_destroy_tensor(sub));
-      OPS_EXPECT_OK(wholememory_destroy_tensor(table));
+    // Every rank owns about a third of 40000 rows asked for, each row ~40 times; 1 in 7 skipped.
+    for (const auto index_dtype : {WHOLEMEMORY_DT_INT, WHOLEMEMORY_DT_INT64}) {
+      check_gather(table, random_indices(rng, 40000, kRows, 7),
+                   {WHOLEMEMORY_DT_HALF, index_dtype, 1, 2}, values, stream);
     }
+    // Only negative indices, and a single row.
+    check_gather(table, std::vector<int64_t>(100, -1), {WHOLEMEMORY_DT_FLOAT}, values, stream);
+    check_gather(table, {kRows - 1}, {WHOLEMEMORY_DT_FLOAT}, values, stream);
+    // A sub-tensor whose rows start inside a partition, and leave out columns.
+    wholememory_tensor_t sub = nullptr;
+    int64_t starts[] = {650, 1}, ends[] = {kRows, 4};
+    OPS_ASSERT_OK(wholememory_tensor_get_subtensor(table, starts, ends, &sub));
+    check_gather(sub, random_indices(rng, 5000, kRows - starts[0], 11),
+                 {WHOLEMEMORY_DT_DOUBLE, WHOLEMEMORY_DT_INT}, values, stream);
+
+    // Every rank scatters 20000 random rows (duplicates within and across ranks, negatives):
+    // a row's value depends only on its index, so whichever duplicate lands, the table agrees.
+    OPS_EXPECT_OK(wholememory_communicator_barrier(comm));  // everyone has read the old rows
+    const uint64_t scatter_seed = seed + 2;
+    std::vector<int64_t> everyone;
+    std::vector<int64_t> mine;
+    for (int r = 0; r < 3; ++r) {
+      std::mt19937_64 rank_rng(seed + 3 + static_cast<uint64_t>(r));
+      auto theirs = random_indices(rank_rng, 20000, kRows, 9);
+      everyone.insert(everyone.end(), theirs.begin(), theirs.end());
+      if (r == me.rank) mine = std::move(theirs);
+    }
+    scatter_rows(table, mine,
+                 {WHOLEMEMORY_DT_DOUBLE, me.rank == 1 ? WHOLEMEMORY_DT_INT : WHOLEMEMORY_DT_INT64},
+                 scatter_seed, stream);
+    OPS_EXPECT_OK(wholememory_communicator_barrier(comm));
+    const RootValue now =
+        after_scatter(table, everyone, WHOLEMEMORY_DT_DOUBLE, scatter_seed, values);
+    check_gather(table, every_row(kRows), {WHOLEMEMORY_DT_FLOAT}, now, stream);
+    OPS_EXPECT_OK(wholememory_communicator_barrier(comm));
+    OPS_EXPECT_OK(wholememory_destroy_tensor(sub));
+    OPS_EXPECT_OK(wholememory_destroy_tensor(table));
     EXPECT_EQ(MEMLOOM_STATUS_SUCCESS, memloom_stream_destroy(stream));
   });
   EXPECT_ALL_RANKS_PASS(results);
@@ -166,9 +161,7 @@ void check_first_bad_index_reported(wholememory_memory_type_t type, int ranks, i
           OPS_EXPECT_OK(wholememory_destroy_tensor(output_tensor));
         }
         // Nothing was written: the table still holds its values.
-        std::vector<int64_t> every(rows);
-        for (int64_t i = 0; i < rows; ++i) every[i] = i;
-        check_gather(table, every, {WHOLEMEMORY_DT_INT}, values, nullptr);
+        check_gather(table, every_row(rows), {WHOLEMEMORY_DT_INT}, values, nullptr);
         OPS_EXPECT_OK(wholememory_communicator_barrier(comm));
         OPS_EXPECT_OK(wholememory_destroy_tensor(table));
       });

@@ -70,9 +70,7 @@ TEST(GatherScatter, EveryDtypePairAndIndexTypeOnOneRank) {
               scatter_rows(table, written, {in, WHOLEMEMORY_DT_INT, matrix ? 2 : 0, 1},
                            scatter_seed, stream);
               now = after_scatter(table, written, in, scatter_seed, now);
-              std::vector<int64_t> every(desc.sizes[0]);
-              for (size_t i = 0; i < every.size(); ++i) every[i] = static_cast<int64_t>(i);
-              check_gather(table, every, {dtype}, now, stream);
+              check_gather(table, every_row(desc.sizes[0]), {dtype}, now, stream);
             }
             OPS_EXPECT_OK(wholememory_destroy_tensor(table));
           }
@@ -194,9 +192,7 @@ TEST_P(TypeLocation, GatherAndScatterMatchTheReference) {
       everyone.insert(everyone.end(), theirs.begin(), theirs.end());
     }
     const RootValue now = after_scatter(sub, everyone, WHOLEMEMORY_DT_HALF, scatter_seed, values);
-    std::vector<int64_t> every(rows);
-    for (int64_t i = 0; i < rows; ++i) every[i] = i;
-    check_gather(table, every, {WHOLEMEMORY_DT_FLOAT}, now, stream);
+    check_gather(table, every_row(rows), {WHOLEMEMORY_DT_FLOAT}, now, stream);
     OPS_EXPECT_OK(wholememory_communicator_barrier(comm));
     OPS_EXPECT_OK(wholememory_destroy_tensor(sub));
     OPS_EXPECT_OK(wholememory_destroy_tensor(table));

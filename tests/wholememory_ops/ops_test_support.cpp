@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <numeric>
 #include <set>
 #include <string>
 
@@ -190,6 +191,12 @@ std::vector<int64_t> random_indices(std::mt19937_64& rng, size_t count, int64_t 
     if (negative_every > 0 && rng() % negative_every == 0)
       index = -1 - static_cast<int64_t>(rng() % 3);
   }
+  return indices;
+}
+
+std::vector<int64_t> every_row(int64_t rows) {
+  std::vector<int64_t> indices(static_cast<size_t>(rows));
+  std::iota(indices.begin(), indices.end(), int64_t{0});
   return indices;
 }
 

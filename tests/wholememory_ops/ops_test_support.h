@@ -64,6 +64,8 @@ void fill_table(wholememory_tensor_t root, const RootValue& values, wholememory_
 // negative (0: none).
 std::vector<int64_t> random_indices(std::mt19937_64& rng, size_t count, int64_t rows,
                                     int negative_every);
+// Every row of a table of `rows` rows, in order: 0, 1, ..., rows - 1.
+std::vector<int64_t> every_row(int64_t rows);
 
 struct OutputLayout {
   wholememory_dtype_t dtype;
