@@ -8,9 +8,9 @@
 
 #include "hw/cuda/cuda_check.h"
 #include "memloom/error.h"
-#include "src/ops/fill_kernel.h"
-#include "src/ops/owner_routing_kernel.h"
-#include "src/ops/row_copy_kernel.h"
+#include "src/kernels/fill_kernel.h"
+#include "src/kernels/owner_routing_kernel.h"
+#include "src/kernels/row_copy_kernel.h"
 
 namespace memloom::cuda {
 namespace {
@@ -74,13 +74,13 @@ constexpr int kMinBlocksPerMultiprocessor = 4;
 
 template <bool kIndexedSource>
 __global__ void __launch_bounds__(kThreadsPerBlock, kMinBlocksPerMultiprocessor)
-    copy_rows_by_warps(ops::RowCopyArgs args) {
-  using Copy = ops::IndexedRowCopy<kIndexedSource>;
+    copy_rows_by_warps(kernels::RowCopyArgs args) {
+  using Copy = kernels::IndexedRowCopy<kIndexedSource>;
   const unsigned lane = threadIdx.x % kLanes;
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kLanes;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / kLanes;
-  const ops::RowBytes source = ops::row_bytes_of(args.source);
-  const ops::RowBytes destination = ops::row_bytes_of(args.destination);
+  const kernels::RowBytes source = kernels::row_bytes_of(args.source);
+  const kernels::RowBytes destination = kernels::row_bytes_of(args.destination);
   const size_t row_length = static_cast<size_t>(args.columns) * source.element;
   const int64_t vectors =
       row_length % kVectorBytes == 0 ? static_cast<int64_t>(row_length / kVectorBytes) : 0;
@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock, kMinBlocksPerMultiprocessor)
     // Lane u loads the index of row first + u and records it if it is past the table (once).
     int64_t my_index = -1;
     if (lane < kRowsPerWarp && first + lane < args.rows) {
-      const int64_t index = ops::load_index(args, first + lane);
+      const int64_t index = kernels::load_index(args, first + lane);
       if (Copy::follow(args, index)) my_index = index;
     }
     const char* from[kRowsPerWarp];
@@ -102,9 +102,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock, kMinBlocksPerMultiprocessor)
       if (index < 0) continue;
       const int64_t source_row = kIndexedSource ? index : row;
       const int64_t destination_row = kIndexedSource ? row : index;
-      const char* start = ops::whole_row_start(args.source, source, source_row, row_length);
+      const char* start = kernels::whole_row_start(args.source, source, source_row, row_length);
       char* target =
-          ops::whole_row_start(args.destination, destination, destination_row, row_length);
+          kernels::whole_row_start(args.destination, destination, destination_row, row_length);
       const auto alignment =
           reinterpret_cast<uintptr_t>(start) | reinterpret_cast<uintptr_t>(target);
       if (vectors > 0 && start != nullptr && target != nullptr && alignment % kVectorBytes == 0) {
@@ -117,9 +117,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock, kMinBlocksPerMultiprocessor)
         const int64_t count =
             args.columns - begin < args.chunk_columns ? args.columns - begin : args.chunk_columns;
         const auto column_byte = static_cast<size_t>(begin) * source.element;
-        ops::copy_bytes(
-            ops::row_address(args.destination, destination, destination_row, column_byte),
-            ops::row_address(args.source, source, source_row, column_byte),
+        kernels::copy_bytes(
+            kernels::row_address(args.destination, destination, destination_row, column_byte),
+            kernels::row_address(args.source, source, source_row, column_byte),
             static_cast<size_t>(count) * source.element);
       }
     }
@@ -141,10 +141,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock, kMinBlocksPerMultiprocessor)
 // Same element type on both sides: the warp kernel; a conversion: the per-item body.
 template <bool kIndexedSource>
 void launch_row_copy(const void* args, size_t items, cudaStream_t stream) {
-  ops::RowCopyArgs copy;
+  kernels::RowCopyArgs copy;
   std::memcpy(&copy, args, sizeof(copy));
   if (copy.source.dtype != copy.destination.dtype) {
-    launch_of<ops::IndexedRowCopy<kIndexedSource>>(args, items, stream);
+    launch_of<kernels::IndexedRowCopy<kIndexedSource>>(args, items, stream);
     return;
   }
   const size_t rows_per_block = kThreadsPerBlock / kLanes * kRowsPerWarp;
@@ -158,7 +158,7 @@ void launch_row_copy(const void* args, size_t items, cudaStream_t stream) {
 
 template <bool kIndexedSource>
 void load_row_copy() {
-  load_of<ops::IndexedRowCopy<kIndexedSource>>();
+  load_of<kernels::IndexedRowCopy<kIndexedSource>>();
   cudaFuncAttributes attributes{};
   check_cuda(cudaFuncGetAttributes(&attributes, copy_rows_by_warps<kIndexedSource>),
              "cudaFuncGetAttributes");
@@ -178,11 +178,11 @@ constexpr CudaKernel make_cuda_kernel(const char* name) {
 
 // Indexed by KernelId; the static_assert keeps it in step with hw/hal/kernels.h.
 constexpr std::array<CudaKernel, static_cast<size_t>(hal::KernelId::kCount)> kKernels = {
-    make_cuda_kernel<ops::FillPatternKernel>("fill_pattern"),
-    CudaKernel{"gather", sizeof(ops::RowCopyArgs), &launch_row_copy<true>, &load_row_copy<true>},
-    CudaKernel{"scatter", sizeof(ops::RowCopyArgs), &launch_row_copy<false>, &load_row_copy<false>},
-    make_cuda_kernel<ops::CountByOwner>("count_by_owner"),
-    make_cuda_kernel<ops::PlaceByOwner>("place_by_owner"),
+    make_cuda_kernel<kernels::FillPatternKernel>("fill_pattern"),
+    CudaKernel{"gather", sizeof(kernels::RowCopyArgs), &launch_row_copy<true>, &load_row_copy<true>},
+    CudaKernel{"scatter", sizeof(kernels::RowCopyArgs), &launch_row_copy<false>, &load_row_copy<false>},
+    make_cuda_kernel<kernels::CountByOwner>("count_by_owner"),
+    make_cuda_kernel<kernels::PlaceByOwner>("place_by_owner"),
 };
 static_assert(kKernels.size() == static_cast<size_t>(hal::KernelId::kCount),
               "every KernelId needs a CUDA launcher");

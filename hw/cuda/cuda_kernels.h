@@ -1,5 +1,5 @@
 // Launches the shared kernel table (hw/hal/kernels.h) as CUDA grids over the same single-source
-// bodies (src/ops/) that the emulated backend runs on CPU threads.
+// bodies (src/kernels/) that the emulated backend runs on CPU threads.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -1,4 +1,4 @@
-# Builds libmemloom_cuda.so, the CUDA backend module. AUTO builds it when nvcc and NCCL are found.
+# Builds libmemloom_cuda.so, the CUDA backend module (included from hw/CMakeLists.txt). AUTO builds it when nvcc and NCCL are found.
 include(CheckLanguage)
 if(NOT DEFINED CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
   set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
@@ -37,12 +37,14 @@ if(_memloom_cuda_ok)
   endif()
   find_package(CUDAToolkit REQUIRED)
   file(GLOB MEMLOOM_CUDA_SOURCES CONFIGURE_DEPENDS
-       ${PROJECT_SOURCE_DIR}/hw/cuda/*.cpp ${PROJECT_SOURCE_DIR}/hw/cuda/*.cu)
+       ${CMAKE_CURRENT_LIST_DIR}/*.cpp ${CMAKE_CURRENT_LIST_DIR}/*.cu)
   add_library(memloom_cuda MODULE ${MEMLOOM_CUDA_SOURCES})
   set_target_properties(memloom_cuda PROPERTIES PREFIX "lib" CUDA_SEPARABLE_COMPILATION OFF)
   target_include_directories(memloom_cuda PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include
                              ${NCCL_INCLUDE_DIR})
-  target_link_libraries(memloom_cuda PRIVATE memloom CUDA::cuda_driver CUDA::cudart ${NCCL_LIBRARY})
+  # Like UCX's CUDA module, which links only ucs and uct: the layers below the backends.
+  target_link_libraries(memloom_cuda PRIVATE memloom_host memloom_hal memloom_kernels memloom_base
+                        CUDA::cuda_driver CUDA::cudart ${NCCL_LIBRARY})
   target_compile_options(memloom_cuda PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-Werror --Werror=all-warnings>)
   set_target_properties(memloom_cuda PROPERTIES CUDA_STANDARD 20 CUDA_STANDARD_REQUIRED ON)

@@ -11,9 +11,9 @@
 #include "hw/cuda/host_staged_collectives.h"
 #include "hw/cuda/nccl_collectives.h"
 #include "hw/cuda/staged_tcp_transport.h"
-#include "hw/emulated/collectives_factory.h"
+#include "hw/host/collectives_factory.h"
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 
 namespace memloom::cuda {
 namespace {
@@ -141,7 +141,7 @@ std::unique_ptr<hal::Collectives> CudaPlatform::create_collectives(const hal::Gr
   // hang NCCL's initialisation (2x H200, NCCL 2.28).
   if (group.control_only) {
     return std::make_unique<HostStagedCollectives>(
-        emulated::create_collectives(group, bootstrap, deadline), current_device_);
+        host::create_collectives(group, bootstrap, deadline), current_device_);
   }
   // NCCL refuses a communicator with two ranks on one GPU. Such groups (several ranks per GPU)
   // use the emulated backend's collectives over host memory instead, with device buffers staged
@@ -155,7 +155,7 @@ std::unique_ptr<hal::Collectives> CudaPlatform::create_collectives(const hal::Gr
     MEMLOOM_LOG(kDebug, "group of " << group.size << " ranks on " << distinct.size()
                                     << " GPUs: host-memory collectives instead of NCCL");
     return std::make_unique<HostStagedCollectives>(
-        emulated::create_collectives(group, bootstrap, deadline), current_device_);
+        host::create_collectives(group, bootstrap, deadline), current_device_);
   }
   return NcclCollectives::create(group, bootstrap, current_device_, deadline);
 }

@@ -21,6 +21,12 @@ class CudaPlatform : public hal::Platform {
   ~CudaPlatform() override;
 
   std::string name() const override { return "cuda"; }
+  // Kernels run as warps of 32 threads in lockstep.
+  hal::Capabilities capabilities() const override {
+    hal::Capabilities capabilities;
+    capabilities.lockstep_kernel_threads = true;
+    return capabilities;
+  }
   int device_count() const override { return device_count_; }
   size_t device_capacity(int device) const override;
   void set_current_device(int device) override;

@@ -9,7 +9,7 @@
 #include "hw/cuda/cuda_kernels.h"
 #include "hw/cuda/host_function_worker.h"
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 
 namespace memloom::cuda {
 

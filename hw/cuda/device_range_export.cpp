@@ -10,7 +10,7 @@
 #include "hw/cuda/cuda_check.h"
 #include "hw/cuda/wire_descriptor.h"
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 
 namespace memloom::cuda {
 namespace {

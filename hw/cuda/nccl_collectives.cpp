@@ -9,7 +9,7 @@
 
 #include "hw/cuda/cuda_check.h"
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 
 namespace memloom::cuda {
 namespace {
@@ -73,7 +73,7 @@ std::unique_ptr<NcclCollectives> NcclCollectives::create(const hal::GroupSpec& g
   self->wait("creating the NCCL communicator", deadline, Until::kCompleted);
   // The first exchange proves the communicator works and that every rank is in step.
   self->guarded(
-      [&] { self->agree(emulated::CollectiveHeader(emulated::CollectiveOp::kCreate), deadline); });
+      [&] { self->agree(host::CollectiveHeader(host::CollectiveOp::kCreate), deadline); });
   return self;
 }
 
@@ -390,21 +390,21 @@ void NcclCollectives::allgather_unchecked(const void* send, void* recv, size_t b
   finish_out();
 }
 
-void NcclCollectives::agree(emulated::CollectiveHeader header, Deadline deadline) {
+void NcclCollectives::agree(host::CollectiveHeader header, Deadline deadline) {
   const int n = group_.size;
   header.rank = group_.rank;
   header.seq = next_seq_++;
-  const size_t one = emulated::CollectiveHeader::encoded_bytes(n);
+  const size_t one = host::CollectiveHeader::encoded_bytes(n);
   std::vector<std::byte> mine(one), all(one * static_cast<size_t>(n));
   header.encode(mine.data(), n);
   allgather_unchecked(mine.data(), all.data(), one, "agreeing on a collective's arguments",
                       deadline);
-  std::vector<emulated::CollectiveHeader> headers;
+  std::vector<host::CollectiveHeader> headers;
   for (int r = 0; r < n; ++r) {
-    headers.push_back(emulated::CollectiveHeader::decode(all.data() + r * one, n));
+    headers.push_back(host::CollectiveHeader::decode(all.data() + r * one, n));
   }
   // Every rank judges the same headers, so all reach the same verdict and stay in step.
-  emulated::ShmVerdict verdict = emulated::check_agreement(headers);
+  host::ShmVerdict verdict = host::check_agreement(headers);
   if (!verdict.ok) raise(Status::kInvalidInput, verdict.message);
 }
 
@@ -431,12 +431,12 @@ void NcclCollectives::guarded(Body&& body) {
 
 void NcclCollectives::barrier(Deadline deadline) {
   // The agreement's allgather is itself a barrier.
-  guarded([&] { agree(emulated::CollectiveHeader(emulated::CollectiveOp::kBarrier), deadline); });
+  guarded([&] { agree(host::CollectiveHeader(host::CollectiveOp::kBarrier), deadline); });
 }
 
 void NcclCollectives::broadcast(void* buffer, size_t bytes, int root, Deadline deadline) {
   guarded([&] {
-    emulated::CollectiveHeader header(emulated::CollectiveOp::kBroadcast);
+    host::CollectiveHeader header(host::CollectiveOp::kBroadcast);
     header.bytes = bytes;
     header.root = root;
     if (bytes > 0 && buffer == nullptr) header.local_error = "the buffer is null";
@@ -456,7 +456,7 @@ void NcclCollectives::broadcast(void* buffer, size_t bytes, int root, Deadline d
 
 void NcclCollectives::allgather(const void* send, void* recv, size_t bytes, Deadline deadline) {
   guarded([&] {
-    emulated::CollectiveHeader header(emulated::CollectiveOp::kAllgather);
+    host::CollectiveHeader header(host::CollectiveOp::kAllgather);
     header.bytes = bytes;
     if (bytes > 0 && (send == nullptr || recv == nullptr)) {
       header.local_error = "the send or receive buffer is null";
@@ -471,7 +471,7 @@ void NcclCollectives::allgatherv(const void* send, void* recv, const size_t* rec
                                  const size_t* recv_displs, Deadline deadline) {
   guarded([&] {
     const int n = group_.size;
-    emulated::CollectiveHeader header(emulated::CollectiveOp::kAllgatherv);
+    host::CollectiveHeader header(host::CollectiveOp::kAllgatherv);
     size_t extent = 0;
     std::vector<Piece> pieces;
     if (recv_counts == nullptr || recv_displs == nullptr) {
@@ -517,7 +517,7 @@ void NcclCollectives::alltoallv(const void* send, const size_t* send_counts,
                                 const size_t* recv_displs, Deadline deadline) {
   guarded([&] {
     const int n = group_.size;
-    emulated::CollectiveHeader header(emulated::CollectiveOp::kAlltoallv);
+    host::CollectiveHeader header(host::CollectiveOp::kAlltoallv);
     size_t send_extent = 0, recv_extent = 0;
     std::vector<Piece> pieces;
     if (!send_counts || !send_displs || !recv_counts || !recv_displs) {

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "hw/emulated/collective_header.h"
+#include "hw/host/collective_header.h"
 #include "hw/hal/bootstrap.h"
 #include "hw/hal/collectives.h"
 #include "memloom/error.h"
@@ -67,7 +67,7 @@ class NcclCollectives : public hal::Collectives {
   void guarded(Body&& body);
   // Every rank contributes `header` (the emulated backend's, so both backends judge arguments
   // alike); throws kInvalidInput on every rank when they disagree.
-  void agree(emulated::CollectiveHeader header, Deadline deadline);
+  void agree(host::CollectiveHeader header, Deadline deadline);
   void allgather_unchecked(const void* send, void* recv, size_t bytes, const char* what,
                            Deadline deadline);
   // Checks the result of issuing an NCCL call; fails (and poisons) on error.

@@ -11,8 +11,9 @@
 #include <cstring>
 #include <exception>
 
+#include "hw/host/host_address.h"
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 
 namespace memloom::cuda {
 namespace {
@@ -44,11 +45,6 @@ std::string hex(uint64_t address) {
   return text;
 }
 
-std::string host_address() {
-  const char* value = std::getenv("MEMLOOM_HOST_ADDR");
-  return value != nullptr && *value != '\0' ? value : "127.0.0.1";
-}
-
 }  // namespace
 
 struct StagedTcpTransport::Connection {
@@ -60,7 +56,7 @@ struct StagedTcpTransport::Connection {
 };
 
 StagedTcpTransport::StagedTcpTransport(int device) : device_(device) {
-  const std::string host = host_address();
+  const std::string host = host::host_address();
   uint16_t port = 0;
   listener_ = Socket(listen_tcp(host, &port));
   address_ = TcpEndpoint{host, port}.url();

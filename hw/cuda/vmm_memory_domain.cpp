@@ -14,7 +14,7 @@
 #include "hw/cuda/device_range_export.h"
 #include "hw/cuda/vmm_segment.h"
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 
 namespace memloom::cuda {
 namespace {

@@ -12,7 +12,7 @@
 #include "hw/cuda/cuda_check.h"
 #include "hw/cuda/vmm_segment.h"
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 
 namespace memloom::cuda {
 namespace {

@@ -6,9 +6,9 @@
 #include <type_traits>
 
 #include "memloom/error.h"
-#include "src/ops/fill_kernel.h"
-#include "src/ops/owner_routing_kernel.h"
-#include "src/ops/row_copy_kernel.h"
+#include "src/kernels/fill_kernel.h"
+#include "src/kernels/owner_routing_kernel.h"
+#include "src/kernels/row_copy_kernel.h"
 
 namespace memloom::emulated {
 namespace {
@@ -23,8 +23,8 @@ void run_range_of(const void* args, size_t begin, size_t end) {
 // prefetches ahead and derives the layouts once per range rather than once per row.
 template <bool kIndexedSource>
 void run_row_copy_range(const void* args, size_t begin, size_t end) {
-  using Kernel = ops::IndexedRowCopy<kIndexedSource>;
-  const auto& typed = *static_cast<const ops::RowCopyArgs*>(args);
+  using Kernel = kernels::IndexedRowCopy<kIndexedSource>;
+  const auto& typed = *static_cast<const kernels::RowCopyArgs*>(args);
   if (typed.chunks_per_row != 1) {
     for (size_t i = begin; i < end; ++i) Kernel::body(typed, i);
     return;
@@ -34,12 +34,12 @@ void run_row_copy_range(const void* args, size_t begin, size_t end) {
 
 // Routing runs a range of rows per call, so that shared counters are touched once per range.
 void run_count_by_owner(const void* args, size_t begin, size_t end) {
-  ops::CountByOwner::count_rows(*static_cast<const ops::OwnerRoutingArgs*>(args),
+  kernels::CountByOwner::count_rows(*static_cast<const kernels::OwnerRoutingArgs*>(args),
                                 static_cast<int64_t>(begin), static_cast<int64_t>(end));
 }
 
 void run_place_by_owner(const void* args, size_t begin, size_t end) {
-  ops::PlaceByOwner::place_rows(*static_cast<const ops::OwnerRoutingArgs*>(args),
+  kernels::PlaceByOwner::place_rows(*static_cast<const kernels::OwnerRoutingArgs*>(args),
                                 static_cast<int64_t>(begin), static_cast<int64_t>(end));
 }
 
@@ -58,8 +58,8 @@ constexpr CpuKernel make_cpu_kernel(const char* name, size_t min_chunk) {
 
 template <bool kIndexedSource>
 constexpr CpuKernel make_row_copy_kernel(const char* name, size_t min_chunk) {
-  check_args<ops::IndexedRowCopy<kIndexedSource>>();
-  return CpuKernel{name, sizeof(ops::RowCopyArgs), min_chunk, &run_row_copy_range<kIndexedSource>};
+  check_args<kernels::IndexedRowCopy<kIndexedSource>>();
+  return CpuKernel{name, sizeof(kernels::RowCopyArgs), min_chunk, &run_row_copy_range<kIndexedSource>};
 }
 
 template <class Kernel>
@@ -71,14 +71,14 @@ constexpr CpuKernel make_range_kernel(const char* name, size_t min_chunk,
 
 // Indexed by KernelId; the static_assert keeps it in step with hw/hal/kernels.h.
 constexpr std::array<CpuKernel, static_cast<size_t>(hal::KernelId::kCount)> kKernels = {
-    make_cpu_kernel<ops::FillPatternKernel>("fill_pattern", 64 * 1024),
+    make_cpu_kernel<kernels::FillPatternKernel>("fill_pattern", 64 * 1024),
     // One row per item (whole-row chunks on CPU), so a few hundred rows make a worthwhile chunk.
     make_row_copy_kernel<true>("gather", 256),
     make_row_copy_kernel<false>("scatter", 256),
     // A row costs a few nanoseconds (an index load, a branch-free search over the partitions); a
     // range allocates its local counts and touches each shared counter once.
-    make_range_kernel<ops::CountByOwner>("count_by_owner", 16 * 1024, &run_count_by_owner),
-    make_range_kernel<ops::PlaceByOwner>("place_by_owner", 16 * 1024, &run_place_by_owner),
+    make_range_kernel<kernels::CountByOwner>("count_by_owner", 16 * 1024, &run_count_by_owner),
+    make_range_kernel<kernels::PlaceByOwner>("place_by_owner", 16 * 1024, &run_place_by_owner),
 };
 static_assert(kKernels.size() == static_cast<size_t>(hal::KernelId::kCount),
               "every KernelId needs a CPU runner");

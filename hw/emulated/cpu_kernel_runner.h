@@ -1,15 +1,15 @@
 // Maps hw/hal/kernels.h's KernelId table to CPU runners of the single-source kernel bodies in
-// src/ops/: the emulated counterpart of launching a CUDA grid over the same body.
+// src/kernels/: the emulated counterpart of launching a CUDA grid over the same body.
 #pragma once
 
 #include <cstddef>
 
 #include "hw/hal/kernels.h"
-#include "src/core/thread_pool.h"
+#include "src/base/thread_pool.h"
 
 namespace memloom::emulated {
 
-using core::ThreadPool;  // the pool kernels and stream copies run on
+using base::ThreadPool;  // the pool kernels and stream copies run on
 
 struct CpuKernel {
   const char* name;

@@ -1,5 +1,5 @@
-// The emulated Platform: the root that opens the memfd memory domain, worker-thread streams and
-// (through collectives_factory.h) the shared-memory/ZeroMQ collectives and the TCP transport.
+// The emulated Platform: the root that opens the memfd memory domain, worker-thread streams, the
+// host layer's shared-memory/ZeroMQ collectives and the TCP transport.
 #include "hw/emulated/emulated_platform.h"
 
 #include <unistd.h>
@@ -12,14 +12,16 @@
 #include <string>
 #include <thread>
 
-#include "hw/emulated/collectives_factory.h"
+#include "hw/emulated/adopted_stream.h"
 #include "hw/emulated/memfd_memory_domain.h"
+#include "hw/emulated/tcp_transport.h"
 #include "hw/emulated/worker_stream.h"
+#include "hw/host/collectives_factory.h"
 #include "memloom/error.h"
-#include "src/core/environment.h"
-#include "src/core/log.h"
-#include "src/core/thread_pool.h"
-#include "src/core/two_thread_copier.h"
+#include "src/base/environment.h"
+#include "src/base/log.h"
+#include "src/base/thread_pool.h"
+#include "src/base/two_thread_copier.h"
 
 namespace memloom::emulated {
 namespace {
@@ -48,7 +50,7 @@ size_t env_bytes(const char* name, size_t fallback) {
   const char* value = env_value(name);
   if (value == nullptr) return fallback;
   try {
-    return core::parse_byte_size(value);
+    return base::parse_byte_size(value);
   } catch (const Error& error) {
     raise(Status::kInvalidValue, std::string(name) + ": " + error.what());
   }
@@ -105,17 +107,25 @@ class EmulatedPlatform : public hal::Platform {
   std::unique_ptr<hal::Collectives> create_collectives(const hal::GroupSpec& group,
                                                        hal::Bootstrap& bootstrap,
                                                        Deadline deadline) override {
-    return emulated::create_collectives(group, bootstrap, deadline);
+    return host::create_collectives(group, bootstrap, deadline);
   }
 
   std::unique_ptr<hal::Transport> create_transport() override {
     return emulated::create_transport();
   }
 
+  // Its own streams only: their native handle is the stream object (see adopted_stream.h).
+  std::unique_ptr<hal::Stream> adopt_stream(void* native_handle) override {
+    return adopt_live_stream(native_handle);
+  }
+
+  // Kernels run on CPU threads that each take whole rows.
+  hal::Capabilities capabilities() const override { return hal::Capabilities{}; }
+
  private:
   // MEMLOOM_DEVICE, else the local rank spread over the node's devices, else device 0.
   static int initial_device(int devices) {
-    const core::Environment env = core::Environment::read();
+    const base::Environment env = base::Environment::read();
     if (env.device >= 0) {
       if (env.device >= devices) {
         raise(Status::kInvalidValue, "MEMLOOM_DEVICE=" + std::to_string(env.device) +
@@ -137,7 +147,7 @@ class EmulatedPlatform : public hal::Platform {
 
   struct StreamThreads {
     std::shared_ptr<ThreadPool> pool;
-    std::shared_ptr<core::TwoThreadCopier> copier;
+    std::shared_ptr<base::TwoThreadCopier> copier;
   };
 
   // The kernel pool and the copier every stream shares, created on first use (the copier starts
@@ -153,7 +163,7 @@ class EmulatedPlatform : public hal::Platform {
       const int hardware = static_cast<int>(std::thread::hardware_concurrency());
       const int threads = options_.cpu_threads > 0 ? options_.cpu_threads : std::max(hardware, 1);
       threads_.pool = std::make_shared<ThreadPool>(threads);
-      threads_.copier = std::make_shared<core::TwoThreadCopier>();
+      threads_.copier = std::make_shared<base::TwoThreadCopier>();
       threads_pid_ = ::getpid();
       MEMLOOM_LOG(kDebug, "emulated backend: " << threads << " kernel threads");
     }
@@ -185,4 +195,16 @@ std::unique_ptr<hal::Platform> create_platform(const EmulatedOptions& options) {
   return std::make_unique<EmulatedPlatform>(options);
 }
 
+std::unique_ptr<hal::Transport> create_transport() {
+  return std::make_unique<TcpTransport>();
+}
+
 }  // namespace memloom::emulated
+
+// The backend's entry point, the same symbol the CUDA module exports: the core opens every
+// backend through it and sees nothing but the HAL.
+extern "C" __attribute__((visibility("default"))) memloom::hal::Platform*
+memloom_create_platform() {
+  using memloom::emulated::EmulatedOptions;
+  return memloom::emulated::create_platform(EmulatedOptions::from_environment()).release();
+}

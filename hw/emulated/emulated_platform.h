@@ -1,4 +1,5 @@
-// The emulated backend's factory. Devices, capacities and node identity come from the
+// The emulated backend's factory. The core opens the backend through memloom_create_platform
+// (hal::kCreatePlatformSymbol), as it opens the CUDA module; tests may call these directly. Devices, capacities and node identity come from the
 // environment (MEMLOOM_EMU_DEVICES, MEMLOOM_EMU_DEVICE_MEM, MEMLOOM_EMU_CPU_THREADS,
 // MEMLOOM_EMU_GRANULARITY, MEMLOOM_NODE).
 #pragma once
@@ -20,5 +21,7 @@ struct EmulatedOptions {
 };
 
 std::unique_ptr<hal::Platform> create_platform(const EmulatedOptions& options);
+// The TCP transport (a Platform's create_transport, without a platform).
+std::unique_ptr<hal::Transport> create_transport();
 
 }  // namespace memloom::emulated

@@ -11,7 +11,7 @@
 #include "hw/emulated/memfd_segment.h"
 #include "hw/emulated/va_reservation.h"
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 
 namespace memloom::emulated {
 namespace {

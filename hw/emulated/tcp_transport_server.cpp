@@ -12,10 +12,10 @@
 #include <mutex>
 #include <vector>
 
-#include "hw/emulated/host_address.h"
+#include "hw/host/host_address.h"
 #include "hw/emulated/tcp_wire.h"
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 
 namespace memloom::emulated {
 namespace {
@@ -28,8 +28,8 @@ constexpr size_t kMaxMessageBytes = 1024;
 }  // namespace
 
 TcpTransportServer::TcpTransportServer() {
-  const std::string host = host_address();
-  wire::Endpoint endpoint = wire::parse_tcp_url(tcp_url(host, 1));
+  const std::string host = host::host_address();
+  wire::Endpoint endpoint = wire::parse_tcp_url(host::tcp_url(host, 1));
   listen_fd_ = ::socket(endpoint.address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) raise_errno("transport socket", errno);
   int one = 1;
@@ -53,7 +53,7 @@ TcpTransportServer::TcpTransportServer() {
   ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&bound), &length);
   int port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                                          : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  address_ = tcp_url(host, port);
+  address_ = host::tcp_url(host, port);
   if (::pipe2(wake_pipe_, O_CLOEXEC) != 0) {
     int error = errno;
     ::close(listen_fd_);

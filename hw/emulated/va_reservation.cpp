@@ -10,7 +10,7 @@
 
 #include "hw/emulated/memfd_segment.h"
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 
 namespace memloom::emulated {
 namespace {

@@ -9,8 +9,9 @@
 #include <string>
 #include <thread>
 
+#include "hw/emulated/adopted_stream.h"
 #include "hw/emulated/cpu_kernel_runner.h"
-#include "hw/emulated/shm_group.h"
+#include "hw/host/wait_policy.h"
 #include "memloom/error.h"
 
 namespace memloom::emulated {
@@ -25,7 +26,7 @@ constexpr auto kCallerPoll = std::chrono::microseconds(50);
 constexpr auto kWorkerPoll = std::chrono::microseconds(20);
 
 bool may_poll() {
-  static const bool several_cpus = available_cores() >= 2;
+  static const bool several_cpus = host::available_cores() >= 2;
   return several_cpus;
 }
 
@@ -78,16 +79,18 @@ void WorkerEvent::synchronize(Deadline deadline) {
 }
 
 WorkerStream::WorkerStream(int device, std::shared_ptr<ThreadPool> pool,
-                           std::shared_ptr<core::TwoThreadCopier> copier)
+                           std::shared_ptr<base::TwoThreadCopier> copier)
     : device_(device),
       pool_(std::move(pool)),
       copier_(std::move(copier)),
       owner_pid_(::getpid()),
       state_(std::make_unique<State>()) {
   state_->worker = std::thread([this] { work(); });
+  register_live_stream(native_handle());
 }
 
 WorkerStream::~WorkerStream() {
+  forget_live_stream(native_handle());
   if (::getpid() != owner_pid_) {
     (void)state_.release();  // inherited through fork: the worker lives only in the parent
     return;
@@ -153,7 +156,7 @@ void WorkerStream::work() {
 // So the threshold sits where a cold copy gains and a hot one about breaks even. (An earlier
 // measurement, splitting over the kernel pool, found 0.6x-1.15x and a loss from 8 MiB up; the
 // copier, whose two threads claim pieces in turn, did not reproduce that loss.) Those figures are
-// with cached stores; the pieces now go by non-temporal stores (core::streaming_copy), measured
+// with cached stores; the pieces now go by non-temporal stores (base::streaming_copy), measured
 // at 64 MiB in memloom-bench shm and bm (bench/RESULTS.md).
 void WorkerStream::copy(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;

@@ -16,12 +16,12 @@
 #include <thread>
 
 #include "hw/hal/stream.h"
-#include "src/core/thread_pool.h"
-#include "src/core/two_thread_copier.h"
+#include "src/base/thread_pool.h"
+#include "src/base/two_thread_copier.h"
 
 namespace memloom::emulated {
 
-using core::ThreadPool;  // the pool kernels and stream copies run on
+using base::ThreadPool;  // the pool kernels and stream copies run on
 
 // Completion flag shared by an event and the stream operation that completes it.
 class EventState {
@@ -55,7 +55,7 @@ class WorkerStream : public hal::Stream {
  public:
   // `pool` runs kernels and `copier` copies; both are shared by the process's streams.
   WorkerStream(int device, std::shared_ptr<ThreadPool> pool,
-               std::shared_ptr<core::TwoThreadCopier> copier);
+               std::shared_ptr<base::TwoThreadCopier> copier);
   // Drains: every enqueued operation runs before the worker stops.
   ~WorkerStream() override;
   WorkerStream(const WorkerStream&) = delete;
@@ -89,7 +89,7 @@ class WorkerStream : public hal::Stream {
 
   const int device_;
   const std::shared_ptr<ThreadPool> pool_;
-  const std::shared_ptr<core::TwoThreadCopier> copier_;
+  const std::shared_ptr<base::TwoThreadCopier> copier_;
   const pid_t owner_pid_;
   std::unique_ptr<State> state_;  // heap-held for the same fork reason as ThreadPool's
 };

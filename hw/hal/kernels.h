@@ -1,4 +1,4 @@
-// The kernel table shared by every backend. Kernel bodies live in src/ops/ as MEMLOOM_HOST_DEVICE
+// The kernel table shared by every backend. Kernel bodies live in src/kernels/ as MEMLOOM_HOST_DEVICE
 // functions; each backend maps a KernelId to a runner (CPU threads or a CUDA grid) over the same
 // body.
 #pragma once

@@ -13,10 +13,22 @@
 
 namespace memloom::hal {
 
+// What a backend can do, for code above the HAL to ask instead of testing the backend's name (as
+// UCX's memory domains advertise UCT_MD_FLAG_*). MemoryDomain::memory_is_host_accessible() is
+// the memory domain's own capability.
+struct Capabilities {
+  // Kernels run as groups of threads in lockstep (a GPU's warps): a row copy gives each thread a
+  // 16-byte chunk so that neighbouring threads touch neighbouring bytes. Without it a kernel
+  // thread takes whole rows.
+  bool lockstep_kernel_threads = false;
+};
+
 class Platform {
  public:
   virtual ~Platform() = default;
-  virtual std::string name() const = 0;  // "emulated" or "cuda"
+  // "emulated" or "cuda": for messages and logs. Code decides by capabilities(), never by name.
+  virtual std::string name() const = 0;
+  virtual Capabilities capabilities() const = 0;
   virtual int device_count() const = 0;
   virtual size_t device_capacity(int device) const = 0;
   // The device this process works on (MEMLOOM_DEVICE / cudaSetDevice).

@@ -12,7 +12,7 @@
 #include <random>
 
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 
 namespace memloom::core {
 namespace {

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "memloom/error.h"
-#include "src/core/environment.h"
-#include "src/core/log.h"
+#include "src/base/environment.h"
+#include "src/base/log.h"
 #include "src/core/platform_loader.h"
 
 namespace memloom::core {
@@ -55,7 +55,7 @@ std::shared_ptr<Group> Group::create(std::shared_ptr<store::Client> client, stor
   std::shared_ptr<Group> group(new Group(client, prefix, rank, size));
 
   // Announce myself; a second process claiming the same rank is refused.
-  const std::string node = Environment::read().node;
+  const std::string node = base::Environment::read().node;
   const std::string me = node + "\n" + std::to_string(::getpid());
   std::string current;
   if (!client->compare_and_swap(prefix("member/" + std::to_string(rank)), "", me, true, &current)) {

@@ -4,32 +4,38 @@
 
 #include <memory>
 #include <mutex>
+#include <string>
 
-#include "hw/emulated/emulated_platform.h"
 #include "memloom/error.h"
-#include "src/core/environment.h"
-#include "src/core/log.h"
+#include "src/base/environment.h"
+#include "src/base/log.h"
 
 namespace memloom::core {
 namespace {
 
 std::mutex g_mutex;
 std::unique_ptr<hal::Platform> g_platform;
-void* g_cuda_module = nullptr;
+
+struct BackendModule {
+  const char* backend;  // as MEMLOOM_BACKEND names it
+  const char* file;     // the shared object that implements it
+  void* handle = nullptr;
+};
+BackendModule g_cuda{"cuda", MEMLOOM_CUDA_MODULE_NAME};
+BackendModule g_emulated{"emulated", MEMLOOM_EMULATED_MODULE_NAME};
 
 // Looks beside libmemloom first (an uninstalled build tree), then the install libdir, then the
-// loader's search path.
-void* open_cuda_module(std::string* error) {
+// loader's search path. Keeps the last loader error in `error`.
+void* open_module(const char* file, std::string* error) {
   Dl_info info{};
   std::string candidates[3];
-  if (dladdr(reinterpret_cast<void*>(&open_cuda_module), &info) != 0 && info.dli_fname != nullptr) {
+  if (dladdr(reinterpret_cast<void*>(&open_module), &info) != 0 && info.dli_fname != nullptr) {
     std::string self = info.dli_fname;
     auto slash = self.rfind('/');
-    if (slash != std::string::npos)
-      candidates[0] = self.substr(0, slash + 1) + MEMLOOM_CUDA_MODULE_NAME;
+    if (slash != std::string::npos) candidates[0] = self.substr(0, slash + 1) + file;
   }
-  candidates[1] = std::string(MEMLOOM_INSTALL_LIBDIR) + "/" + MEMLOOM_CUDA_MODULE_NAME;
-  candidates[2] = MEMLOOM_CUDA_MODULE_NAME;
+  candidates[1] = std::string(MEMLOOM_INSTALL_LIBDIR) + "/" + file;
+  candidates[2] = file;
   for (const auto& path : candidates) {
     if (path.empty()) continue;
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -39,25 +45,31 @@ void* open_cuda_module(std::string* error) {
   return nullptr;
 }
 
-std::unique_ptr<hal::Platform> try_cuda(bool required) {
+// Opens `module` and creates its platform through the entry symbol every backend exports. When
+// the backend was not asked for by name, a module that does not load or finds no device gives
+// nullptr (the caller falls back); when it was, either is an error.
+std::unique_ptr<hal::Platform> open_backend(BackendModule& module, bool required) {
   std::string error;
-  if (g_cuda_module == nullptr) g_cuda_module = open_cuda_module(&error);
-  if (g_cuda_module == nullptr) {
-    if (required)
-      raise(Status::kNotSupported,
-            "MEMLOOM_BACKEND=cuda but the CUDA module does not load: " + error);
-    MEMLOOM_LOG(kDebug, "CUDA module not loaded (" << error << "); using the emulated backend");
+  if (module.handle == nullptr) module.handle = open_module(module.file, &error);
+  if (module.handle == nullptr) {
+    if (required) {
+      raise(Status::kNotSupported, std::string("the ") + module.backend + " backend's module " +
+                                       module.file + " does not load: " + error);
+    }
+    MEMLOOM_LOG(kDebug, module.file << " not loaded (" << error << ")");
     return nullptr;
   }
   auto create =
-      reinterpret_cast<hal::CreatePlatformFn>(dlsym(g_cuda_module, hal::kCreatePlatformSymbol));
-  if (create == nullptr) raise(Status::kLogic, "the CUDA module lacks memloom_create_platform");
+      reinterpret_cast<hal::CreatePlatformFn>(dlsym(module.handle, hal::kCreatePlatformSymbol));
+  if (create == nullptr) {
+    raise(Status::kLogic,
+          std::string(module.file) + " lacks its entry point " + hal::kCreatePlatformSymbol);
+  }
   try {
     return std::unique_ptr<hal::Platform>(create());
   } catch (const Error& e) {
     if (required) throw;
-    MEMLOOM_LOG(kDebug,
-                "CUDA backend unavailable (" << e.what() << "); using the emulated backend");
+    MEMLOOM_LOG(kDebug, module.backend << " backend unavailable (" << e.what() << ")");
     return nullptr;
   }
 }
@@ -67,16 +79,16 @@ std::unique_ptr<hal::Platform> try_cuda(bool required) {
 hal::Platform& platform() {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_platform) return *g_platform;
-  const std::string choice = Environment::read().backend;
+  const std::string choice = base::Environment::read().backend;
   if (choice == "cuda") {
-    g_platform = try_cuda(true);
+    g_platform = open_backend(g_cuda, true);
   } else if (choice.empty()) {
-    g_platform = try_cuda(false);
+    g_platform = open_backend(g_cuda, false);
+    if (!g_platform) MEMLOOM_LOG(kDebug, "using the emulated backend");
   } else if (choice != "emulated") {
     raise(Status::kInvalidValue, "MEMLOOM_BACKEND='" + choice + "' (expected emulated or cuda)");
   }
-  if (!g_platform)
-    g_platform = emulated::create_platform(emulated::EmulatedOptions::from_environment());
+  if (!g_platform) g_platform = open_backend(g_emulated, true);
   MEMLOOM_LOG(kDebug, "backend: " << g_platform->name());
   return *g_platform;
 }

@@ -4,16 +4,17 @@
 #include <cstdint>
 
 #include "smem/host/smem.h"
-#include "src/core/api_guard.h"
+#include "src/base/api_guard.h"
 
 namespace memloom::smem {
 
 int32_t to_smem_code(Status status);
 
-// SMEM_GUARDED("smem_bm_copy", { ... body ... }) returns the mapped code.
+// Runs an entry point's body through base::guarded: smem::guarded("smem_bm_copy", [&] { ... })
+// returns the body's failure as the mapped code (and keeps its message for smem_get_last_err_msg).
 template <typename Body>
 int32_t guarded(const char* function, Body&& body) {
-  return core::guarded<int32_t>(function, to_smem_code, static_cast<Body&&>(body));
+  return base::guarded<int32_t>(function, to_smem_code, static_cast<Body&&>(body));
 }
 
 }  // namespace memloom::smem

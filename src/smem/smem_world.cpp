@@ -4,8 +4,8 @@
 #include <mutex>
 
 #include "memloom/error.h"
-#include "src/core/environment.h"
-#include "src/core/log.h"
+#include "src/base/environment.h"
+#include "src/base/log.h"
 #include "src/core/platform_loader.h"
 
 namespace memloom::smem {
@@ -17,7 +17,7 @@ std::string next_world_prefix(const std::string& api) {
   static std::mutex mutex;
   static std::map<std::string, int> generations;
   std::lock_guard<std::mutex> lock(mutex);
-  const std::string job = core::Environment::read().job_id;
+  const std::string job = base::Environment::read().job_id;
   return "smem/" + (job.empty() ? std::string() : job + "/") + api + "/w" +
          std::to_string(generations[api]++) + "/";
 }

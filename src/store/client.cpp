@@ -12,7 +12,7 @@
 
 #include "memloom/deadline.h"
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 #include "src/store/asio.h"
 #include "src/store/event_dispatcher.h"
 #include "src/store/frame_channel.h"

@@ -1,6 +1,6 @@
 #include "src/store/event_dispatcher.h"
 
-#include "src/core/log.h"
+#include "src/base/log.h"
 
 namespace memloom::store {
 

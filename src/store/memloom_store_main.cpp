@@ -9,7 +9,7 @@
 #include <string>
 
 #include "memloom/error.h"
-#include "src/core/environment.h"
+#include "src/base/environment.h"
 #include "src/store/server.h"
 
 namespace {
@@ -41,7 +41,7 @@ constexpr uint64_t kMaxHeartbeatMs = 24ull * 3600 * 1000;
 
 uint64_t parse_count(const std::string& option, const std::string& text) {
   try {
-    return memloom::core::parse_byte_size(text);
+    return memloom::base::parse_byte_size(text);
   } catch (const memloom::Error& error) {
     usage_error(option + ": " + error.what());
   }

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 #include "src/store/asio.h"
 #include "src/store/frame_channel.h"
 #include "src/store/protocol.h"

@@ -4,7 +4,7 @@
 
 #include <exception>
 
-#include "src/core/log.h"
+#include "src/base/log.h"
 
 namespace memloom::wholememory {
 

@@ -3,8 +3,8 @@
 #include <cstdlib>
 
 #include "memloom/error.h"
-#include "src/core/environment.h"
-#include "src/core/log.h"
+#include "src/base/environment.h"
+#include "src/base/log.h"
 
 namespace memloom::wholememory {
 namespace {
@@ -60,7 +60,7 @@ void Runtime::require_initialized() const {
 }
 
 std::string Runtime::store_url_for_new_id() {
-  const std::string configured = core::Environment::read().store_url;
+  const std::string configured = base::Environment::read().store_url;
   if (!configured.empty()) return configured;
   std::lock_guard<std::mutex> lock(mutex_);
   if (!server_) {

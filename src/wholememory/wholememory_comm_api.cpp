@@ -5,7 +5,7 @@
 
 #include "memloom/error.h"
 #include "src/core/group.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 #include "src/wholememory/collective_check.h"
 #include "src/wholememory/device_count.h"
 #include "src/wholememory/enum_arguments.h"

@@ -1,10 +1,10 @@
 // Maps memloom statuses to WholeMemory error codes and runs every C entry point through the one
-// shared exception boundary (core::guarded).
+// shared exception boundary (base::guarded).
 #pragma once
 
 #include <utility>
 
-#include "src/core/api_guard.h"
+#include "src/base/api_guard.h"
 #include "wholememory/wholememory.h"
 
 namespace memloom::wholememory {
@@ -14,7 +14,7 @@ wholememory_error_code_t to_wholememory_code(Status status);
 // Runs body() and returns its outcome as an error code.
 template <typename Body>
 wholememory_error_code_t guarded(const char* function, Body&& body) {
-  return core::guarded<wholememory_error_code_t>(function, to_wholememory_code,
+  return base::guarded<wholememory_error_code_t>(function, to_wholememory_code,
                                                  std::forward<Body>(body));
 }
 

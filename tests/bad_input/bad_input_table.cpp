@@ -10,7 +10,7 @@
 #include <mutex>
 
 #include "smem/host/smem.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 #include "src/core/platform_loader.h"
 
 namespace memloom::bad_input {

@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "src/core/two_thread_copier.h"
+#include "src/base/two_thread_copier.h"
 #include "tests/bm_large_copies/position_pattern.h"
 #include "tests/smem/bm_test_util.h"
 
@@ -14,7 +14,7 @@ namespace memloom::testing {
 namespace {
 
 constexpr uint64_t kDeviceSlot = 12 * kMiB;
-constexpr size_t kThreshold = core::TwoThreadCopier::kDefaultThreshold;
+constexpr size_t kThreshold = base::TwoThreadCopier::kDefaultThreshold;
 
 // `bytes` at `gva` equal `expected`, read back with G2H into a buffer whose neighbouring bytes
 // must stay untouched.

@@ -9,14 +9,14 @@
 #include <thread>
 #include <vector>
 
-#include "src/core/streaming_copy.h"
-#include "src/core/two_thread_copier.h"
+#include "src/base/streaming_copy.h"
+#include "src/base/two_thread_copier.h"
 #include "tests/bm_large_copies/position_pattern.h"
 
 namespace memloom::testing {
 namespace {
 
-using core::TwoThreadCopier;
+using base::TwoThreadCopier;
 
 // A small threshold and an odd chunk so that the last chunk is partial and chunks straddle
 // every alignment.
@@ -33,7 +33,7 @@ TEST(BmTwoThreadCopier, StreamingCopyIsExactAtEverySizeAndAlignment) {
         std::vector<unsigned char> source(bytes + 32), target(bytes + 2 * kGuard + 32, 0xee);
         for (size_t i = 0; i < source.size(); ++i)
           source[i] = static_cast<unsigned char>(i * 7 + 1);
-        core::streaming_copy(target.data() + kGuard + dst_offset, source.data() + src_offset,
+        base::streaming_copy(target.data() + kGuard + dst_offset, source.data() + src_offset,
                              bytes);
         for (size_t i = 0; i < target.size(); ++i) {
           const bool inside = i >= kGuard + dst_offset && i < kGuard + dst_offset + bytes;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "src/core/shared_segments.h"
-#include "src/ops/fill_kernel.h"
+#include "src/kernels/fill_kernel.h"
 #include "tests/cuda/backend_test_helpers.h"
 
 namespace memloom::backend_test {
@@ -23,13 +23,13 @@ struct Case {
 class SharedMemory : public ::testing::TestWithParam<Case> {};
 
 void fill(hal::Stream& stream, void* destination, size_t bytes, uint64_t seed) {
-  ops::FillPatternArgs args{static_cast<uint8_t*>(destination), seed};
+  kernels::FillPatternArgs args{static_cast<uint8_t*>(destination), seed};
   stream.launch(hal::KernelLaunch{hal::KernelId::kFillPattern, &args, sizeof(args), bytes});
 }
 
 long pattern_mismatch(const std::vector<uint8_t>& bytes, uint64_t seed) {
   for (size_t i = 0; i < bytes.size(); ++i) {
-    if (bytes[i] != ops::fill_pattern_byte(seed, i)) return static_cast<long>(i);
+    if (bytes[i] != kernels::fill_pattern_byte(seed, i)) return static_cast<long>(i);
   }
   return -1;
 }

@@ -1,7 +1,7 @@
 // WholeMemory's collective calls: barrier, malloc + free, split + destroy of a communicator.
 #include <cstring>
 
-#include "src/core/log.h"
+#include "src/base/log.h"
 #include "tests/faults/scenarios.h"
 #include "wholememory/wholememory.h"
 

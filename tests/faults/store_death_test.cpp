@@ -16,7 +16,7 @@
 #include "smem/host/smem_shm.h"
 #include "smem/host/smem_trans.h"
 #include "src/core/group.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 #include "src/store/client.h"
 #include "tests/faults/process_audit.h"
 #include "tests/faults/scenarios.h"

@@ -1,5 +1,5 @@
 // The emulated node barrier counts the cores its members may run on together (the union of their
-// affinity masks, hw/emulated/shm_group.h: available_cores_of): ranks bound one per core, as
+// affinity masks, hw/host/shm_group.h: available_cores_of): ranks bound one per core, as
 // mpirun binds them, spin; ranks bound to one core together yield. With more members than cores,
 // a waiter whose due peers all run on other cores spins briefly: barriers and allgathers stay
 // correct with ranks split over two cores.
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "hw/emulated/collectives_factory.h"
-#include "hw/emulated/shm_group.h"
+#include "hw/host/collectives_factory.h"
+#include "hw/host/shm_group.h"
 #include "memloom/error.h"
 #include "src/core/store_bootstrap.h"
 #include "src/store/client.h"
@@ -97,9 +97,9 @@ Counted count_from(int my_cpu, pid_t peer) {
     ::close(out[0]);
     Counted counted;
     if (bind_to(my_cpu)) {
-      counted.cores = emulated::available_cores_of({{0, ::getpid()}, {1, peer}});
+      counted.cores = host::available_cores_of({{0, ::getpid()}, {1, peer}});
       counted.oversubscribed =
-          emulated::ShmWaitPolicy::for_members(2, counted.cores).oversubscribed;
+          host::ShmWaitPolicy::for_members(2, counted.cores).oversubscribed;
     }
     const bool written = ::write(out[1], &counted, sizeof(counted)) == sizeof(counted);
     ::_exit(written ? 0 : 1);
@@ -135,8 +135,8 @@ TEST(BarrierWaitPolicyCores, MembersBoundToOneCoreAreOversubscribed) {
 }
 
 TEST(BarrierWaitPolicyCores, MembersWithoutAPidAddNoCores) {
-  EXPECT_EQ(emulated::available_cores_of({{0, 0}, {1, 0}}), emulated::available_cores());
-  EXPECT_EQ(emulated::available_cores_of({}), emulated::available_cores());
+  EXPECT_EQ(host::available_cores_of({{0, 0}, {1, 0}}), host::available_cores());
+  EXPECT_EQ(host::available_cores_of({}), host::available_cores());
 }
 
 constexpr auto kCallDeadline = std::chrono::seconds(20);

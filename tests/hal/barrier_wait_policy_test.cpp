@@ -1,4 +1,4 @@
-// The emulated node barrier's wait policy (hw/emulated/shm_group.h, ShmWaitPolicy): spinning only
+// The emulated node barrier's wait policy (hw/host/shm_group.h, ShmWaitPolicy): spinning only
 // while the node's members do not outnumber the cores, yielding otherwise, sleeping on the futex
 // after that, and the member that completes a barrier waking the sleepers. Ranks are forked
 // processes (tests/support/multi_process.h) on one emulated node.
@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "hw/emulated/collectives_factory.h"
-#include "hw/emulated/shm_group.h"
+#include "hw/host/collectives_factory.h"
+#include "hw/host/shm_group.h"
 #include "memloom/error.h"
 #include "src/core/store_bootstrap.h"
 #include "src/store/client.h"
@@ -58,19 +58,19 @@ void bind_to_one_cpu() {
 }
 
 TEST(BarrierWaitPolicy, SpinsOnlyWhileMembersDoNotOutnumberTheCores) {
-  const int cores = emulated::available_cores();
+  const int cores = host::available_cores();
   ASSERT_GE(cores, 1);
-  EXPECT_FALSE(emulated::ShmWaitPolicy::for_members(cores).oversubscribed);
-  EXPECT_TRUE(emulated::ShmWaitPolicy::for_members(cores + 1).oversubscribed);
+  EXPECT_FALSE(host::ShmWaitPolicy::for_members(cores).oversubscribed);
+  EXPECT_TRUE(host::ShmWaitPolicy::for_members(cores + 1).oversubscribed);
   // The phase lengths can be set in microseconds; nonsense is refused.
   ::setenv("MEMLOOM_EMU_BARRIER_SPIN_US", "7", 1);
   ::setenv("MEMLOOM_EMU_BARRIER_YIELD_US", "0", 1);
-  auto policy = emulated::ShmWaitPolicy::for_members(1);
+  auto policy = host::ShmWaitPolicy::for_members(1);
   EXPECT_EQ(policy.spin, std::chrono::microseconds(7));
   EXPECT_EQ(policy.yield, std::chrono::microseconds(0));
   ::setenv("MEMLOOM_EMU_BARRIER_SPIN_US", "fast", 1);
   try {
-    emulated::ShmWaitPolicy::for_members(1);
+    host::ShmWaitPolicy::for_members(1);
     ADD_FAILURE() << "a spin length of 'fast' was accepted";
   } catch (const Error& error) {
     EXPECT_EQ(error.status(), Status::kInvalidInput);
@@ -85,8 +85,8 @@ TEST(BarrierWaitPolicy, MoreMembersThanCoresPassBarriersAndAllgathers) {
   const auto start = Clock::now();
   auto results = testing::run_ranks(options_for(6), [&](const RankContext& context) {
     bind_to_one_cpu();
-    ASSERT_EQ(emulated::available_cores(), 1);
-    ASSERT_TRUE(emulated::ShmWaitPolicy::for_members(6).oversubscribed);
+    ASSERT_EQ(host::available_cores(), 1);
+    ASSERT_TRUE(host::ShmWaitPolicy::for_members(6).oversubscribed);
     Member member = join_group(context);
     testing::checked_barrier_rounds(*member.group, 300, kCallDeadline);
   });

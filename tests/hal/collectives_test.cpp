@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "hw/emulated/collectives_factory.h"
+#include "hw/host/collectives_factory.h"
 #include "memloom/error.h"
 #include "src/core/store_bootstrap.h"
 #include "src/store/client.h"
@@ -452,12 +452,12 @@ TEST(Collectives, InvalidGroupSpecIsRejected) {
   } bootstrap;
   auto deadline = Deadline::after(std::chrono::seconds(1));
   hal::GroupSpec spec{2, 2, {"a", "a"}, {1, 2}};
-  EXPECT_THROW(emulated::create_collectives(spec, bootstrap, deadline), Error);
+  EXPECT_THROW(host::create_collectives(spec, bootstrap, deadline), Error);
   spec = hal::GroupSpec{0, 2, {"a"}, {1, 2}};
-  EXPECT_THROW(emulated::create_collectives(spec, bootstrap, deadline), Error);
+  EXPECT_THROW(host::create_collectives(spec, bootstrap, deadline), Error);
   spec = hal::GroupSpec{0, 0, {}, {}};
   try {
-    emulated::create_collectives(spec, bootstrap, deadline);
+    host::create_collectives(spec, bootstrap, deadline);
     ADD_FAILURE() << "an empty group was accepted";
   } catch (const Error& error) {
     EXPECT_EQ(error.status(), Status::kInvalidInput);

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "hw/emulated/collectives_factory.h"
+#include "hw/host/collectives_factory.h"
 #include "memloom/error.h"
 #include "src/core/store_bootstrap.h"
 #include "src/store/client.h"
@@ -45,7 +45,7 @@ inline EmulatedGroupMember join_emulated_group(const RankContext& context, const
     spec.pid_of_rank.push_back(std::stoi(value->substr(bar + 1)));
   }
   member.bootstrap = std::make_unique<core::StoreBootstrap>(*member.client, prefix.sub("group"));
-  member.group = emulated::create_collectives(spec, *member.bootstrap, Deadline::after(deadline));
+  member.group = host::create_collectives(spec, *member.bootstrap, Deadline::after(deadline));
   return member;
 }
 

@@ -17,7 +17,7 @@
 #include "memloom/deadline.h"
 #include "memloom/error.h"
 #include "src/core/platform_loader.h"
-#include "src/ops/fill_kernel.h"
+#include "src/kernels/fill_kernel.h"
 
 namespace memloom::hal_test {
 
@@ -93,7 +93,7 @@ struct MappedSegment {
 };
 
 inline void launch_fill(hal::Stream& stream, void* destination, size_t bytes, uint64_t seed) {
-  ops::FillPatternArgs args{static_cast<uint8_t*>(destination), seed};
+  kernels::FillPatternArgs args{static_cast<uint8_t*>(destination), seed};
   stream.launch(hal::KernelLaunch{hal::KernelId::kFillPattern, &args, sizeof(args), bytes});
 }
 
@@ -108,7 +108,7 @@ inline std::vector<uint8_t> read_back(hal::Stream& stream, const void* source, s
 // The index of the first byte that differs from the fill pattern of `seed`, or -1.
 inline long first_pattern_mismatch(const std::vector<uint8_t>& bytes, uint64_t seed) {
   for (size_t i = 0; i < bytes.size(); ++i) {
-    if (bytes[i] != ops::fill_pattern_byte(seed, i)) return static_cast<long>(i);
+    if (bytes[i] != kernels::fill_pattern_byte(seed, i)) return static_cast<long>(i);
   }
   return -1;
 }

@@ -40,7 +40,7 @@ TEST(MemoryDomain, DeviceMemoryRoundTripsThroughCopies) {
   const size_t bytes = (2u << 20) + 123;
   MappedSegment device(MemoryKind::kDevice, bytes);
   HostBuffer source(bytes);
-  for (size_t i = 0; i < bytes; ++i) source[i] = ops::fill_pattern_byte(42, i);
+  for (size_t i = 0; i < bytes; ++i) source[i] = kernels::fill_pattern_byte(42, i);
   stream->copy(device.address, source.data(), bytes);
   EXPECT_EQ(first_pattern_mismatch(read_back(*stream, device.address, bytes), 42), -1);
 }
@@ -48,7 +48,7 @@ TEST(MemoryDomain, DeviceMemoryRoundTripsThroughCopies) {
 TEST(MemoryDomain, HostSegmentsAreReadableAndWritableInPlace) {
   const size_t bytes = round_up(1 << 20, MemoryKind::kHost);
   MappedSegment host(MemoryKind::kHost, bytes);
-  for (size_t i = 0; i < bytes; ++i) host.address[i] = ops::fill_pattern_byte(9, i);
+  for (size_t i = 0; i < bytes; ++i) host.address[i] = kernels::fill_pattern_byte(9, i);
   auto stream = platform().create_stream(platform().current_device());
   // A second mapping of the same segment sees the same bytes.
   auto* again = static_cast<uint8_t*>(domain().map_anywhere(*host.segment));

@@ -52,7 +52,7 @@ TEST(Stream, FillKernelWritesNothingPastItsItems) {
   auto bytes_back = read_back(*stream, device.address, bytes);
   for (size_t i = 0; i < bytes; ++i) {
     const bool inside = i >= 5 && i < 5 + 4095;
-    const uint8_t expected = inside ? ops::fill_pattern_byte(7, i - 5) : 0xEE;
+    const uint8_t expected = inside ? kernels::fill_pattern_byte(7, i - 5) : 0xEE;
     ASSERT_EQ(bytes_back[i], expected) << "byte " << i;
   }
 }
@@ -70,7 +70,7 @@ TEST(Stream, LaunchOfZeroItemsIsAnOrderedNoOp) {
 TEST(Stream, BadLaunchesAreRejected) {
   auto stream = platform().create_stream(platform().current_device());
   MappedSegment device(MemoryKind::kDevice, 4096);
-  ops::FillPatternArgs args{device.address, 1};
+  kernels::FillPatternArgs args{device.address, 1};
   EXPECT_STATUS(Status::kInvalidInput,
                 stream->launch({hal::KernelId::kFillPattern, &args, sizeof(args) - 1, 16}));
   EXPECT_STATUS(Status::kInvalidInput,
@@ -92,7 +92,7 @@ TEST(Stream, KernelArgumentsAreCopiedAtEnqueue) {
   MappedSegment device(MemoryKind::kDevice, bytes);
   Gate gate;
   stream->host_function(gate.blocker());
-  ops::FillPatternArgs args{device.address, 11};
+  kernels::FillPatternArgs args{device.address, 11};
   stream->launch({hal::KernelId::kFillPattern, &args, sizeof(args), bytes});
   args.seed = 99;  // too late: the launch already holds its own copy
   args.destination = nullptr;

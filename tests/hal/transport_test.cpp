@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "hw/emulated/collectives_factory.h"
+#include "hw/host/collectives_factory.h"
 #include "memloom/error.h"
 #include "tests/support/multi_process.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "src/core/log.h"
+#include "src/base/log.h"
 #include "tests/wholememory_ops/ops_test_support.h"
 
 namespace memloom::opstest {

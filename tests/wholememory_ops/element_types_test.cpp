@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "src/ops/element_types.h"
-#include "src/ops/row_copy_kernel.h"
+#include "src/kernels/element_types.h"
+#include "src/kernels/row_copy_kernel.h"
 
 namespace memloom::ops {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "memloom/stream.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 #include "src/core/platform_loader.h"
 #include "tests/wholememory_ops/ops_test_support.h"
 

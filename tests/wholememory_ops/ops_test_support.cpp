@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "src/ops/element_types.h"
+#include "src/kernels/element_types.h"
 #include "tests/support/multi_process.h"
 
 namespace memloom::opstest {
@@ -93,7 +93,7 @@ Bytes element_value(uint64_t seed, int64_t entry, int64_t column, wholememory_dt
 Bytes converted(const Bytes& element, wholememory_dtype_t from, wholememory_dtype_t to) {
   if (from == to) return element;
   Bytes out(element_size(to));
-  const bool ok = ops::convert_elements(static_cast<ops::DType>(from), static_cast<ops::DType>(to),
+  const bool ok = kernels::convert_elements(static_cast<kernels::DType>(from), static_cast<kernels::DType>(to),
                                         element.data(), out.data(), 1);
   EXPECT_TRUE(ok) << "no conversion from " << from << " to " << to;
   return out;

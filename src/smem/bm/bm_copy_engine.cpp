@@ -4,7 +4,7 @@
 #include <map>
 
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 
 namespace memloom::smem {
 namespace {

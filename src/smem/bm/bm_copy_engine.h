@@ -5,7 +5,7 @@
 // Synchronous copies use their own stream, so a failed asynchronous copy is reported by
 // smem_bm_wait and never by a later synchronous copy; where the backend's memory is host-visible
 // (the emulated backend), synchronous copies within this process's mappings are a memmove on the
-// calling thread instead. On such memory, copies of core::TwoThreadCopier's threshold and more
+// calling thread instead. On such memory, copies of base::TwoThreadCopier's threshold and more
 // run on two threads: synchronous ones on the calling thread and this engine's helper, asynchronous
 // ones through the stream's copy, which splits them the same way.
 #pragma once
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "hw/hal/platform.h"
-#include "src/core/two_thread_copier.h"
+#include "src/base/two_thread_copier.h"
 
 namespace memloom::smem {
 
@@ -76,7 +76,7 @@ class BmCopyEngine {
   std::chrono::milliseconds timeout_;
   bool host_copies_;  // the backend's memory is host-visible: synchronous copies need no stream
   // Declared before the streams: destroyed after them, as their queued copies may use it.
-  core::TwoThreadCopier copier_;
+  base::TwoThreadCopier copier_;
   std::mutex sync_mutex_;
   std::unique_ptr<hal::Stream> sync_stream_;
   std::mutex async_mutex_;

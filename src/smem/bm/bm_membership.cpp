@@ -1,7 +1,7 @@
 #include "src/smem/bm/bm_membership.h"
 
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 #include "src/core/platform_loader.h"
 #include "src/smem/rank_agreement.h"
 

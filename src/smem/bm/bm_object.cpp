@@ -3,7 +3,7 @@
 #include <sstream>
 
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 #include "src/core/platform_loader.h"
 #include "src/smem/rank_agreement.h"
 #include "src/smem/smem_facade.h"

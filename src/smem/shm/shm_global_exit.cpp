@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 
-#include "src/core/log.h"
+#include "src/base/log.h"
 
 namespace memloom::smem {
 

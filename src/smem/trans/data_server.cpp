@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 #include "src/smem/trans/hex_address.h"
 
 namespace memloom::smem::trans {

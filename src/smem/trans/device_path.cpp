@@ -3,7 +3,7 @@
 #include <unistd.h>
 
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 
 namespace memloom::smem::trans {
 namespace {

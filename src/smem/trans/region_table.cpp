@@ -10,7 +10,7 @@
 
 #include "memloom/error.h"
 #include "src/core/fd_broker.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 #include "src/smem/trans/hex_address.h"
 
 namespace memloom::smem::trans {

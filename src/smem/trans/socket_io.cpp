@@ -15,7 +15,7 @@
 #include <string>
 
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 
 namespace memloom::smem::trans {
 namespace {

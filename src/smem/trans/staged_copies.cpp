@@ -19,7 +19,8 @@ bool staging_forced() {
 }
 
 bool staging_required() {
-  return staging_forced() || core::platform().name() != "emulated";
+  // Device memory a host thread cannot touch is copied through a stream into host memory first.
+  return staging_forced() || !core::platform().memory_domain().memory_is_host_accessible();
 }
 
 StreamPool::StreamPool(int device) : device_(device) {

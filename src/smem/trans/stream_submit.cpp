@@ -3,7 +3,7 @@
 #include <exception>
 
 #include "hw/hal/stream.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 #include "src/core/platform_loader.h"
 
 namespace memloom::smem::trans {
@@ -19,10 +19,6 @@ void submit_in_stream_order(void* stream, std::function<void()> work, Deadline d
       throw;
     }
   };
-  if (platform.name() == "emulated") {
-    static_cast<hal::Stream*>(stream)->host_function(std::move(logged));
-    return;
-  }
   // The adopted wrapper may go at once: the function stays queued on the native stream.
   platform.adopt_stream(stream)->host_function(std::move(logged));
 }

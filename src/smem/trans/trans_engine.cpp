@@ -6,9 +6,9 @@
 
 #include "memloom/error.h"
 #include "smem/host/smem_trans_def.h"
-#include "src/core/environment.h"
+#include "src/base/environment.h"
 #include "src/core/fd_broker.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 #include "src/core/platform_loader.h"
 #include "src/smem/trans/hex_address.h"
 #include "src/smem/trans/staged_copies.h"
@@ -47,7 +47,7 @@ std::shared_ptr<Engine> Engine::create(const std::string& store_url, const std::
   engine->regions_ = std::make_unique<RegionTable>();
   engine->table_token_ = core::FdBroker::instance().publish(engine->regions_->fd());
   PeerRecord record;
-  record.node = core::Environment::read().node;
+  record.node = base::Environment::read().node;
   record.pid = ::getpid();
   record.incarnation = random_incarnation();
   record.role = options.initiates && options.serves ? SMEM_TRANS_BOTH
@@ -213,7 +213,7 @@ void Engine::deregister_memory(void* address) {
 
 void* Engine::allocate(size_t bytes) {
   check_open();
-  Allocation allocation{MemfdSegment::allocate(bytes), "", bytes};
+  Allocation allocation{ShareableHostMemory::allocate(bytes), "", bytes};
   void* base = allocation.segment->base();
   allocation.token = core::FdBroker::instance().publish(allocation.segment->fd());
   try {

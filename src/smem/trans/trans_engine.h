@@ -15,7 +15,7 @@
 #include "hw/hal/memory_domain.h"
 #include "memloom/deadline.h"
 #include "src/smem/trans/data_server.h"
-#include "src/smem/trans/memfd_segment.h"
+#include "src/smem/trans/shareable_host_memory.h"
 #include "src/smem/trans/peer_directory.h"
 #include "src/smem/trans/region_table.h"
 #include "src/smem/trans/staged_copies.h"
@@ -108,7 +108,7 @@ class Engine {
   bool published_ =
       false;  // the store holds our record (a failed create must not remove another's)
   struct Allocation {
-    std::unique_ptr<MemfdSegment> segment;
+    std::unique_ptr<ShareableHostMemory> segment;
     std::string token;
     size_t bytes;
   };

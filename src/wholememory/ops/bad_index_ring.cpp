@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 #include "src/core/platform_loader.h"
 #include "src/wholememory/quiet_release.h"
 

@@ -9,7 +9,7 @@
 #include <new>
 
 #include "hw/hal/memory_domain.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 #include "src/core/platform_loader.h"
 #include "src/core/shared_segments.h"
 #include "src/wholememory/ops/device_block_cache.h"

@@ -66,7 +66,7 @@ OwnerRoute::OwnerRoute(ExchangeWork& work, const ExchangeOperands& operands,
                               " of a list of " + std::to_string(indices.count));
   }
   // The bad index itself, for the message every rank reports.
-  if (indices.type == ops::DType::kInt) {
+  if (indices.type == kernels::DType::kInt) {
     int32_t index = 0;
     work.read_back(&index, static_cast<const int32_t*>(indices.data) + bad_row, sizeof(index));
     first_bad_ = index;

@@ -1,6 +1,6 @@
 // Routing a caller's index list to the ranks owning its entries (DISTRIBUTED gather and scatter),
 // or to the ranks that forward requests for them (HIERARCHY's gateways), on the device that holds
-// the list, with the kernels of src/ops/owner_routing_kernel.h: only the
+// the list, with the kernels of src/kernels/owner_routing_kernel.h: only the
 // per-rank counts and the position of the list's first bad index come back to the host; the keys
 // for each owner, the slot of each row and the row of each slot stay in device memory for the key
 // exchange and the row copies.
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/ops/owner_routing_kernel.h"
+#include "src/kernels/owner_routing_kernel.h"
 #include "src/wholememory/ops/exchange_op.h"
 
 namespace memloom::wholememory {
@@ -57,7 +57,7 @@ class OwnerRoute {
 
  private:
   ExchangeWork& work_;
-  ops::OwnerRoutingArgs args_{};
+  kernels::OwnerRoutingArgs args_{};
   std::vector<uint64_t> sent_per_rank_;
   uint64_t sent_count_ = 0;
   int64_t first_bad_ = -1;

@@ -4,7 +4,7 @@
 // row's request took restores the caller's order.
 #include <mutex>
 
-#include "src/core/phase_trace.h"
+#include "src/base/phase_trace.h"
 #include "src/wholememory/ops/device_routing.h"
 #include "src/wholememory/ops/exchange_op.h"
 #include "src/wholememory/ops/request_round.h"
@@ -13,7 +13,7 @@ namespace memloom::wholememory {
 namespace {
 
 // My partition as a matrix of the table's columns (rows are local entries).
-ops::RowTable local_partition(const ExchangeOperands& operands) {
+kernels::RowTable local_partition(const ExchangeOperands& operands) {
   MatrixShape local = operands.table;
   local.offset = operands.table.column_offset();
   return contiguous_table(operands.memory->local_pointer(), local);
@@ -21,7 +21,7 @@ ops::RowTable local_partition(const ExchangeOperands& operands) {
 
 }  // namespace
 
-// Phases in the debug trace (core::PhaseTrace): counting (the count kernel and its read-back),
+// Phases in the debug trace (base::PhaseTrace): counting (the count kernel and its read-back),
 // routing (placing requests in the owners' buckets, enqueued), agreement, request exchange (the
 // counts, then the keys once placed; scatter packs its rows meanwhile), serving (gather: reading
 // the asked rows of my partition), row exchange, then placing rows (gather: into the output) or
@@ -30,7 +30,7 @@ void distributed_gather(const ExchangeOperands& operands) {
   const auto& table = operands.table;
   auto& comm = operands.memory->comm();
   const EntryLayout layout(*operands.memory, table.entry_bytes());
-  core::PhaseTrace trace("wholememory_gather (DISTRIBUTED)");
+  base::PhaseTrace trace("wholememory_gather (DISTRIBUTED)");
   ExchangeWork work(operands);
   OwnerRoute route(work, operands, layout);
   trace.mark("counting");
@@ -73,7 +73,7 @@ void distributed_scatter(const ExchangeOperands& operands) {
   const auto& table = operands.table;
   auto& comm = operands.memory->comm();
   const EntryLayout layout(*operands.memory, table.entry_bytes());
-  core::PhaseTrace trace("wholememory_scatter (DISTRIBUTED)");
+  base::PhaseTrace trace("wholememory_scatter (DISTRIBUTED)");
   ExchangeWork work(operands);
   OwnerRoute route(work, operands, layout);
   trace.mark("counting");

@@ -67,13 +67,13 @@ TempMemory* ExchangeWork::upload(std::vector<int64_t> values) {
   return buffer;
 }
 
-void ExchangeWork::copy_rows(Direction direction, const ops::RowTable& source,
-                             const ops::RowTable& destination, const TempMemory* indices,
+void ExchangeWork::copy_rows(Direction direction, const kernels::RowTable& source,
+                             const kernels::RowTable& destination, const TempMemory* indices,
                              size_t count, int64_t bound) {
   if (count == 0) return;
   IndexList list;
   list.data = indices->data();
-  list.type = ops::DType::kInt64;
+  list.type = kernels::DType::kInt64;
   list.count = static_cast<int64_t>(count);
   // Indices were checked before the exchange, so the slot only guards against a logic error here.
   std::lock_guard<std::mutex> lock(operands_.stream->enqueue_mutex());

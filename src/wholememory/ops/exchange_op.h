@@ -27,7 +27,7 @@ struct ExchangeOperands {
   std::shared_ptr<MemoryHandle> memory;
   MatrixShape table;   // the WholeMemory tensor over its storage
   IndexList indices;   // in user memory
-  ops::RowTable rows;  // the output (gather) or input (scatter), in user memory
+  kernels::RowTable rows;  // the output (gather) or input (scatter), in user memory
   OpStream* stream = nullptr;
   int device = 0;
   wholememory_env_func_t* env = nullptr;
@@ -77,7 +77,7 @@ class ExchangeWork {
   // waits for them.
   void read_back(void* host, const void* source, size_t bytes);
   // Enqueues a row copy whose indices are device-readable int64 `indices` of `count` entries.
-  void copy_rows(Direction direction, const ops::RowTable& source, const ops::RowTable& destination,
+  void copy_rows(Direction direction, const kernels::RowTable& source, const kernels::RowTable& destination,
                  const TempMemory* indices, size_t count, int64_t bound);
   void synchronize();
 

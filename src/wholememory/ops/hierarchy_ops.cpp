@@ -8,7 +8,7 @@
 //      reads it from its node-wide mapping;
 //   3. rows come back the same way (gather), or go out the same way (scatter).
 //
-// Phases in the debug trace (core::PhaseTrace): counting (the count kernel and its read-back),
+// Phases in the debug trace (base::PhaseTrace): counting (the count kernel and its read-back),
 // routing (placing requests in the gateways' buckets, enqueued), agreement, request exchange
 // (inside the node, then the keys copied to the host; scatter packs its rows meanwhile), scatter:
 // row exchange (inside the node), de-duplication, cross-node requests (scatter: with packing the
@@ -19,7 +19,7 @@
 #include <mutex>
 
 #include "memloom/error.h"
-#include "src/core/phase_trace.h"
+#include "src/base/phase_trace.h"
 #include "src/wholememory/ops/device_routing.h"
 #include "src/wholememory/ops/distinct_entries.h"
 #include "src/wholememory/ops/exchange_op.h"
@@ -107,7 +107,7 @@ void route_to_servers(const DistinctEntries& distinct, Hierarchy& hierarchy,
 }
 
 // My node's partitions as one matrix of the table's columns (rows are node-wide entries).
-ops::RowTable node_range(const ExchangeOperands& operands, const Hierarchy& hierarchy) {
+kernels::RowTable node_range(const ExchangeOperands& operands, const Hierarchy& hierarchy) {
   void* base = nullptr;
   const int first = hierarchy.world.local_ranks().front();
   if (!operands.memory->rank_pointer(first, &base)) {
@@ -132,7 +132,7 @@ void hierarchy_gather(const ExchangeOperands& operands) {
   auto& comm = operands.memory->comm();
   auto local_comm = local_communicator(operands);
   Hierarchy hierarchy(operands, *local_comm);
-  core::PhaseTrace trace("wholememory_gather (HIERARCHY)");
+  base::PhaseTrace trace("wholememory_gather (HIERARCHY)");
   ExchangeWork work(operands);
   const RouteTargets gateways = hierarchy.gateways();
   OwnerRoute route(work, operands, hierarchy.layout, &gateways);
@@ -200,7 +200,7 @@ void hierarchy_scatter(const ExchangeOperands& operands) {
   auto& comm = operands.memory->comm();
   auto local_comm = local_communicator(operands);
   Hierarchy hierarchy(operands, *local_comm);
-  core::PhaseTrace trace("wholememory_scatter (HIERARCHY)");
+  base::PhaseTrace trace("wholememory_scatter (HIERARCHY)");
   ExchangeWork work(operands);
   const RouteTargets gateways = hierarchy.gateways();
   OwnerRoute route(work, operands, hierarchy.layout, &gateways);

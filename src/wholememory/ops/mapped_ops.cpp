@@ -7,7 +7,7 @@
 namespace memloom::wholememory {
 
 void enqueue_checked_row_copy(OpStream& stream, int device, Direction direction,
-                              const ops::RowTable& source, const ops::RowTable& destination,
+                              const kernels::RowTable& source, const kernels::RowTable& destination,
                               const IndexList& indices, int64_t bound, int64_t columns) {
   if (indices.count == 0) return;
   std::lock_guard<std::mutex> lock(stream.enqueue_mutex());

@@ -7,22 +7,22 @@
 
 namespace memloom::wholememory {
 
-static_assert(static_cast<int>(ops::DType::kFloat) == WHOLEMEMORY_DT_FLOAT &&
-                  static_cast<int>(ops::DType::kHalf) == WHOLEMEMORY_DT_HALF &&
-                  static_cast<int>(ops::DType::kDouble) == WHOLEMEMORY_DT_DOUBLE &&
-                  static_cast<int>(ops::DType::kBf16) == WHOLEMEMORY_DT_BF16 &&
-                  static_cast<int>(ops::DType::kInt) == WHOLEMEMORY_DT_INT &&
-                  static_cast<int>(ops::DType::kInt64) == WHOLEMEMORY_DT_INT64 &&
-                  static_cast<int>(ops::DType::kInt16) == WHOLEMEMORY_DT_INT16 &&
-                  static_cast<int>(ops::DType::kInt8) == WHOLEMEMORY_DT_INT8,
-              "ops::DType must be numbered as wholememory_dtype_t");
+static_assert(static_cast<int>(kernels::DType::kFloat) == WHOLEMEMORY_DT_FLOAT &&
+                  static_cast<int>(kernels::DType::kHalf) == WHOLEMEMORY_DT_HALF &&
+                  static_cast<int>(kernels::DType::kDouble) == WHOLEMEMORY_DT_DOUBLE &&
+                  static_cast<int>(kernels::DType::kBf16) == WHOLEMEMORY_DT_BF16 &&
+                  static_cast<int>(kernels::DType::kInt) == WHOLEMEMORY_DT_INT &&
+                  static_cast<int>(kernels::DType::kInt64) == WHOLEMEMORY_DT_INT64 &&
+                  static_cast<int>(kernels::DType::kInt16) == WHOLEMEMORY_DT_INT16 &&
+                  static_cast<int>(kernels::DType::kInt8) == WHOLEMEMORY_DT_INT8,
+              "kernels::DType must be numbered as wholememory_dtype_t");
 
-ops::DType to_op_dtype(wholememory_dtype_t dtype) {
-  return static_cast<ops::DType>(dtype);
+kernels::DType to_op_dtype(wholememory_dtype_t dtype) {
+  return static_cast<kernels::DType>(dtype);
 }
 
-ops::RowTable contiguous_table(void* base, const MatrixShape& shape) {
-  ops::RowTable table{};
+kernels::RowTable contiguous_table(void* base, const MatrixShape& shape) {
+  kernels::RowTable table{};
   table.base = static_cast<char*>(base);
   table.stride = shape.stride;
   table.offset = shape.offset;
@@ -30,8 +30,8 @@ ops::RowTable contiguous_table(void* base, const MatrixShape& shape) {
   return table;
 }
 
-ops::RowTable packed_table(void* base, int64_t columns, wholememory_dtype_t dtype) {
-  ops::RowTable table{};
+kernels::RowTable packed_table(void* base, int64_t columns, wholememory_dtype_t dtype) {
+  kernels::RowTable table{};
   table.base = static_cast<char*>(base);
   table.stride = columns;
   table.offset = 0;
@@ -39,8 +39,8 @@ ops::RowTable packed_table(void* base, int64_t columns, wholememory_dtype_t dtyp
   return table;
 }
 
-ops::RowTable chunked_table(const wholememory_gref_t& gref, const MatrixShape& shape) {
-  ops::RowTable table{};
+kernels::RowTable chunked_table(const wholememory_gref_t& gref, const MatrixShape& shape) {
+  kernels::RowTable table{};
   table.chunks = static_cast<char* const*>(gref.pointer);
   table.offsets = gref.rank_memory_offsets;
   table.chunk_stride = gref.stride;
@@ -52,11 +52,11 @@ ops::RowTable chunked_table(const wholememory_gref_t& gref, const MatrixShape& s
   return table;
 }
 
-void enqueue_row_copy(hal::Stream& stream, Direction direction, const ops::RowTable& source,
-                      const ops::RowTable& destination, const IndexList& indices, int64_t bound,
+void enqueue_row_copy(hal::Stream& stream, Direction direction, const kernels::RowTable& source,
+                      const kernels::RowTable& destination, const IndexList& indices, int64_t bound,
                       int64_t columns, unsigned long long* bad_index) {
   if (indices.count == 0) return;
-  ops::RowCopyArgs args{};
+  kernels::RowCopyArgs args{};
   args.source = source;
   args.destination = destination;
   args.indices = indices.data;
@@ -65,9 +65,9 @@ void enqueue_row_copy(hal::Stream& stream, Direction direction, const ops::RowTa
   args.columns = columns;
   // A GPU gives each thread 16 bytes so that a warp reads a row's consecutive bytes together; a
   // CPU thread takes whole rows, each one memcpy (or one conversion loop).
-  if (core::platform().name() == "cuda") {
+  if (core::platform().capabilities().lockstep_kernel_threads) {
     const size_t widest =
-        std::max(ops::element_size(source.dtype), ops::element_size(destination.dtype));
+        std::max(kernels::element_size(source.dtype), kernels::element_size(destination.dtype));
     args.chunk_columns = std::max<int64_t>(1, static_cast<int64_t>(16 / widest));
   } else {
     args.chunk_columns = columns;

@@ -4,7 +4,7 @@
 #include <mutex>
 #include <string>
 
-#include "src/core/api_guard.h"
+#include "src/base/api_guard.h"
 #include "src/core/group.h"
 #include "src/wholememory/ops/op_stream.h"
 
@@ -32,7 +32,7 @@ memloom_status_t to_stream_status(Status status) {
 
 template <typename Body>
 memloom_status_t guarded(const char* function, Body&& body) {
-  return memloom::core::guarded<memloom_status_t>(function, to_stream_status,
+  return memloom::base::guarded<memloom_status_t>(function, to_stream_status,
                                                   std::forward<Body>(body));
 }
 

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "memloom/error.h"
-#include "src/core/log.h"
+#include "src/base/log.h"
 
 namespace memloom::wholememory {
 

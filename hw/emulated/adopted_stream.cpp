@@ -1,0 +1,55 @@
+#include "hw/emulated/adopted_stream.h"
+
+#include <mutex>
+#include <sstream>
+#include <unordered_set>
+
+#include "memloom/error.h"
+
+namespace memloom::emulated {
+namespace {
+
+std::mutex g_mutex;
+// Leaked on purpose: streams may be destroyed by static destructors after this set would be.
+auto& g_live = *new std::unordered_set<void*>();
+
+class AdoptedStream : public hal::Stream {
+ public:
+  explicit AdoptedStream(hal::Stream& stream) : stream_(stream) {}
+
+  void copy(void* dst, const void* src, size_t bytes) override { stream_.copy(dst, src, bytes); }
+  void launch(const hal::KernelLaunch& launch) override { stream_.launch(launch); }
+  void host_function(std::function<void()> fn) override { stream_.host_function(std::move(fn)); }
+  std::unique_ptr<hal::Event> record() override { return stream_.record(); }
+  void wait(hal::Event& event) override { stream_.wait(event); }
+  void synchronize(Deadline deadline) override { stream_.synchronize(deadline); }
+  void* native_handle() override { return stream_.native_handle(); }
+
+ private:
+  hal::Stream& stream_;
+};
+
+}  // namespace
+
+void register_live_stream(void* native_handle) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_live.insert(native_handle);
+}
+
+void forget_live_stream(void* native_handle) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_live.erase(native_handle);
+}
+
+std::unique_ptr<hal::Stream> adopt_live_stream(void* native_handle) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (native_handle == nullptr || g_live.count(native_handle) == 0) {
+    std::ostringstream text;
+    text << "emulated backend: " << native_handle
+         << " is not a live stream of this process (only its own streams can be adopted)";
+    raise(Status::kNotSupported, text.str());
+  }
+  return std::make_unique<AdoptedStream>(*static_cast<hal::Stream*>(native_handle));
+}
+
+}  // namespace memloom::emulated

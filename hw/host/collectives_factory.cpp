@@ -1,0 +1,12 @@
+#include "hw/host/collectives_factory.h"
+
+#include "hw/host/hierarchical_collectives.h"
+
+namespace memloom::host {
+
+std::unique_ptr<hal::Collectives> create_collectives(const hal::GroupSpec& group,
+                                                     hal::Bootstrap& bootstrap, Deadline deadline) {
+  return std::make_unique<HierarchicalCollectives>(group, bootstrap, deadline);
+}
+
+}  // namespace memloom::host
