@@ -10,46 +10,10 @@
 #include "bench/bench_registry.h"
 #include "bench/bench_timing.h"
 #include "bench/copy_figures.h"
-#include "smem/host/smem_bm.h"
+#include "bench/smem_sessions.h"
 
 namespace memloom::bench {
 namespace {
-
-constexpr uint64_t kHostSlot = 2u << 20;
-
-// smem_init + smem_bm_init + smem_bm_create + smem_bm_join for a forked rank; undone in reverse.
-class BmSession {
- public:
-  BmSession(const RankInfo& info, uint64_t device_bytes) {
-    smem_bm_config_t config;
-    check_smem(smem_bm_config_init(&config), "smem_bm_config_init");
-    config.startConfigStoreServer = false;  // the job's store process serves
-    config.rankId = static_cast<uint16_t>(info.rank);
-    config.controlOperationTimeout = 120;
-    check_smem(smem_init(0), "smem_init");
-    check_smem(smem_bm_init(info.store_url.c_str(), static_cast<uint32_t>(info.world_size),
-                            static_cast<uint16_t>(info.local_rank), &config),
-               "smem_bm_init");
-    handle_ = smem_bm_create(0, static_cast<uint32_t>(info.world_size), SMEMB_DATA_OP_SDMA,
-                             kHostSlot, device_bytes, 0);
-    if (handle_ == nullptr) check_smem(-1, "smem_bm_create");
-    void* mine = nullptr;
-    check_smem(smem_bm_join(handle_, 0, &mine), "smem_bm_join");
-  }
-  ~BmSession() {
-    smem_bm_leave(handle_, 0);
-    smem_bm_destroy(handle_);
-    smem_bm_uninit(0);
-    smem_uninit();
-  }
-  BmSession(const BmSession&) = delete;
-  BmSession& operator=(const BmSession&) = delete;
-
-  smem_bm_t handle() const { return handle_; }
-
- private:
-  smem_bm_t handle_ = nullptr;
-};
 
 // Rank 0 copies to and from rank 1's device slot at `sizes`; rank 1 stays joined meanwhile.
 Figures copy_rank(const RankInfo& info, bool all_sizes) {
@@ -57,9 +21,7 @@ Figures copy_rank(const RankInfo& info, bool all_sizes) {
   info.barrier();  // every rank has joined: copies to rank 1 are accepted
   Figures figures;
   if (info.rank == 0) {
-    char* peer =
-        static_cast<char*>(smem_bm_ptr_by_mem_type(session.handle(), SMEM_MEM_TYPE_DEVICE, 1));
-    if (peer == nullptr) check_smem(-1, "smem_bm_ptr_by_mem_type");
+    char* peer = session.device_slot(1);
     std::vector<char> local(kLargestCopy, 1);
     auto copy = [&](const void* from, void* to, size_t bytes, smem_bm_copy_type type) {
       smem_copy_params params{from, to, bytes};

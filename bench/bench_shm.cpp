@@ -22,8 +22,8 @@
 #include "bench/bench_registry.h"
 #include "bench/bench_timing.h"
 #include "bench/copy_figures.h"
+#include "bench/smem_sessions.h"
 #include "memloom/stream.h"
-#include "smem/host/smem_shm.h"
 
 namespace memloom::bench {
 namespace {
@@ -36,44 +36,6 @@ constexpr uint64_t kCollectiveSlot = 2u << 20;
 int64_t collective_iterations(int ranks) {
   return ranks <= 2 ? 2000 : ranks <= 4 ? 500 : 200;
 }
-
-// smem_init + smem_shm_init + smem_shm_create for a forked rank; undone in reverse order.
-class ShmSession {
- public:
-  ShmSession(const RankInfo& info, uint64_t symmetric_size) {
-    smem_shm_config_t config;
-    check_smem(smem_shm_config_init(&config), "smem_shm_config_init");
-    config.startConfigStoreServer = false;  // the job's store process serves
-    config.controlOperationTimeout = 120;
-    config.shmInitTimeout = 120;
-    config.shmCreateTimeout = 120;
-    check_smem(smem_init(0), "smem_init");
-    check_smem(smem_shm_init(info.store_url.c_str(), static_cast<uint32_t>(info.world_size),
-                             static_cast<uint32_t>(info.rank),
-                             static_cast<uint16_t>(info.local_rank), &config),
-               "smem_shm_init");
-    handle_ =
-        smem_shm_create(0, static_cast<uint32_t>(info.world_size), static_cast<uint32_t>(info.rank),
-                        symmetric_size, SMEMS_DATA_OP_MTE, 0, &gva_);
-    if (handle_ == nullptr) check_smem(-1, "smem_shm_create");
-    stride_ = smem_shm_get_symmetric_size(handle_);
-  }
-  ~ShmSession() {
-    smem_shm_destroy(handle_, 0);
-    smem_shm_uninit(0);
-    smem_uninit();
-  }
-  ShmSession(const ShmSession&) = delete;
-  ShmSession& operator=(const ShmSession&) = delete;
-
-  smem_shm_t handle() const { return handle_; }
-  char* slot(int rank) const { return static_cast<char*>(gva_) + rank * stride_; }
-
- private:
-  smem_shm_t handle_ = nullptr;
-  void* gva_ = nullptr;
-  uint64_t stride_ = 0;
-};
 
 // The two ways rank 0 copies, as prefixes of its figures' names.
 constexpr const char* kLoadStore = "load/store ";
@@ -126,19 +88,19 @@ void verify_copies(const RankInfo& info, const ShmSession& session, Stream* stre
     fill_pattern(local.data(), kVerifyBytes, 0x6b);
     stream->copy(slot + kVerifyBytes, local.data(), kVerifyBytes);
   }
-  check_smem(smem_shm_control_barrier(session.handle()), "smem_shm_control_barrier");
+  session.barrier();
   if (info.rank == 1) {
     expect_pattern(slot, kVerifyBytes, 0x5a, "shm put (load/store)");
     expect_pattern(slot + kVerifyBytes, kVerifyBytes, 0x6b, "shm put (copy engine)");
     fill_pattern(slot + 2 * kVerifyBytes, kVerifyBytes, 0x7c);
   }
-  check_smem(smem_shm_control_barrier(session.handle()), "smem_shm_control_barrier");
+  session.barrier();
   if (info.rank == 0) {
     stream->copy(local.data(), slot + 2 * kVerifyBytes, kVerifyBytes);
     expect_pattern(local.data(), kVerifyBytes, 0x7c, "shm get (copy engine)");
   }
   // Rank 1 keeps its slot until rank 0 is done with it.
-  check_smem(smem_shm_control_barrier(session.handle()), "smem_shm_control_barrier");
+  session.barrier();
 }
 
 Figures copy_rank(const RankInfo& info) {

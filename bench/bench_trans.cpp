@@ -16,7 +16,7 @@
 #include "bench/bench_timing.h"
 #include "bench/copy_figures.h"
 #include "bench/reference.h"
-#include "smem/host/smem_trans.h"
+#include "bench/smem_sessions.h"
 
 namespace memloom::bench {
 namespace {
@@ -26,31 +26,6 @@ constexpr size_t kLargest = 64u << 20;
 constexpr uint32_t kBatch = 1024;
 constexpr size_t kBatchEntry = 4096;
 constexpr int kPoolMailbox = 0, kTargetPortMailbox = 1;
-
-// One TRANS instance of a forked rank: smem_trans_init + create, undone in reverse.
-class TransSession {
- public:
-  TransSession(const RankInfo& info, smem_trans_role_t role, const std::string& unique_id) {
-    smem_trans_config_t config;
-    check_smem(smem_trans_config_init(&config), "smem_trans_config_init");
-    config.role = role;
-    config.initTimeout = 120;
-    check_smem(smem_trans_init(&config), "smem_trans_init");
-    handle_ = smem_trans_create(info.store_url.c_str(), unique_id.c_str(), &config);
-    if (handle_ == nullptr) check_smem(-1, "smem_trans_create");
-  }
-  ~TransSession() {
-    smem_trans_destroy(handle_, 0);
-    smem_trans_uninit(0);
-  }
-  TransSession(const TransSession&) = delete;
-  TransSession& operator=(const TransSession&) = delete;
-
-  smem_trans_t handle() const { return handle_; }
-
- private:
-  smem_trans_t handle_ = nullptr;
-};
 
 // The target: offers a pool of kLargest bytes and waits until the initiator is done.
 Figures target_rank(const RankInfo& info) {

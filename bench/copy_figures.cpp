@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "bench/bench_timing.h"
-#include "smem/host/smem.h"
 
 namespace memloom::bench {
 
@@ -89,13 +88,6 @@ void expect_pattern(const void* data, size_t bytes, int seed, const std::string&
       throw std::runtime_error(what + ": the bytes did not arrive (first difference at offset " +
                                std::to_string(i) + ")");
     }
-  }
-}
-
-void check_smem(int32_t code, const std::string& what) {
-  if (code != 0) {
-    throw std::runtime_error(what + " failed (" + std::to_string(code) +
-                             "): " + smem_get_last_err_msg());
   }
 }
 

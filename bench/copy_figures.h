@@ -46,7 +46,4 @@ inline constexpr size_t kVerifyBytes = 1u << 20;
 void fill_pattern(void* data, size_t bytes, int seed);
 void expect_pattern(const void* data, size_t bytes, int seed, const std::string& what);
 
-// Throws std::runtime_error("<what> failed: <smem_get_last_err_msg()>") unless code is 0.
-void check_smem(int32_t code, const std::string& what);
-
 }  // namespace memloom::bench

@@ -99,7 +99,7 @@ if ! cmake --build "$build_dir" -j "$jobs" -- "${keep_going[@]}" >>"$out/build.l
 else
   build_ok=1
 fi
-if [[ ! -e $build_dir/libmemloom_cuda.so ]]; then
+if [[ ! -e $build_dir/lib/libmemloom_cuda.so ]]; then
   note "FAILED: the CUDA module was not built"
   exit 1
 fi

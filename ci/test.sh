@@ -57,6 +57,8 @@ sanitizer_build() {
 }
 
 bash ci/install-deps.sh
+# The layer table (LAYERS.md) first: an include it forbids fails the run before any compiling.
+python3 ci/check_layers.py
 bash ci/build.sh
 stage_done "the build"
 build_dir="${MEMLOOM_BUILD_DIR:-build}"

@@ -142,14 +142,7 @@ void JobSupervisor::supervise() {
     fds.clear();
     owners.clear();
     fds.push_back(pollfd{signals_.fd(), POLLIN, 0});
-    for (int rank = 0; rank < options_.ranks; ++rank) {
-      for (bool is_stderr : {false, true}) {
-        int fd = is_stderr ? ranks_[rank]->stderr_fd() : ranks_[rank]->stdout_fd();
-        if (fd < 0) continue;
-        fds.push_back(pollfd{fd, POLLIN, 0});
-        owners.emplace_back(rank, is_stderr);
-      }
-    }
+    watch_open_streams(fds, owners);
     int timeout_ms = 1000;
     if (auto next = next_timer()) {
       auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(*next - now).count() + 1;
@@ -287,6 +280,18 @@ size_t JobSupervisor::running_count() const {
                                            [](const auto& rank) { return rank->running(); }));
 }
 
+void JobSupervisor::watch_open_streams(std::vector<pollfd>& fds,
+                                       std::vector<std::pair<int, bool>>& owners) const {
+  for (int rank = 0; rank < options_.ranks; ++rank) {
+    for (bool is_stderr : {false, true}) {
+      int fd = is_stderr ? ranks_[rank]->stderr_fd() : ranks_[rank]->stdout_fd();
+      if (fd < 0) continue;
+      fds.push_back(pollfd{fd, POLLIN, 0});
+      owners.emplace_back(rank, is_stderr);
+    }
+  }
+}
+
 void JobSupervisor::drain_output(int rank) {
   read_stream(rank, false);
   read_stream(rank, true);
@@ -326,14 +331,7 @@ void JobSupervisor::drain_until_closed() {
   while (true) {
     fds.clear();
     owners.clear();
-    for (int rank = 0; rank < options_.ranks; ++rank) {
-      for (bool is_stderr : {false, true}) {
-        int fd = is_stderr ? ranks_[rank]->stderr_fd() : ranks_[rank]->stdout_fd();
-        if (fd < 0) continue;
-        fds.push_back(pollfd{fd, POLLIN, 0});
-        owners.emplace_back(rank, is_stderr);
-      }
-    }
+    watch_open_streams(fds, owners);
     if (fds.empty()) return;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
     if (left.count() <= 0) break;

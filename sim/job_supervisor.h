@@ -3,10 +3,13 @@
 // failure, SIGKILL one second after SIGTERM, --timeout, fault injections).
 #pragma once
 
+#include <poll.h>
+
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/inherited_fds.h"
@@ -67,6 +70,10 @@ class JobSupervisor {
   // Reads what the rank's pipes hold now; closes a pipe at EOF.
   void drain_output(int rank);
   void read_stream(int rank, bool is_stderr);
+  // Appends a poll() entry for each rank's pipe still open to fds and its (rank, is_stderr) to
+  // owners, so that the supervising loop and the final drain watch the same streams.
+  void watch_open_streams(std::vector<pollfd>& fds,
+                          std::vector<std::pair<int, bool>>& owners) const;
   void drain_until_closed();
   JobOutcome outcome() const;
 

@@ -9,14 +9,10 @@
 #include <cuda_runtime_api.h>
 
 #include <exception>
-#include <stdexcept>
 
 #include "bench/gpu/gpu_cuda.h"
 #include "bench/gpu/gpu_figures.h"
-#include "smem/host/smem.h"
-#include "smem/host/smem_bm.h"
-#include "smem/host/smem_shm.h"
-#include "smem/host/smem_trans.h"
+#include "bench/smem_sessions.h"
 
 namespace memloom::bench::gpu {
 namespace {
@@ -24,15 +20,7 @@ namespace {
 constexpr uint32_t kControlTimeoutSeconds = 60;
 constexpr size_t kChecked = 4096;
 constexpr int kBmBatch = 4;
-constexpr uint64_t kBmHostSlot = 2 * kMiB;
 constexpr int kPoolMailbox = 0, kTargetPortMailbox = 1;
-
-void check_smem(int32_t code, const std::string& what) {
-  if (code != 0) {
-    throw std::runtime_error(what + " failed (" + std::to_string(code) +
-                             "): " + smem_get_last_err_msg());
-  }
-}
 
 // Runs measure(); whatever happens, meet() runs next (the peer waits there), then a failure of
 // measure() is rethrown. Keeps a failing rank from leaving its peer waiting out a timeout.
@@ -48,121 +36,11 @@ void measure_then_meet(Measure&& measure, Meet&& meet) {
   if (failure) std::rethrow_exception(failure);
 }
 
-class ShmSession {
- public:
-  explicit ShmSession(const RankInfo& info) {
-    smem_shm_config_t config;
-    check_smem(smem_shm_config_init(&config), "smem_shm_config_init");
-    config.startConfigStoreServer = false;  // the job's store process serves
-    config.controlOperationTimeout = kControlTimeoutSeconds;
-    config.shmInitTimeout = kControlTimeoutSeconds;
-    config.shmCreateTimeout = kControlTimeoutSeconds;
-    check_smem(smem_init(0), "smem_init");
-    check_smem(smem_shm_init(info.store_url.c_str(), static_cast<uint32_t>(info.world_size),
-                             static_cast<uint32_t>(info.rank),
-                             static_cast<uint16_t>(info.local_rank), &config),
-               "smem_shm_init");
-    handle_ =
-        smem_shm_create(0, static_cast<uint32_t>(info.world_size), static_cast<uint32_t>(info.rank),
-                        kCopyBytes, SMEMS_DATA_OP_MTE, 0, &gva_);
-    if (handle_ == nullptr) check_smem(-1, "smem_shm_create");
-    stride_ = smem_shm_get_symmetric_size(handle_);
-  }
-  ~ShmSession() {
-    if (handle_ != nullptr) smem_shm_destroy(handle_, 0);
-    smem_shm_uninit(0);
-    smem_uninit();
-  }
-  ShmSession(const ShmSession&) = delete;
-  ShmSession& operator=(const ShmSession&) = delete;
-
-  void barrier() const {
-    check_smem(smem_shm_control_barrier(handle_), "smem_shm_control_barrier");
-  }
-  char* slot(int rank) const { return static_cast<char*>(gva_) + rank * stride_; }
-
- private:
-  smem_shm_t handle_ = nullptr;
-  void* gva_ = nullptr;
-  uint64_t stride_ = 0;
-};
-
-class BmSession {
- public:
-  explicit BmSession(const RankInfo& info) {
-    smem_bm_config_t config;
-    check_smem(smem_bm_config_init(&config), "smem_bm_config_init");
-    config.startConfigStoreServer = false;
-    config.rankId = static_cast<uint16_t>(info.rank);
-    config.initTimeout = kControlTimeoutSeconds;
-    config.createTimeout = kControlTimeoutSeconds;
-    config.controlOperationTimeout = kControlTimeoutSeconds;
-    check_smem(smem_init(0), "smem_init");
-    check_smem(smem_bm_init(info.store_url.c_str(), static_cast<uint32_t>(info.world_size),
-                            static_cast<uint16_t>(info.local_rank), &config),
-               "smem_bm_init");
-    handle_ = smem_bm_create(0, static_cast<uint32_t>(info.world_size), SMEMB_DATA_OP_SDMA,
-                             kBmHostSlot, kCopyBytes, 0);
-    if (handle_ == nullptr) check_smem(-1, "smem_bm_create");
-    void* mine = nullptr;
-    check_smem(smem_bm_join(handle_, 0, &mine), "smem_bm_join");
-  }
-  ~BmSession() {
-    if (handle_ != nullptr) {
-      smem_bm_leave(handle_, 0);
-      smem_bm_destroy(handle_);
-    }
-    smem_bm_uninit(0);
-    smem_uninit();
-  }
-  BmSession(const BmSession&) = delete;
-  BmSession& operator=(const BmSession&) = delete;
-
-  smem_bm_t handle() const { return handle_; }
-  char* device_slot(int rank) const {
-    void* slot =
-        smem_bm_ptr_by_mem_type(handle_, SMEM_MEM_TYPE_DEVICE, static_cast<uint16_t>(rank));
-    if (slot == nullptr) check_smem(-1, "smem_bm_ptr_by_mem_type");
-    return static_cast<char*>(slot);
-  }
-
- private:
-  smem_bm_t handle_ = nullptr;
-};
-
-class TransSession {
- public:
-  TransSession(const RankInfo& info, smem_trans_role_t role, const std::string& unique_id) {
-    smem_trans_config_t config;
-    check_smem(smem_trans_config_init(&config), "smem_trans_config_init");
-    config.role = role;
-    config.initTimeout = kControlTimeoutSeconds;
-    config.deviceId = static_cast<uint32_t>(info.local_rank);
-    check_smem(smem_trans_init(&config), "smem_trans_init");
-    handle_ = smem_trans_create(info.store_url.c_str(), unique_id.c_str(), &config);
-    if (handle_ == nullptr) {
-      smem_trans_uninit(0);
-      check_smem(-1, "smem_trans_create");
-    }
-  }
-  ~TransSession() {
-    smem_trans_destroy(handle_, 0);
-    smem_trans_uninit(0);
-  }
-  TransSession(const TransSession&) = delete;
-  TransSession& operator=(const TransSession&) = delete;
-
-  smem_trans_t handle() const { return handle_; }
-
- private:
-  smem_trans_t handle_ = nullptr;
-};
-
 }  // namespace
 
 Figures shm_rank(const RankInfo& info) {
   use_device(info.local_rank);
-  ShmSession session(info);
+  ShmSession session(info, kCopyBytes, kControlTimeoutSeconds);
   session.barrier();
   Figures figures;
   measure_then_meet(
@@ -197,7 +75,7 @@ Figures shm_rank(const RankInfo& info) {
 
 Figures bm_rank(const RankInfo& info) {
   use_device(info.local_rank);
-  BmSession session(info);
+  BmSession session(info, kCopyBytes, kControlTimeoutSeconds);
   info.barrier();  // every rank has joined: copies to rank 1 are accepted
   Figures figures;
   measure_then_meet(
@@ -230,9 +108,10 @@ Figures bm_rank(const RankInfo& info) {
 
 Figures trans_rank(const RankInfo& info) {
   use_device(info.local_rank);
+  const auto device = static_cast<uint32_t>(info.local_rank);  // each instance's memory is there
   if (info.rank == 1) {  // the target: registers GPU 1 memory and waits for the initiator
     const std::string id = free_loopback_address();
-    TransSession session(info, SMEM_TRANS_RECEIVER, id);
+    TransSession session(info, SMEM_TRANS_RECEIVER, id, kControlTimeoutSeconds, device);
     DeviceBuffer pool(kCopyBytes, "rank 1's TRANS target");
     fill_device(pool.data(), 0, kCopyBytes);
     check_smem(smem_trans_register_mem(session.handle(), pool.data(), kCopyBytes, 0),
@@ -248,7 +127,8 @@ Figures trans_rank(const RankInfo& info) {
   Figures figures;
   measure_then_meet(
       [&] {
-        TransSession session(info, SMEM_TRANS_BOTH, free_loopback_address());
+        TransSession session(info, SMEM_TRANS_BOTH, free_loopback_address(), kControlTimeoutSeconds,
+                             device);
         auto* pool = reinterpret_cast<char*>(info.rendezvous->wait_for(kPoolMailbox));
         const std::string target =
             "127.0.0.1:" + std::to_string(info.rendezvous->wait_for(kTargetPortMailbox));

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -123,19 +124,15 @@ void check_gathered(const char* output, const std::vector<int64_t>& indices, con
   }
 }
 
+// The names RESULTS.md gives the memory types the figures compare.
 const char* type_name(wholememory_memory_type_t type) {
-  switch (type) {
-    case WHOLEMEMORY_MT_CONTINUOUS:
-      return "CONTINUOUS";
-    case WHOLEMEMORY_MT_CHUNKED:
-      return "CHUNKED";
-    case WHOLEMEMORY_MT_DISTRIBUTED:
-      return "DISTRIBUTED";
-    case WHOLEMEMORY_MT_HIERARCHY:
-      return "HIERARCHY";
-    default:
-      return "other";
-  }
+  static const std::map<wholememory_memory_type_t, const char*> kNames = {
+      {WHOLEMEMORY_MT_CONTINUOUS, "CONTINUOUS"},
+      {WHOLEMEMORY_MT_CHUNKED, "CHUNKED"},
+      {WHOLEMEMORY_MT_DISTRIBUTED, "DISTRIBUTED"},
+      {WHOLEMEMORY_MT_HIERARCHY, "HIERARCHY"}};
+  const auto name = kNames.find(type);
+  return name == kNames.end() ? "other" : name->second;
 }
 
 // Best seconds of one gather on this rank, working on `device`. Every rank of the job runs it at

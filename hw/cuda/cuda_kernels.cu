@@ -179,8 +179,10 @@ constexpr CudaKernel make_cuda_kernel(const char* name) {
 // Indexed by KernelId; the static_assert keeps it in step with hw/hal/kernels.h.
 constexpr std::array<CudaKernel, static_cast<size_t>(hal::KernelId::kCount)> kKernels = {
     make_cuda_kernel<kernels::FillPatternKernel>("fill_pattern"),
-    CudaKernel{"gather", sizeof(kernels::RowCopyArgs), &launch_row_copy<true>, &load_row_copy<true>},
-    CudaKernel{"scatter", sizeof(kernels::RowCopyArgs), &launch_row_copy<false>, &load_row_copy<false>},
+    CudaKernel{"gather", sizeof(kernels::RowCopyArgs), &launch_row_copy<true>,
+               &load_row_copy<true>},
+    CudaKernel{"scatter", sizeof(kernels::RowCopyArgs), &launch_row_copy<false>,
+               &load_row_copy<false>},
     make_cuda_kernel<kernels::CountByOwner>("count_by_owner"),
     make_cuda_kernel<kernels::PlaceByOwner>("place_by_owner"),
 };

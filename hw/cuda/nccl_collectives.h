@@ -21,9 +21,9 @@
 #include <thread>
 #include <vector>
 
-#include "hw/host/collective_header.h"
 #include "hw/hal/bootstrap.h"
 #include "hw/hal/collectives.h"
+#include "hw/host/collective_header.h"
 #include "memloom/error.h"
 
 namespace memloom::cuda {

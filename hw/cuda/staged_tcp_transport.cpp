@@ -13,6 +13,7 @@
 
 #include "hw/host/host_address.h"
 #include "memloom/error.h"
+#include "src/base/hex.h"
 #include "src/base/log.h"
 
 namespace memloom::cuda {
@@ -39,11 +40,7 @@ struct ResponseHeader {
   uint32_t reserved;
 };
 
-std::string hex(uint64_t address) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "0x%jx", static_cast<uintmax_t>(address));
-  return text;
-}
+using base::hex;
 
 }  // namespace
 
@@ -84,22 +81,16 @@ void StagedTcpTransport::expose(void* address, size_t size) {
   MEMLOOM_CHECK_ARG(address != nullptr && size > 0, "expose needs a non-null address and a size");
   const auto start = reinterpret_cast<uintptr_t>(address);
   std::lock_guard<std::mutex> lock(exposed_mutex_);
-  auto next = exposed_.lower_bound(start);
-  if (next != exposed_.end() && next->first == start && next->second == size) return;
-  bool overlaps = next != exposed_.end() && next->first < start + size;
-  if (next != exposed_.begin() && std::prev(next)->first + std::prev(next)->second > start) {
-    overlaps = true;
-  }
-  if (overlaps) {
+  if (const auto* clash = exposed_.insert(start, size)) {
+    if (clash->is(start, size)) return;  // exposing the same range again is harmless
     raise(Status::kInvalidInput, "expose: [" + hex(start) + ", +" + std::to_string(size) +
                                      ") overlaps a range exposed before");
   }
-  exposed_.emplace(start, size);
 }
 
 void StagedTcpTransport::withdraw(void* address) {
   std::lock_guard<std::mutex> lock(exposed_mutex_);
-  if (exposed_.erase(reinterpret_cast<uintptr_t>(address)) == 0) {
+  if (!exposed_.erase(reinterpret_cast<uintptr_t>(address))) {
     raise(Status::kInvalidInput,
           "withdraw: nothing was exposed at " + hex(reinterpret_cast<uintptr_t>(address)));
   }
@@ -107,11 +98,7 @@ void StagedTcpTransport::withdraw(void* address) {
 
 bool StagedTcpTransport::is_exposed(uint64_t address, uint64_t bytes) {
   std::lock_guard<std::mutex> lock(exposed_mutex_);
-  auto after = exposed_.upper_bound(static_cast<uintptr_t>(address));
-  if (after == exposed_.begin()) return false;
-  auto range = std::prev(after);
-  const uint64_t offset = address - range->first;
-  return offset <= range->second && bytes <= range->second - offset;
+  return exposed_.find_containing(address, bytes) != nullptr;
 }
 
 void StagedTcpTransport::accept_loop() {

@@ -21,6 +21,7 @@
 #include "hw/cuda/socket_stager.h"
 #include "hw/cuda/tcp_socket.h"
 #include "hw/hal/transport.h"
+#include "src/base/range_map.h"
 
 namespace memloom::cuda {
 
@@ -64,7 +65,7 @@ class StagedTcpTransport : public hal::Transport {
   std::list<Served> served_;
 
   std::mutex exposed_mutex_;
-  std::map<uintptr_t, size_t> exposed_;  // start -> size
+  base::RangeMap<> exposed_;
 
   std::mutex connections_mutex_;
   std::map<std::string, std::shared_ptr<Connection>> connections_;  // by peer address

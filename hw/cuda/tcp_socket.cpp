@@ -1,6 +1,5 @@
 #include "hw/cuda/tcp_socket.h"
 
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -11,37 +10,50 @@
 #include <cstring>
 
 #include "memloom/error.h"
+#include "src/base/fd_wait.h"
+#include "src/base/tcp_address.h"
 
 namespace memloom::cuda {
 namespace {
 
-// Fills `address` from an IP literal; returns its length.
-socklen_t make_address(const std::string& host, uint16_t port, sockaddr_storage* address) {
-  std::memset(address, 0, sizeof(*address));
-  auto* v4 = reinterpret_cast<sockaddr_in*>(address);
-  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(port);
-    return sizeof(sockaddr_in);
-  }
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(address);
-  if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(port);
-    return sizeof(sockaddr_in6);
-  }
+[[noreturn]] void not_an_ip_literal(const std::string& host) {
   raise(Status::kInvalidInput, "'" + host + "' is not an IPv4 or IPv6 address");
 }
 
-// Waits for `events`; false at the deadline.
-bool wait_for(int fd, short events, Deadline deadline) {
-  while (true) {
-    pollfd p{fd, events, 0};
-    int rc = ::poll(&p, 1, deadline.poll_timeout_ms(100));
-    if (rc > 0) return true;
-    if (rc < 0 && errno != EINTR) raise_errno("poll", errno);
-    if (deadline.expired()) return false;
+// Fills `address` from an IP literal; returns its length.
+socklen_t make_address(const std::string& host, uint16_t port, sockaddr_storage* address) {
+  socklen_t length = base::ip_socket_address(host, port, address);
+  if (length == 0) not_an_ip_literal(host);
+  return length;
+}
+
+// An IP literal of either family, in brackets or not; the port is checked before the host.
+constexpr base::TcpAddressRules kTransportUrl = {.either_family = true,
+                                                 .port_syntax = base::PortSyntax::kStrtol};
+
+// What is wrong with a transport address; nullptr when it is the host (named on its own).
+const char* why(base::TcpAddressFault fault) {
+  using Fault = base::TcpAddressFault;
+  switch (fault) {
+    case Fault::kNoScheme:
+      return "does not start with tcp://";
+    case Fault::kUnclosedBracket:
+    case Fault::kNoColonAfterBracket:
+      return "is malformed";
+    case Fault::kNoPort:
+      return "has no port";
+    case Fault::kEmptyPort:
+    case Fault::kBadPort:
+    case Fault::kPortOutOfRange:
+      return "has a bad port";
+    case Fault::kNone:
+    case Fault::kUnbracketedIpv6:
+    case Fault::kEmptyHost:
+    case Fault::kNotIpv4:
+    case Fault::kNotIpv6:
+      break;
   }
+  return nullptr;
 }
 
 void tune(int fd) {
@@ -55,42 +67,18 @@ void tune(int fd) {
 }  // namespace
 
 TcpEndpoint TcpEndpoint::parse(const std::string& url) {
-  const std::string scheme = "tcp://";
-  if (url.compare(0, scheme.size(), scheme) != 0) {
-    raise(Status::kInvalidInput, "transport address '" + url + "' does not start with tcp://");
+  const base::ParsedTcpAddress parsed = base::parse_tcp_address(url, kTransportUrl);
+  if (parsed.fault == base::TcpAddressFault::kNone) {
+    return TcpEndpoint{parsed.address.host, parsed.address.port};
   }
-  std::string rest = url.substr(scheme.size());
-  TcpEndpoint endpoint;
-  size_t colon;
-  if (!rest.empty() && rest[0] == '[') {
-    size_t close = rest.find(']');
-    if (close == std::string::npos || close + 1 >= rest.size() || rest[close + 1] != ':') {
-      raise(Status::kInvalidInput, "transport address '" + url + "' is malformed");
-    }
-    endpoint.host = rest.substr(1, close - 1);
-    colon = close + 1;
-  } else {
-    colon = rest.rfind(':');
-    if (colon == std::string::npos) {
-      raise(Status::kInvalidInput, "transport address '" + url + "' has no port");
-    }
-    endpoint.host = rest.substr(0, colon);
+  if (const char* fault = why(parsed.fault)) {
+    raise(Status::kInvalidInput, "transport address '" + url + "' " + fault);
   }
-  const std::string port = rest.substr(colon + 1);
-  char* end = nullptr;
-  unsigned long value = std::strtoul(port.c_str(), &end, 10);
-  if (port.empty() || *end != '\0' || value == 0 || value > 65535) {
-    raise(Status::kInvalidInput, "transport address '" + url + "' has a bad port");
-  }
-  endpoint.port = static_cast<uint16_t>(value);
-  sockaddr_storage check{};
-  make_address(endpoint.host, endpoint.port, &check);
-  return endpoint;
+  not_an_ip_literal(parsed.address.host);
 }
 
 std::string TcpEndpoint::url() const {
-  const bool v6 = host.find(':') != std::string::npos;
-  return "tcp://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  return base::format_tcp_url(host, port);
 }
 
 int listen_tcp(const std::string& host, uint16_t* port) {
@@ -106,9 +94,7 @@ int listen_tcp(const std::string& host, uint16_t* port) {
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
     raise_errno("getsockname", errno);
   }
-  *port =
-      ntohs(address.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&address)->sin_port
-                                         : reinterpret_cast<sockaddr_in6*>(&address)->sin6_port);
+  *port = base::socket_port(address);
   return owned.release();
 }
 
@@ -121,7 +107,7 @@ int connect_tcp(const TcpEndpoint& endpoint, Deadline deadline) {
   if (::connect(fd, reinterpret_cast<sockaddr*>(&address), length) != 0 && errno != EINPROGRESS) {
     raise(Status::kCommunication, "connecting to " + endpoint.url() + ": " + std::strerror(errno));
   }
-  if (!wait_for(fd, POLLOUT, deadline)) {
+  if (!base::wait_ready(fd, POLLOUT, deadline)) {
     raise(Status::kTimeout, "connecting to " + endpoint.url() + ": deadline passed");
   }
   int error = 0;
@@ -145,7 +131,8 @@ void send_all(int fd, const void* data, size_t bytes, Deadline deadline) {
     }
     if (sent < 0 && errno == EINTR) continue;
     if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!wait_for(fd, POLLOUT, deadline)) raise(Status::kTimeout, "sending: deadline passed");
+      if (!base::wait_ready(fd, POLLOUT, deadline))
+        raise(Status::kTimeout, "sending: deadline passed");
       continue;
     }
     raise(Status::kCommunication,
@@ -165,7 +152,8 @@ void recv_all(int fd, void* data, size_t bytes, Deadline deadline) {
     if (got == 0) raise(Status::kCommunication, "the peer closed the connection");
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (!wait_for(fd, POLLIN, deadline)) raise(Status::kTimeout, "receiving: deadline passed");
+      if (!base::wait_ready(fd, POLLIN, deadline))
+        raise(Status::kTimeout, "receiving: deadline passed");
       continue;
     }
     raise(Status::kCommunication,
@@ -173,21 +161,8 @@ void recv_all(int fd, void* data, size_t bytes, Deadline deadline) {
   }
 }
 
-Socket::~Socket() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-Socket& Socket::operator=(Socket&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = other.fd_;
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
 void Socket::shutdown() {
-  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+  if (fd_.valid()) ::shutdown(fd_.get(), SHUT_RDWR);
 }
 
 }  // namespace memloom::cuda

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "memloom/deadline.h"
+#include "src/base/unique_fd.h"
 
 namespace memloom::cuda {
 
@@ -32,23 +33,14 @@ class Socket {
  public:
   Socket() = default;
   explicit Socket(int fd) : fd_(fd) {}
-  ~Socket();
-  Socket(Socket&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  Socket& operator=(Socket&& other) noexcept;
-  Socket(const Socket&) = delete;
-  Socket& operator=(const Socket&) = delete;
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   // Hands the descriptor to the caller.
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
+  int release() { return fd_.release(); }
   // Wakes up threads blocked on the socket without releasing the descriptor.
   void shutdown();
 
  private:
-  int fd_ = -1;
+  base::UniqueFd fd_;
 };
 
 }  // namespace memloom::cuda

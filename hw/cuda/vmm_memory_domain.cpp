@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <random>
 #include <string>
 
@@ -14,18 +13,16 @@
 #include "hw/cuda/device_range_export.h"
 #include "hw/cuda/vmm_segment.h"
 #include "memloom/error.h"
+#include "src/base/hex.h"
 #include "src/base/log.h"
+#include "src/base/unique_fd.h"
 
 namespace memloom::cuda {
 namespace {
 
 constexpr unsigned kHostRegisterFlags = cudaHostRegisterPortable | cudaHostRegisterMapped;
 
-std::string hex(uintptr_t address) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "0x%jx", static_cast<uintmax_t>(address));
-  return text;
-}
+using base::hex;
 
 CUmemAllocationProp device_properties(int device, bool fabric) {
   CUmemAllocationProp prop{};
@@ -75,7 +72,7 @@ VmmMemoryDomain::VmmMemoryDomain(const std::atomic<int>& current_device)
 
 VmmMemoryDomain::~VmmMemoryDomain() {
   for (const auto& [address, mapping] : anywhere_) {
-    if (mapping.device) {
+    if (mapping.payload.device) {
       (void)cuMemUnmap(static_cast<CUdeviceptr>(address), mapping.size);
       (void)cuMemAddressFree(static_cast<CUdeviceptr>(address), mapping.size);
     } else {
@@ -84,7 +81,8 @@ VmmMemoryDomain::~VmmMemoryDomain() {
     }
   }
   for (const auto& [address, registration] : registered_) {
-    if (registration.pinned_here) (void)cudaHostUnregister(reinterpret_cast<void*>(address));
+    if (registration.payload.pinned_here)
+      (void)cudaHostUnregister(reinterpret_cast<void*>(address));
   }
 }
 
@@ -169,29 +167,24 @@ hal::ExportedSegment VmmMemoryDomain::export_segment(const hal::Segment& segment
 
 std::unique_ptr<hal::Segment> VmmMemoryDomain::import_segment(hal::ExportedSegment exported) {
   // We own exported.fd from here on, whether the import succeeds or not.
-  struct Owned {
-    int fd;
-    ~Owned() {
-      if (fd >= 0) ::close(fd);
-    }
-  } owned{exported.fd};
+  base::UniqueFd owned(exported.fd);
   const SegmentDescriptor descriptor = SegmentDescriptor::decode(exported.descriptor);
-  if (owned.fd < 0) raise(Status::kInvalidInput, "import_segment: the export carries no fd");
+  if (owned.get() < 0) raise(Status::kInvalidInput, "import_segment: the export carries no fd");
   if (descriptor.size == 0 || descriptor.size % granularity_ != 0) {
     raise(Status::kInvalidInput, "imported segment of " + std::to_string(descriptor.size) +
                                      " bytes is not a multiple of the granularity " +
                                      std::to_string(granularity_));
   }
   if (descriptor.kind == hal::MemoryKind::kHost) {
-    auto segment = HostSegment::adopt(owned.fd, descriptor.size);
-    owned.fd = -1;
+    auto segment = HostSegment::adopt(owned.get(), descriptor.size);
+    owned.release();  // the segment owns it now
     return segment;
   }
   DeviceGuard guard(current_device_.load());
   CUmemGenericAllocationHandle handle = 0;
-  check_cu(cuMemImportFromShareableHandle(&handle,
-                                          reinterpret_cast<void*>(static_cast<intptr_t>(owned.fd)),
-                                          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+  check_cu(cuMemImportFromShareableHandle(
+               &handle, reinterpret_cast<void*>(static_cast<intptr_t>(owned.get())),
+               CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
            "cuMemImportFromShareableHandle");
   // The handle holds the allocation now; the fd is closed by `owned`. The owner's ordinal in
   // this process comes from the driver: it differs when processes see different device sets.
@@ -317,23 +310,16 @@ void* VmmMemoryDomain::map_anywhere(const hal::Segment& segment) {
     }
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  anywhere_.emplace(reinterpret_cast<uintptr_t>(address), AnywhereMapping{size, device});
+  // Fresh address space (driver or kernel) cannot overlap a live mapping.
+  anywhere_.insert(reinterpret_cast<uintptr_t>(address), size, AnywhereMapping{device});
   return address;
 }
 
 void VmmMemoryDomain::unmap_anywhere(void* address, size_t size) {
   const auto start = reinterpret_cast<uintptr_t>(address);
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = anywhere_.find(start);
-  if (it == anywhere_.end()) {
-    raise(Status::kInvalidInput, "unmap_anywhere: nothing was mapped at " + hex(start));
-  }
-  if (it->second.size != size) {
-    raise(Status::kInvalidInput, "unmap_anywhere: the mapping at " + hex(start) + " has " +
-                                     std::to_string(it->second.size) + " bytes, not " +
-                                     std::to_string(size));
-  }
-  if (it->second.device) {
+  const auto* mapping = &anywhere_.expect(address, size);
+  if (mapping->payload.device) {
     check_cu(cuMemUnmap(static_cast<CUdeviceptr>(start), size), "cuMemUnmap");
     check_cu(cuMemAddressFree(static_cast<CUdeviceptr>(start), size), "cuMemAddressFree");
   } else {
@@ -341,30 +327,13 @@ void VmmMemoryDomain::unmap_anywhere(void* address, size_t size) {
     unmap_host_segment(address, size);
     ::munmap(address, size);
   }
-  anywhere_.erase(it);
+  anywhere_.erase(start);
 }
 
 void VmmMemoryDomain::register_user_memory(void* address, size_t size) {
-  MEMLOOM_CHECK_ARG(address != nullptr && size > 0,
-                    "register_user_memory needs a non-null address and a non-zero size");
-  const auto start = reinterpret_cast<uintptr_t>(address);
-  if (start + size < start)
-    raise(Status::kInvalidInput, "register_user_memory: range wraps around");
+  const uintptr_t start = Registrations::check_range(address, size);
   std::lock_guard<std::mutex> lock(mutex_);
-  auto next = registered_.lower_bound(start);
-  if (next != registered_.end() && next->first == start && next->second.size == size) return;
-  auto clash = registered_.end();
-  if (next != registered_.end() && next->first < start + size) clash = next;
-  if (next != registered_.begin() &&
-      std::prev(next)->first + std::prev(next)->second.size > start) {
-    clash = std::prev(next);
-  }
-  if (clash != registered_.end()) {
-    raise(Status::kInvalidInput, "register_user_memory: [" + hex(start) + ", +" +
-                                     std::to_string(size) + ") overlaps the registered [" +
-                                     hex(clash->first) + ", +" +
-                                     std::to_string(clash->second.size) + ")");
-  }
+  if (registered_.already_registered(start, size)) return;
   DeviceGuard guard(current_device_.load());
   bool pinned_here = false;
   if (!is_device_pointer(address)) {
@@ -380,22 +349,17 @@ void VmmMemoryDomain::register_user_memory(void* address, size_t size) {
                                        ") cannot be pinned: " + cudaGetErrorString(result));
     }
   }
-  registered_.emplace(start, Registration{size, pinned_here});
+  registered_.insert(start, size, Registration{pinned_here});  // no clash: checked above
 }
 
 void VmmMemoryDomain::unregister_user_memory(void* address) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = registered_.find(reinterpret_cast<uintptr_t>(address));
-  if (it == registered_.end()) {
-    raise(Status::kInvalidInput,
-          "unregister_user_memory: " + hex(reinterpret_cast<uintptr_t>(address)) +
-              " is not the start of registered memory");
-  }
-  if (it->second.pinned_here) {
+  const auto* registration = &registered_.expect_start(address);
+  if (registration->payload.pinned_here) {
     DeviceGuard guard(current_device_.load());
     check_cuda(cudaHostUnregister(address), "cudaHostUnregister");
   }
-  registered_.erase(it);
+  registered_.erase(reinterpret_cast<uintptr_t>(address));
 }
 
 bool VmmMemoryDomain::is_device_memory(const void* address) const {

@@ -7,13 +7,13 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 
 #include "hw/cuda/vmm_va_range.h"
 #include "hw/hal/memory_domain.h"
+#include "hw/host/memory_domain_ledger.h"
 
 namespace memloom::cuda {
 
@@ -57,16 +57,15 @@ class VmmMemoryDomain : public hal::MemoryDomain {
   std::atomic<bool> try_fabric_{false};
 
   struct AnywhereMapping {
-    size_t size;
-    bool device;
+    bool device;  // a driver reservation with device memory mapped; else pinned host memory
   };
   struct Registration {
-    size_t size;
     bool pinned_here;  // false when the memory was device memory or already pinned by its owner
   };
   std::mutex mutex_;
-  std::map<uintptr_t, AnywhereMapping> anywhere_;  // by address
-  std::map<uintptr_t, Registration> registered_;   // user memory, by start
+  host::AnywhereMappings<AnywhereMapping> anywhere_;
+  using Registrations = host::UserRegistrations<Registration>;
+  Registrations registered_;  // user memory
 };
 
 }  // namespace memloom::cuda

@@ -5,23 +5,21 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "hw/cuda/cuda_check.h"
 #include "hw/cuda/vmm_segment.h"
 #include "memloom/error.h"
+#include "src/base/hex.h"
 #include "src/base/log.h"
+#include "src/base/range_map.h"
 
 namespace memloom::cuda {
 namespace {
 
-std::string hex(const void* address) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%p", address);
-  return text;
-}
+using base::first_overlap;
+using base::hex;  // addresses here are never null, so it prints what "%p" printed
 
 CUdeviceptr device_address(const void* address) {
   return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(address));
@@ -178,9 +176,7 @@ void DriverRanges::remove(uintptr_t base) {
 
 bool DriverRanges::overlaps(uintptr_t base, size_t size) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto next = ranges_.lower_bound(base);
-  if (next != ranges_.end() && next->first < base + size) return true;
-  return next != ranges_.begin() && std::prev(next)->first + std::prev(next)->second > base;
+  return first_overlap(ranges_, base, size) != ranges_.end();
 }
 
 VmmVaRange::VmmVaRange(std::shared_ptr<const DeviceAccess> access,
@@ -280,12 +276,7 @@ void VmmVaRange::map(size_t offset, const hal::Segment& segment) {
   }
   const bool device = segment.kind() == hal::MemoryKind::kDevice;
   std::lock_guard<std::mutex> lock(mutex_);
-  auto next = mappings_.lower_bound(offset);
-  bool overlaps = next != mappings_.end() && next->first < offset + size;
-  if (next != mappings_.begin() && std::prev(next)->first + std::prev(next)->second > offset) {
-    overlaps = true;
-  }
-  if (overlaps) {
+  if (first_overlap(mappings_, offset, size) != mappings_.end()) {
     raise(Status::kInvalidInput, "map: [" + std::to_string(offset) + ", +" + std::to_string(size) +
                                      ") overlaps an existing mapping");
   }

@@ -35,12 +35,12 @@ void run_row_copy_range(const void* args, size_t begin, size_t end) {
 // Routing runs a range of rows per call, so that shared counters are touched once per range.
 void run_count_by_owner(const void* args, size_t begin, size_t end) {
   kernels::CountByOwner::count_rows(*static_cast<const kernels::OwnerRoutingArgs*>(args),
-                                static_cast<int64_t>(begin), static_cast<int64_t>(end));
+                                    static_cast<int64_t>(begin), static_cast<int64_t>(end));
 }
 
 void run_place_by_owner(const void* args, size_t begin, size_t end) {
   kernels::PlaceByOwner::place_rows(*static_cast<const kernels::OwnerRoutingArgs*>(args),
-                                static_cast<int64_t>(begin), static_cast<int64_t>(end));
+                                    static_cast<int64_t>(begin), static_cast<int64_t>(end));
 }
 
 template <class Kernel>
@@ -59,7 +59,8 @@ constexpr CpuKernel make_cpu_kernel(const char* name, size_t min_chunk) {
 template <bool kIndexedSource>
 constexpr CpuKernel make_row_copy_kernel(const char* name, size_t min_chunk) {
   check_args<kernels::IndexedRowCopy<kIndexedSource>>();
-  return CpuKernel{name, sizeof(kernels::RowCopyArgs), min_chunk, &run_row_copy_range<kIndexedSource>};
+  return CpuKernel{name, sizeof(kernels::RowCopyArgs), min_chunk,
+                   &run_row_copy_range<kIndexedSource>};
 }
 
 template <class Kernel>

@@ -1,7 +1,7 @@
 // The emulated backend's factory. The core opens the backend through memloom_create_platform
-// (hal::kCreatePlatformSymbol), as it opens the CUDA module; tests may call these directly. Devices, capacities and node identity come from the
-// environment (MEMLOOM_EMU_DEVICES, MEMLOOM_EMU_DEVICE_MEM, MEMLOOM_EMU_CPU_THREADS,
-// MEMLOOM_EMU_GRANULARITY, MEMLOOM_NODE).
+// (hal::kCreatePlatformSymbol), as it opens the CUDA module; tests may call these directly.
+// Devices, capacities and node identity come from the environment (MEMLOOM_EMU_DEVICES,
+// MEMLOOM_EMU_DEVICE_MEM, MEMLOOM_EMU_CPU_THREADS, MEMLOOM_EMU_GRANULARITY, MEMLOOM_NODE).
 #pragma once
 
 #include <cstddef>

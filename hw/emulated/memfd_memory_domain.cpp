@@ -5,22 +5,19 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <string>
 
 #include "hw/emulated/memfd_segment.h"
 #include "hw/emulated/va_reservation.h"
 #include "memloom/error.h"
+#include "src/base/hex.h"
 #include "src/base/log.h"
+#include "src/base/unique_fd.h"
 
 namespace memloom::emulated {
 namespace {
 
-std::string hex(uintptr_t address) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "0x%jx", static_cast<uintmax_t>(address));
-  return text;
-}
+using base::hex;
 
 const MemfdSegment& ours(const hal::Segment& segment, const char* operation) {
   const auto* memfd = dynamic_cast<const MemfdSegment*>(&segment);
@@ -81,12 +78,7 @@ hal::ExportedSegment MemfdMemoryDomain::export_segment(const hal::Segment& segme
 
 std::unique_ptr<hal::Segment> MemfdMemoryDomain::import_segment(hal::ExportedSegment exported) {
   // We own exported.fd from here on, whether the import succeeds or not.
-  struct Owned {
-    int fd;
-    ~Owned() {
-      if (fd >= 0) ::close(fd);
-    }
-  } owned{exported.fd};
+  base::UniqueFd owned(exported.fd);
   const SegmentDescriptor descriptor = SegmentDescriptor::decode(exported.descriptor);
   if (descriptor.size % granularity_ != 0) {
     raise(Status::kInvalidInput, "imported segment of " + format_bytes(descriptor.size) +
@@ -94,10 +86,10 @@ std::unique_ptr<hal::Segment> MemfdMemoryDomain::import_segment(hal::ExportedSeg
                                      format_bytes(granularity_) +
                                      " (MEMLOOM_EMU_GRANULARITY must agree across processes)");
   }
-  check_segment_fd(owned.fd, descriptor.size);
-  auto segment = std::make_unique<MemfdSegment>(owned.fd, descriptor.kind, descriptor.device,
+  check_segment_fd(owned.get(), descriptor.size);
+  auto segment = std::make_unique<MemfdSegment>(owned.get(), descriptor.kind, descriptor.device,
                                                 descriptor.size, nullptr);
-  owned.fd = -1;
+  owned.release();  // the segment owns it now
   return segment;
 }
 
@@ -119,35 +111,23 @@ void* MemfdMemoryDomain::map_anywhere(const hal::Segment& segment) {
     raise_errno("mapping a segment of " + format_bytes(memfd.size()), error);
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  anywhere_.emplace(reinterpret_cast<uintptr_t>(got),
-                    AnywhereMapping{memfd.size(), memfd.charge()});
+  // Fresh address space from the kernel cannot overlap a live mapping.
+  anywhere_.insert(reinterpret_cast<uintptr_t>(got), memfd.size(), memfd.charge());
   return got;
 }
 
 void MemfdMemoryDomain::unmap_anywhere(void* address, size_t size) {
-  const auto start = reinterpret_cast<uintptr_t>(address);
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = anywhere_.find(start);
-  if (it == anywhere_.end()) {
-    raise(Status::kInvalidInput, "unmap_anywhere: nothing was mapped at " + hex(start));
-  }
-  if (it->second.size != size) {
-    raise(Status::kInvalidInput, "unmap_anywhere: the mapping at " + hex(start) + " has " +
-                                     std::to_string(it->second.size) + " bytes, not " +
-                                     std::to_string(size));
-  }
+  anywhere_.expect(address, size);
+  const auto start = reinterpret_cast<uintptr_t>(address);
   if (::munmap(address, size) != 0) raise_errno("unmapping a segment at " + hex(start), errno);
-  anywhere_.erase(it);
+  anywhere_.erase(start);
 }
 
 // The emulated copy engines reach all of the process's memory, so registration only validates and
 // records the range, keeping the rules the CUDA backend's pinning imposes.
 void MemfdMemoryDomain::register_user_memory(void* address, size_t size) {
-  MEMLOOM_CHECK_ARG(address != nullptr && size > 0,
-                    "register_user_memory needs a non-null address and a non-zero size");
-  const auto start = reinterpret_cast<uintptr_t>(address);
-  if (start + size < start)
-    raise(Status::kInvalidInput, "register_user_memory: range wraps around");
+  const uintptr_t start = Registrations::check_range(address, size);
   // msync fails with ENOMEM when part of the range is not mapped, as pinning would fail on CUDA.
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t first_page = start & ~(page - 1);
@@ -156,29 +136,12 @@ void MemfdMemoryDomain::register_user_memory(void* address, size_t size) {
                                      std::to_string(size) + ") is not mapped memory");
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  auto next = registered_.lower_bound(start);
-  if (next != registered_.end() && next->first == start && next->second == size) return;
-  auto clash = registered_.end();
-  if (next != registered_.end() && next->first < start + size) clash = next;
-  if (next != registered_.begin() && std::prev(next)->first + std::prev(next)->second > start) {
-    clash = std::prev(next);
-  }
-  if (clash != registered_.end()) {
-    raise(Status::kInvalidInput, "register_user_memory: [" + hex(start) + ", +" +
-                                     std::to_string(size) + ") overlaps the registered [" +
-                                     hex(clash->first) + ", +" + std::to_string(clash->second) +
-                                     ")");
-  }
-  registered_.emplace(start, size);
+  if (!registered_.already_registered(start, size)) registered_.insert(start, size);
 }
 
 void MemfdMemoryDomain::unregister_user_memory(void* address) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (registered_.erase(reinterpret_cast<uintptr_t>(address)) == 0) {
-    raise(Status::kInvalidInput,
-          "unregister_user_memory: " + hex(reinterpret_cast<uintptr_t>(address)) +
-              " is not the start of registered memory");
-  }
+  registered_.erase(registered_.expect_start(address).start);
 }
 
 }  // namespace memloom::emulated

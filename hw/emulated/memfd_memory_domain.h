@@ -6,12 +6,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
+#include <variant>
 
 #include "hw/emulated/device_budget.h"
 #include "hw/hal/memory_domain.h"
+#include "hw/host/memory_domain_ledger.h"
 
 namespace memloom::emulated {
 
@@ -44,13 +45,11 @@ class MemfdMemoryDomain : public hal::MemoryDomain {
   const size_t granularity_;
   const std::shared_ptr<DeviceBudget> budget_;
 
-  struct AnywhereMapping {
-    size_t size;
-    std::shared_ptr<CapacityCharge> charge;
-  };
   std::mutex mutex_;
-  std::map<uintptr_t, AnywhereMapping> anywhere_;  // by address
-  std::map<uintptr_t, size_t> registered_;         // user memory: start -> size
+  // What map_anywhere mapped, each holding its device's capacity until it is unmapped.
+  host::AnywhereMappings<std::shared_ptr<CapacityCharge>> anywhere_;
+  using Registrations = host::UserRegistrations<std::monostate>;
+  Registrations registered_;  // user memory
 };
 
 }  // namespace memloom::emulated

@@ -1,8 +1,6 @@
 #include "hw/emulated/tcp_transport_server.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,10 +10,11 @@
 #include <mutex>
 #include <vector>
 
-#include "hw/host/host_address.h"
 #include "hw/emulated/tcp_wire.h"
+#include "hw/host/host_address.h"
 #include "memloom/error.h"
 #include "src/base/log.h"
+#include "src/base/tcp_address.h"
 
 namespace memloom::emulated {
 namespace {
@@ -35,11 +34,7 @@ TcpTransportServer::TcpTransportServer() {
   int one = 1;
   ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   // Port 0: the kernel picks a free one.
-  if (endpoint.address.ss_family == AF_INET6) {
-    reinterpret_cast<sockaddr_in6*>(&endpoint.address)->sin6_port = 0;
-  } else {
-    reinterpret_cast<sockaddr_in*>(&endpoint.address)->sin_port = 0;
-  }
+  base::set_socket_port(&endpoint.address, 0);
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&endpoint.address), endpoint.length) != 0 ||
       ::listen(listen_fd_, 128) != 0) {
     int error = errno;
@@ -51,9 +46,7 @@ TcpTransportServer::TcpTransportServer() {
   sockaddr_storage bound{};
   socklen_t length = sizeof(bound);
   ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&bound), &length);
-  int port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                                         : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  address_ = host::tcp_url(host, port);
+  address_ = host::tcp_url(host, base::socket_port(bound));
   if (::pipe2(wake_pipe_, O_CLOEXEC) != 0) {
     int error = errno;
     ::close(listen_fd_);

@@ -1,6 +1,5 @@
 #include "hw/emulated/tcp_wire.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -11,58 +10,62 @@
 #include <cstring>
 
 #include "memloom/error.h"
+#include "src/base/fd_wait.h"
+#include "src/base/tcp_address.h"
 
 namespace memloom::emulated::wire {
+namespace {
+
+// The transport's own reading: the port after the last ':', checked before the host; brackets
+// mean IPv6.
+constexpr base::TcpAddressRules kTransportUrl = {.split_at_last_colon = true,
+                                                 .port_syntax = base::PortSyntax::kStrtol};
+
+const char* why(base::TcpAddressFault fault) {
+  using Fault = base::TcpAddressFault;
+  switch (fault) {
+    case Fault::kNoScheme:
+      return "has no tcp:// scheme";
+    case Fault::kNoPort:
+      return "has no port";
+    case Fault::kEmptyPort:
+    case Fault::kBadPort:
+    case Fault::kPortOutOfRange:
+      return "has an invalid port";
+    case Fault::kNotIpv6:
+      return "has an invalid IPv6 address";
+    // kTransportUrl reports none of the first four: with its split at the last ':', any other
+    // fault of the host is that of an IPv4 literal.
+    case Fault::kUnclosedBracket:
+    case Fault::kNoColonAfterBracket:
+    case Fault::kUnbracketedIpv6:
+    case Fault::kEmptyHost:
+    case Fault::kNotIpv4:
+      return "has an invalid IPv4 address";
+    case Fault::kNone:
+      break;
+  }
+  return "";
+}
+
+}  // namespace
 
 Endpoint parse_tcp_url(const std::string& url) {
-  const std::string scheme = "tcp://";
-  auto bad = [&](const std::string& why) -> Endpoint {
-    raise(Status::kInvalidInput, "transport address '" + url + "' " + why +
+  base::ParsedTcpAddress parsed = base::parse_tcp_address(url, kTransportUrl);
+  if (parsed.fault != base::TcpAddressFault::kNone) {
+    raise(Status::kInvalidInput, "transport address '" + url + "' " + why(parsed.fault) +
                                      " (expected tcp://IP:PORT or tcp://[IPv6]:PORT)");
-  };
-  if (url.compare(0, scheme.size(), scheme) != 0) return bad("has no tcp:// scheme");
-  std::string rest = url.substr(scheme.size());
-  auto colon = rest.rfind(':');
-  if (colon == std::string::npos || colon == 0) return bad("has no port");
-  std::string host = rest.substr(0, colon);
-  std::string port_text = rest.substr(colon + 1);
-  int port = 0;
-  try {
-    size_t used = 0;
-    port = std::stoi(port_text, &used);
-    if (used != port_text.size()) port = -1;
-  } catch (const std::exception&) {
-    port = -1;
   }
-  if (port <= 0 || port > 65535) return bad("has an invalid port");
-  Endpoint endpoint;
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    auto* v6 = reinterpret_cast<sockaddr_in6*>(&endpoint.address);
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(static_cast<uint16_t>(port));
-    if (inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &v6->sin6_addr) != 1) {
-      return bad("has an invalid IPv6 address");
-    }
-    endpoint.length = sizeof(sockaddr_in6);
-  } else {
-    auto* v4 = reinterpret_cast<sockaddr_in*>(&endpoint.address);
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(static_cast<uint16_t>(port));
-    if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) != 1) {
-      return bad("has an invalid IPv4 address");
-    }
-    endpoint.length = sizeof(sockaddr_in);
-  }
-  return endpoint;
+  return Endpoint{parsed.address.storage, parsed.address.length};
 }
 
 bool wait_ready(int fd, short events, Deadline deadline) {
-  while (true) {
-    pollfd p{fd, events, 0};
-    int rc = ::poll(&p, 1, deadline.poll_timeout_ms(1000));
-    if (rc > 0) return true;
-    if (rc < 0 && errno != EINTR) return false;
-    if (deadline.expired()) return false;
+  // The wire's callers take false as a failed connection and must not throw (the server's
+  // thread), so a failing poll() answers false as a deadline does.
+  try {
+    return base::wait_ready(fd, events, deadline);
+  } catch (const Error&) {
+    return false;
   }
 }
 

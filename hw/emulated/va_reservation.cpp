@@ -4,12 +4,12 @@
 
 #include <cerrno>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "hw/emulated/memfd_segment.h"
 #include "memloom/error.h"
+#include "src/base/hex.h"
 #include "src/base/log.h"
 
 namespace memloom::emulated {
@@ -17,11 +17,7 @@ namespace {
 
 constexpr int kReserveFlags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
 
-std::string hex(const void* address) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%p", address);
-  return text;
-}
+using base::hex;  // addresses here are never null, so it prints what "%p" printed
 
 // Turns [address, address+size) of a reservation back into inaccessible, unbacked memory.
 void make_inaccessible(void* address, size_t size) {

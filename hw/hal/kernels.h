@@ -1,6 +1,6 @@
-// The kernel table shared by every backend. Kernel bodies live in src/kernels/ as MEMLOOM_HOST_DEVICE
-// functions; each backend maps a KernelId to a runner (CPU threads or a CUDA grid) over the same
-// body.
+// The kernel table shared by every backend. Kernel bodies live in src/kernels/ as
+// MEMLOOM_HOST_DEVICE functions; each backend maps a KernelId to a runner (CPU threads or a CUDA
+// grid) over the same body.
 #pragma once
 
 #include <cstddef>

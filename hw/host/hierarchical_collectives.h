@@ -19,11 +19,11 @@
 #include <string>
 #include <vector>
 
+#include "hw/hal/bootstrap.h"
+#include "hw/hal/collectives.h"
 #include "hw/host/collective_header.h"
 #include "hw/host/shm_group.h"
 #include "hw/host/zmq_peer_mesh.h"
-#include "hw/hal/bootstrap.h"
-#include "hw/hal/collectives.h"
 
 namespace memloom::host {
 

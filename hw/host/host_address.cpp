@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "src/base/tcp_address.h"
+
 namespace memloom::host {
 
 std::string host_address() {
@@ -10,9 +12,8 @@ std::string host_address() {
   return value;
 }
 
-std::string tcp_url(const std::string& host, int port) {
-  bool ipv6 = host.find(':') != std::string::npos;
-  return "tcp://" + (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+std::string tcp_url(const std::string& host, uint16_t port) {
+  return base::format_tcp_url(host, port);
 }
 
 }  // namespace memloom::host

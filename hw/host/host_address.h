@@ -7,6 +7,7 @@
 // address, so the advertised address is always one the endpoint listens on.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace memloom::host {
@@ -14,7 +15,7 @@ namespace memloom::host {
 // The address literal (no brackets), e.g. "127.0.0.1" or "fe80::1".
 std::string host_address();
 
-// "tcp://IP:PORT", with IPv6 literals bracketed.
-std::string tcp_url(const std::string& host, int port);
+// "tcp://IP:PORT", with IPv6 literals bracketed (base::format_tcp_url).
+std::string tcp_url(const std::string& host, uint16_t port);
 
 }  // namespace memloom::host

@@ -27,8 +27,8 @@
 #include <thread>
 #include <vector>
 
-#include "hw/host/byte_spans.h"
 #include "hw/hal/bootstrap.h"
+#include "hw/host/byte_spans.h"
 #include "memloom/deadline.h"
 
 namespace memloom::host {

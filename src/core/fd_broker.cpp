@@ -12,6 +12,7 @@
 #include <random>
 
 #include "memloom/error.h"
+#include "src/base/fd_wait.h"
 #include "src/base/log.h"
 
 namespace memloom::core {
@@ -35,17 +36,6 @@ struct Request {
   uint32_t reserved;
   uint64_t id;
 };
-
-// Waits for `events` on fd until the deadline; false on timeout.
-bool wait_for(int fd, short events, Deadline deadline) {
-  while (true) {
-    pollfd p{fd, events, 0};
-    int rc = ::poll(&p, 1, deadline.poll_timeout_ms(100));
-    if (rc > 0) return true;
-    if (rc < 0 && errno != EINTR) raise_errno("poll", errno);
-    if (deadline.expired()) return false;
-  }
-}
 
 std::mutex g_instance_mutex;
 std::unique_ptr<FdBroker>* g_instance = nullptr;
@@ -143,7 +133,8 @@ void FdBroker::serve() {
 // One request per connection; a slow or broken client only costs its own short timeout.
 void FdBroker::answer(int connection) {
   Request request{};
-  if (!wait_for(connection, POLLIN, Deadline::after(std::chrono::milliseconds(2000)))) return;
+  if (!base::wait_ready(connection, POLLIN, Deadline::after(std::chrono::milliseconds(2000))))
+    return;
   if (::recv(connection, &request, sizeof(request), MSG_WAITALL) != sizeof(request)) return;
   if (request.magic != kRequestMagic) return;
   int fd = -1;
@@ -196,7 +187,7 @@ int FdBroker::fetch(const std::string& token, Deadline deadline) {
   if (::send(fd, &request, sizeof(request), MSG_NOSIGNAL) != sizeof(request)) {
     raise(Status::kCommunication, "fd request to '" + name + "' failed");
   }
-  if (!wait_for(fd, POLLIN, deadline))
+  if (!base::wait_ready(fd, POLLIN, deadline))
     raise(Status::kTimeout, "timed out fetching fd '" + token + "'");
   char status = 0;
   iovec io{&status, 1};

@@ -1,19 +1,11 @@
 #include "src/smem/gva_layout.h"
 
-#include <sstream>
-
 #include "memloom/error.h"
+#include "src/base/hex.h"
 
 namespace memloom::smem {
-namespace {
 
-std::string hex(uintptr_t value) {
-  std::ostringstream out;
-  out << "0x" << std::hex << value;
-  return out.str();
-}
-
-}  // namespace
+using base::hex;
 
 GvaLayout::GvaLayout(std::string name, uintptr_t base, size_t stride, std::vector<size_t> filled)
     : name_(std::move(name)), base_(base), stride_(stride), filled_(std::move(filled)) {

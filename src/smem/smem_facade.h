@@ -1,14 +1,15 @@
-// Entry-point helpers of the SHM and BM facades. Every C function runs its body through
+// Entry-point helpers of the SHM, BM and TRANS facades. Every C function runs its body through
 // facade_call(), which goes through the one smem::guarded() wrapper (last error message, logging)
 // and additionally lets a body report the two MemFabric codes that have no memloom::Status:
 // SMEM_NOT_INITIALIZED and SMEM_REPEAT_CALL.
 #pragma once
 
-#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 
 #include "memloom/error.h"
+#include "smem/host/smem_bm_def.h"
 #include "src/smem/smem_error.h"
 
 namespace memloom::smem {
@@ -46,14 +47,6 @@ int32_t facade_call(const char* function, Body&& body) {
   return facade_code != SMEM_SUCCESS ? facade_code : code;
 }
 
-// The handle given to the C caller for a new object. Never reused within the process (object
-// addresses are: the allocator recycles them), so a destroyed handle stays invalid instead of
-// silently naming an object created after it.
-inline void* fresh_handle() {
-  static std::atomic<uintptr_t> next{0x5e000};
-  return reinterpret_cast<void*>(next.fetch_add(16));
-}
-
 // For functions that return a value (a handle, a pointer, a rank) instead of a code: the body's
 // result, or `failure` when it threw (the reason is left for smem_get_last_err_msg).
 template <typename T, typename Body>
@@ -62,5 +55,25 @@ T facade_value(const char* function, T failure, Body&& body) {
   facade_call(function, [&] { result = body(); });
   return result;
 }
+
+// Argument checks and constants that more than one facade (or its objects) share.
+
+// worldSize, memberSize: how many ranks a world or an object spans.
+inline void check_rank_count(const char* name, uint32_t value) {
+  MEMLOOM_CHECK_ARG(value >= 1 && value <= SMEM_WORLD_SIZE_MAX,
+                    std::string(name) + " " + std::to_string(value) + " is out of range [1, " +
+                        std::to_string(SMEM_WORLD_SIZE_MAX) + "]");
+}
+
+// MemFabric configs give their timeouts in whole seconds; *_config_init sets each to this.
+constexpr uint32_t kDefaultTimeoutSeconds = 120;
+inline std::chrono::milliseconds config_seconds(uint32_t value) {
+  return std::chrono::milliseconds(static_cast<int64_t>(value) * 1000);
+}
+
+// Every smem_bm_data_op_type flag: what a BM object and a TRANS engine may be asked to use.
+constexpr uint32_t kKnownBmDataOps = SMEMB_DATA_OP_SDMA | SMEMB_DATA_OP_HOST_RDMA |
+                                     SMEMB_DATA_OP_HOST_TCP | SMEMB_DATA_OP_DEVICE_RDMA |
+                                     SMEMB_DATA_OP_HOST_URMA;
 
 }  // namespace memloom::smem

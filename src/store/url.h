@@ -1,10 +1,12 @@
 // Store addresses: "tcp://IPv4:PORT" and "tcp://[IPv6]:PORT". Only IP literals are accepted (no
-// name resolution, which could block without a deadline); other modules reuse this parser for
-// their own "tcp://" endpoints.
+// name resolution, which could block without a deadline); the parser is src/base/tcp_address.h
+// under the store's rules and words.
 #pragma once
 
 #include <cstdint>
 #include <string>
+
+#include "src/base/tcp_address.h"
 
 namespace memloom::store {
 
@@ -17,10 +19,11 @@ struct TcpUrl {
   std::string to_string() const;
 };
 
-// Throws memloom::Error(kInvalidInput) naming what is wrong with `url`.
+// Throws memloom::Error(kInvalidInput) naming what is wrong with `url`. Port 0 is accepted (a
+// server listening on any free port).
 TcpUrl parse_tcp_url(const std::string& url);
 
 // Formats host + port as a URL, adding brackets for IPv6 literals.
-std::string format_tcp_url(const std::string& host, uint16_t port);
+using base::format_tcp_url;
 
 }  // namespace memloom::store

@@ -1,22 +1,14 @@
-// Enum parameters of the C API. A C caller may pass any int where an enum is declared, and C++
-// may not even load a value outside the enum's range as the enum type, so the bits are read as an
-// integer and checked before the value is used.
+// Enum parameters of the WholeMemory C API, checked before use (src/base/enum_bits.h says why).
 #pragma once
 
-#include <cstring>
 #include <string>
 
 #include "memloom/error.h"
+#include "src/base/enum_bits.h"
 
 namespace memloom::wholememory {
 
-template <typename Enum>
-int enum_bits(const Enum& value) {
-  static_assert(sizeof(Enum) == sizeof(int), "C API enums are int-sized");
-  int bits = 0;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
+using base::enum_bits;
 
 // Returns `value` if it is one of first..last; throws kInvalidInput naming `what` otherwise.
 template <typename Enum>

@@ -4,6 +4,7 @@
 
 #include "memloom/error.h"
 #include "src/base/environment.h"
+#include "src/base/hex.h"
 #include "src/base/log.h"
 
 namespace memloom::wholememory {
@@ -14,11 +15,7 @@ namespace {
 constexpr uintptr_t kFirstId = 0x57000;
 constexpr uintptr_t kIdStep = 16;
 
-std::string hex(uintptr_t value) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%#lx", static_cast<unsigned long>(value));
-  return text;
-}
+using base::hex;  // handles reach it non-null, so it prints what "%#lx" printed
 
 }  // namespace
 

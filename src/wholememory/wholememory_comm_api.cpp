@@ -4,8 +4,8 @@
 #include <mutex>
 
 #include "memloom/error.h"
-#include "src/core/group.h"
 #include "src/base/log.h"
+#include "src/core/group.h"
 #include "src/wholememory/collective_check.h"
 #include "src/wholememory/device_count.h"
 #include "src/wholememory/enum_arguments.h"
@@ -16,10 +16,7 @@
 
 using memloom::raise;
 using memloom::Status;
-using memloom::wholememory::Communicator;
-using memloom::wholememory::guarded;
-using memloom::wholememory::guarded_value;
-using memloom::wholememory::Runtime;
+namespace wm = memloom::wholememory;
 
 namespace {
 
@@ -42,35 +39,29 @@ memloom::log::Level to_log_level(LogLevel level) {
         "log level " + std::to_string(static_cast<int>(level)) + " is not a LogLevel");
 }
 
-template <typename T>
-T* checked_output(T* output, const char* name) {
-  MEMLOOM_CHECK_ARG(output != nullptr, std::string(name) + " is null");
-  return output;
-}
-
 }  // namespace
 
 extern "C" {
 
 wholememory_error_code_t wholememory_init(unsigned int flags, LogLevel log_level) {
-  return guarded("wholememory_init", [&] {
+  return wm::guarded("wholememory_init", [&] {
     if (flags != 0)
       raise(Status::kInvalidValue,
             "flags are reserved and must be 0, got " + std::to_string(flags));
-    const auto level = to_log_level(
-        memloom::wholememory::checked_enum(log_level, LEVEL_FATAL, LEVEL_TRACE, "LogLevel"));
+    const auto level =
+        to_log_level(wm::checked_enum(log_level, LEVEL_FATAL, LEVEL_TRACE, "LogLevel"));
     // MEMLOOM_LOG_LEVEL wins so a user can turn on debugging without recompiling.
     if (std::getenv("MEMLOOM_LOG_LEVEL") == nullptr) memloom::log::set_level(level);
-    Runtime::instance().initialize();
+    wm::Runtime::instance().initialize();
   });
 }
 
 wholememory_error_code_t wholememory_finalize(void) {
-  return guarded("wholememory_finalize", [] { Runtime::instance().finalize(); });
+  return wm::guarded("wholememory_finalize", [] { wm::Runtime::instance().finalize(); });
 }
 
 wholememory_error_code_t wholememory_set_rmm_enabled(bool enabled) {
-  return guarded("wholememory_set_rmm_enabled", [&] {
+  return wm::guarded("wholememory_set_rmm_enabled", [&] {
     if (enabled) raise(Status::kNotSupported, "RMM allocations are not part of memloom");
   });
 }
@@ -80,57 +71,56 @@ bool wholememory_is_rmm_enabled(void) {
 }
 
 wholememory_error_code_t wholememory_create_unique_id(wholememory_unique_id_t* unique_id) {
-  return guarded("wholememory_create_unique_id", [&] {
-    Runtime::instance().require_initialized();
-    checked_output(unique_id, "unique_id");
-    const auto id =
-        memloom::wholememory::UniqueId::generate(Runtime::instance().store_url_for_new_id());
-    *unique_id = memloom::wholememory::encode_unique_id(id);
+  return wm::guarded("wholememory_create_unique_id", [&] {
+    wm::Runtime::instance().require_initialized();
+    wm::checked_output(unique_id, "unique_id");
+    const auto id = wm::UniqueId::generate(wm::Runtime::instance().store_url_for_new_id());
+    *unique_id = wm::encode_unique_id(id);
   });
 }
 
 wholememory_error_code_t wholememory_create_communicator(wholememory_comm_t* comm,
                                                          wholememory_unique_id_t unique_id,
                                                          int rank, int size) {
-  return guarded("wholememory_create_communicator", [&] {
-    auto& runtime = Runtime::instance();
+  return wm::guarded("wholememory_create_communicator", [&] {
+    auto& runtime = wm::Runtime::instance();
     runtime.require_initialized();
-    checked_output(comm, "comm");
+    wm::checked_output(comm, "comm");
     *comm = nullptr;
     MEMLOOM_CHECK_ARG(size > 0, "communicator size must be positive, got " + std::to_string(size));
     MEMLOOM_CHECK_ARG(
         rank >= 0 && rank < size,
         "rank " + std::to_string(rank) + " is out of range [0, " + std::to_string(size) + ")");
-    const auto id = memloom::wholememory::decode_unique_id(unique_id);
+    const auto id = wm::decode_unique_id(unique_id);
     auto client = runtime.store_client(id.store_url);
     auto group = memloom::core::Group::create(
         client, memloom::store::KeyPrefix("wm/" + id.token_hex() + "/"), rank, size,
-        memloom::wholememory::collective_deadline());
-    *comm = runtime.add_comm(std::make_shared<Communicator>(std::move(group)));
+        wm::collective_deadline());
+    *comm = runtime.add_comm(std::make_shared<wm::Communicator>(std::move(group)));
   });
 }
 
 wholememory_error_code_t wholememory_split_communicator(wholememory_comm_t* new_comm,
                                                         wholememory_comm_t comm, int color,
                                                         int key) {
-  return guarded("wholememory_split_communicator", [&] {
-    auto& runtime = Runtime::instance();
+  return wm::guarded("wholememory_split_communicator", [&] {
+    auto& runtime = wm::Runtime::instance();
     auto parent = runtime.comm(comm);
     if (new_comm != nullptr) *new_comm = nullptr;
-    std::shared_ptr<Communicator> child;
+    std::shared_ptr<wm::Communicator> child;
     {
       std::lock_guard<std::mutex> lock(parent->collective_mutex());
       // Take part even with a null output so the other ranks are not left waiting.
-      child = parent->split(color, key, memloom::wholememory::collective_deadline());
+      child = parent->split(color, key, wm::collective_deadline());
     }
-    checked_output(new_comm, "new_comm");
+    wm::checked_output(new_comm, "new_comm");
     if (child) *new_comm = runtime.add_comm(std::move(child));
   });
 }
 
 wholememory_error_code_t wholememory_destroy_communicator(wholememory_comm_t comm) {
-  return guarded("wholememory_destroy_communicator", [&] {
-    auto& runtime = Runtime::instance();
+  return wm::guarded("wholememory_destroy_communicator", [&] {
+    auto& runtime = wm::Runtime::instance();
     auto target = runtime.comm(comm);
     if (target->owned_by_allocation()) {
       raise(Status::kInvalidInput,
@@ -138,7 +128,7 @@ wholememory_error_code_t wholememory_destroy_communicator(wholememory_comm_t com
             "away with wholememory_free");
     }
     std::lock_guard<std::mutex> lock(target->collective_mutex());
-    const auto local = memloom::wholememory::capture_failure([&] {
+    const auto local = wm::capture_failure([&] {
       const int live = target->live_allocations().load();
       if (live > 0) {
         raise(Status::kInvalidInput, std::to_string(live) +
@@ -146,9 +136,8 @@ wholememory_error_code_t wholememory_destroy_communicator(wholememory_comm_t com
                                          "wholememory_free them first");
       }
     });
-    memloom::wholememory::agree_on_arguments(target->group(), "wholememory_destroy_communicator",
-                                             "", local,
-                                             memloom::wholememory::collective_deadline());
+    wm::agree_on_arguments(target->group(), "wholememory_destroy_communicator", "", local,
+                           wm::collective_deadline());
     runtime.remove_comm(comm);
   });
 }
@@ -158,88 +147,89 @@ wholememory_error_code_t wholememory_communicator_support_type_location(
     wholememory_memory_location_t memory_location) {
   // "Not supported" is an answer here, not a failure: it is returned without being logged.
   bool supported = false;
-  const auto code = guarded("wholememory_communicator_support_type_location", [&] {
-    auto target = Runtime::instance().comm(comm);
-    supported = target->supports(
-        memloom::wholememory::checked_enum(memory_type, WHOLEMEMORY_MT_NONE,
-                                           WHOLEMEMORY_MT_HIERARCHY, "wholememory_memory_type_t"),
-        memloom::wholememory::checked_enum(memory_location, WHOLEMEMORY_ML_NONE,
-                                           WHOLEMEMORY_ML_HOST, "wholememory_memory_location_t"));
+  const auto code = wm::guarded("wholememory_communicator_support_type_location", [&] {
+    auto target = wm::Runtime::instance().comm(comm);
+    supported =
+        target->supports(wm::checked_enum(memory_type, WHOLEMEMORY_MT_NONE,
+                                          WHOLEMEMORY_MT_HIERARCHY, "wholememory_memory_type_t"),
+                         wm::checked_enum(memory_location, WHOLEMEMORY_ML_NONE, WHOLEMEMORY_ML_HOST,
+                                          "wholememory_memory_location_t"));
   });
   if (code != WHOLEMEMORY_SUCCESS) return code;
   return supported ? WHOLEMEMORY_SUCCESS : WHOLEMEMORY_NOT_SUPPORTED;
 }
 
 wholememory_error_code_t wholememory_communicator_get_rank(int* rank, wholememory_comm_t comm) {
-  return guarded("wholememory_communicator_get_rank", [&] {
-    auto target = Runtime::instance().comm(comm);
-    *checked_output(rank, "rank") = target->rank();
+  return wm::guarded("wholememory_communicator_get_rank", [&] {
+    auto target = wm::Runtime::instance().comm(comm);
+    *wm::checked_output(rank, "rank") = target->rank();
   });
 }
 
 wholememory_error_code_t wholememory_communicator_get_size(int* size, wholememory_comm_t comm) {
-  return guarded("wholememory_communicator_get_size", [&] {
-    auto target = Runtime::instance().comm(comm);
-    *checked_output(size, "size") = target->size();
+  return wm::guarded("wholememory_communicator_get_size", [&] {
+    auto target = wm::Runtime::instance().comm(comm);
+    *wm::checked_output(size, "size") = target->size();
   });
 }
 
 wholememory_error_code_t wholememory_communicator_get_local_size(int* local_size,
                                                                  wholememory_comm_t comm) {
-  return guarded("wholememory_communicator_get_local_size", [&] {
-    auto target = Runtime::instance().comm(comm);
-    *checked_output(local_size, "local_size") = target->local_size();
+  return wm::guarded("wholememory_communicator_get_local_size", [&] {
+    auto target = wm::Runtime::instance().comm(comm);
+    *wm::checked_output(local_size, "local_size") = target->local_size();
   });
 }
 
 wholememory_error_code_t wholememory_communicator_get_clique_info(clique_info_t* clique_info,
                                                                   wholememory_comm_t comm) {
-  return guarded("wholememory_communicator_get_clique_info", [&] {
-    auto target = Runtime::instance().comm(comm);
-    *checked_output(clique_info, "clique_info") = target->clique_info();
+  return wm::guarded("wholememory_communicator_get_clique_info", [&] {
+    auto target = wm::Runtime::instance().comm(comm);
+    *wm::checked_output(clique_info, "clique_info") = target->clique_info();
   });
 }
 
 bool wholememory_communicator_is_bind_to_nvshmem(wholememory_comm_t comm) {
-  return guarded_value("wholememory_communicator_is_bind_to_nvshmem", false, [&] {
-    Runtime::instance().comm(comm);
+  return wm::guarded_value("wholememory_communicator_is_bind_to_nvshmem", false, [&] {
+    wm::Runtime::instance().comm(comm);
     return false;  // memloom is not built with NVSHMEM
   });
 }
 
 wholememory_error_code_t wholememory_communicator_set_distributed_backend(
     wholememory_comm_t comm, wholememory_distributed_backend_t distributed_backend) {
-  return guarded("wholememory_communicator_set_distributed_backend", [&] {
-    auto target = Runtime::instance().comm(comm);
-    target->set_distributed_backend(memloom::wholememory::checked_enum(
-        distributed_backend, WHOLEMEMORY_DB_NONE, WHOLEMEMORY_DB_NVSHMEM,
-        "wholememory_distributed_backend_t"));
+  return wm::guarded("wholememory_communicator_set_distributed_backend", [&] {
+    auto target = wm::Runtime::instance().comm(comm);
+    target->set_distributed_backend(wm::checked_enum(distributed_backend, WHOLEMEMORY_DB_NONE,
+                                                     WHOLEMEMORY_DB_NVSHMEM,
+                                                     "wholememory_distributed_backend_t"));
   });
 }
 
 wholememory_distributed_backend_t wholememory_communicator_get_distributed_backend(
     wholememory_comm_t comm) {
-  return guarded_value("wholememory_communicator_get_distributed_backend", WHOLEMEMORY_DB_NONE,
-                       [&] { return Runtime::instance().comm(comm)->distributed_backend(); });
+  return wm::guarded_value(
+      "wholememory_communicator_get_distributed_backend", WHOLEMEMORY_DB_NONE,
+      [&] { return wm::Runtime::instance().comm(comm)->distributed_backend(); });
 }
 
 wholememory_error_code_t wholememory_communicator_barrier(wholememory_comm_t comm) {
-  return guarded("wholememory_communicator_barrier", [&] {
-    auto target = Runtime::instance().comm(comm);
+  return wm::guarded("wholememory_communicator_barrier", [&] {
+    auto target = wm::Runtime::instance().comm(comm);
     std::lock_guard<std::mutex> lock(target->collective_mutex());
-    target->barrier(memloom::wholememory::collective_deadline());
+    target->barrier(wm::collective_deadline());
   });
 }
 
 bool wholememory_is_intranode_communicator(wholememory_comm_t comm) {
-  return guarded_value("wholememory_is_intranode_communicator", false,
-                       [&] { return Runtime::instance().comm(comm)->intranode(); });
+  return wm::guarded_value("wholememory_is_intranode_communicator", false,
+                           [&] { return wm::Runtime::instance().comm(comm)->intranode(); });
 }
 
 bool wholememory_is_intra_mnnvl_communicator(wholememory_comm_t comm) {
   // A clique is a node in memloom, so "one clique" and "one node" coincide.
-  return guarded_value("wholememory_is_intra_mnnvl_communicator", false, [&] {
-    return Runtime::instance().comm(comm)->clique_info().clique_num == 1;
+  return wm::guarded_value("wholememory_is_intra_mnnvl_communicator", false, [&] {
+    return wm::Runtime::instance().comm(comm)->clique_info().clique_num == 1;
   });
 }
 
@@ -248,9 +238,8 @@ bool wholememory_is_build_with_nvshmem(void) {
 }
 
 int fork_get_device_count(void) {
-  return guarded_value("fork_get_device_count", -1, [] {
-    return memloom::wholememory::device_count_in_child(std::chrono::seconds(60));
-  });
+  return wm::guarded_value("fork_get_device_count", -1,
+                           [] { return wm::device_count_in_child(std::chrono::seconds(60)); });
 }
 
 }  // extern "C"

@@ -1,9 +1,11 @@
 // Maps memloom statuses to WholeMemory error codes and runs every C entry point through the one
-// shared exception boundary (base::guarded).
+// shared exception boundary (base::guarded), with the argument check every entry point file needs.
 #pragma once
 
+#include <string>
 #include <utility>
 
+#include "memloom/error.h"
 #include "src/base/api_guard.h"
 #include "wholememory/wholememory.h"
 
@@ -25,6 +27,14 @@ T guarded_value(const char* function, T fallback, Body&& body) {
   T result = fallback;
   guarded(function, [&] { result = body(); });
   return result;
+}
+
+// An entry point's output pointer; a null one fails as kInvalidInput, naming the argument for the
+// caller.
+template <typename T>
+T* checked_output(T* output, const char* name) {
+  MEMLOOM_CHECK_ARG(output != nullptr, std::string(name) + " is null");
+  return output;
 }
 
 }  // namespace memloom::wholememory

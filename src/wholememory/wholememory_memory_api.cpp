@@ -15,12 +15,7 @@
 
 using memloom::raise;
 using memloom::Status;
-using memloom::wholememory::Allocation;
-using memloom::wholememory::collective_deadline;
-using memloom::wholememory::guarded;
-using memloom::wholememory::guarded_value;
-using memloom::wholememory::MemoryHandle;
-using memloom::wholememory::Runtime;
+namespace wm = memloom::wholememory;
 
 namespace {
 
@@ -39,14 +34,8 @@ const char* type_name(wholememory_memory_type_t type) {
   }
 }
 
-template <typename T>
-T* checked_output(T* output, const char* name) {
-  MEMLOOM_CHECK_ARG(output != nullptr, std::string(name) + " is null");
-  return output;
-}
-
-std::shared_ptr<MemoryHandle> memory_of(wholememory_handle_t handle) {
-  return Runtime::instance().allocation(handle).memory;
+std::shared_ptr<wm::MemoryHandle> memory_of(wholememory_handle_t handle) {
+  return wm::Runtime::instance().allocation(handle).memory;
 }
 
 }  // namespace
@@ -58,23 +47,22 @@ wholememory_error_code_t wholememory_malloc(wholememory_handle_t* wholememory_ha
                                             wholememory_memory_type_t memory_type,
                                             wholememory_memory_location_t memory_location,
                                             size_t data_granularity, size_t* rank_entry_partition) {
-  return guarded("wholememory_malloc", [&] {
-    auto& runtime = Runtime::instance();
+  return wm::guarded("wholememory_malloc", [&] {
+    auto& runtime = wm::Runtime::instance();
     auto owner = runtime.comm(comm);
     if (wholememory_handle_ptr != nullptr) *wholememory_handle_ptr = nullptr;
     std::lock_guard<std::mutex> lock(owner->collective_mutex());
-    const auto deadline = collective_deadline();
+    const auto deadline = wm::collective_deadline();
 
     // Check my own arguments, then compare them with every rank's, so that a bad argument on any
     // rank fails all ranks together instead of leaving some waiting.
-    memloom::wholememory::MemorySpec spec;
-    const auto local = memloom::wholememory::capture_failure([&] {
-      checked_output(wholememory_handle_ptr, "wholememory_handle_ptr");
+    wm::MemorySpec spec;
+    const auto local = wm::capture_failure([&] {
+      wm::checked_output(wholememory_handle_ptr, "wholememory_handle_ptr");
       if (total_size == 0) raise(Status::kInvalidValue, "total_size must be positive");
-      const auto type = memloom::wholememory::checked_enum(
-          memory_type, WHOLEMEMORY_MT_NONE, WHOLEMEMORY_MT_HIERARCHY, "wholememory_memory_type_t");
-      const auto location =
-          memloom::wholememory::checked_enum(memory_location, WHOLEMEMORY_ML_NONE,
+      const auto type = wm::checked_enum(memory_type, WHOLEMEMORY_MT_NONE, WHOLEMEMORY_MT_HIERARCHY,
+                                         "wholememory_memory_type_t");
+      const auto location = wm::checked_enum(memory_location, WHOLEMEMORY_ML_NONE,
                                              WHOLEMEMORY_ML_HOST, "wholememory_memory_location_t");
       if (!owner->supports(type, location)) {
         raise(Status::kNotSupported,
@@ -87,25 +75,21 @@ wholememory_error_code_t wholememory_malloc(wholememory_handle_t* wholememory_ha
       spec.location = location;
       spec.granularity = data_granularity;
       spec.plan = rank_entry_partition != nullptr
-                      ? memloom::wholememory::PartitionPlan::from_entries(
-                            rank_entry_partition, owner->size(), total_size, data_granularity)
-                      : memloom::wholememory::PartitionPlan::equal(total_size, data_granularity,
-                                                                   owner->size());
+                      ? wm::PartitionPlan::from_entries(rank_entry_partition, owner->size(),
+                                                        total_size, data_granularity)
+                      : wm::PartitionPlan::equal(total_size, data_granularity, owner->size());
     });
-    std::string arguments =
-        "total_size=" + std::to_string(total_size) +
-        " type=" + std::to_string(memloom::wholememory::enum_bits(memory_type)) +
-        " location=" + std::to_string(memloom::wholememory::enum_bits(memory_location)) +
-        " granularity=" + std::to_string(data_granularity) + " partition=";
+    std::string arguments = "total_size=" + std::to_string(total_size) +
+                            " type=" + std::to_string(wm::enum_bits(memory_type)) +
+                            " location=" + std::to_string(wm::enum_bits(memory_location)) +
+                            " granularity=" + std::to_string(data_granularity) + " partition=";
     arguments += rank_entry_partition != nullptr ? spec.plan.describe() : std::string("equal");
-    memloom::wholememory::agree_on_arguments(owner->group(), "wholememory_malloc", arguments, local,
-                                             deadline);
+    wm::agree_on_arguments(owner->group(), "wholememory_malloc", arguments, local, deadline);
 
     const std::string identity = owner->group().next_object_prefix("memory").prefix();
-    Allocation allocation;
+    wm::Allocation allocation;
     allocation.comm = comm;
-    allocation.memory =
-        memloom::wholememory::create_memory_handle(owner, std::move(spec), identity, deadline);
+    allocation.memory = wm::create_memory_handle(owner, std::move(spec), identity, deadline);
     if (auto local_comm = allocation.memory->local_comm()) {
       allocation.local_comm = runtime.add_comm(local_comm);
       allocation.cross_comm = runtime.add_comm(allocation.memory->cross_comm());
@@ -115,15 +99,15 @@ wholememory_error_code_t wholememory_malloc(wholememory_handle_t* wholememory_ha
 }
 
 wholememory_error_code_t wholememory_free(wholememory_handle_t wholememory_handle) {
-  return guarded("wholememory_free", [&] {
-    auto& runtime = Runtime::instance();
-    Allocation allocation = runtime.allocation(wholememory_handle);
+  return wm::guarded("wholememory_free", [&] {
+    auto& runtime = wm::Runtime::instance();
+    wm::Allocation allocation = runtime.allocation(wholememory_handle);
     auto& owner = allocation.memory->comm();
     {
       std::lock_guard<std::mutex> lock(owner.collective_mutex());
       // Allocations made on a HIERARCHY allocation's own communicators must go first, or their
       // communicator handles would die under them.
-      const auto local = memloom::wholememory::capture_failure([&] {
+      const auto local = wm::capture_failure([&] {
         for (const auto& sub : {allocation.memory->local_comm(), allocation.memory->cross_comm()}) {
           if (sub && sub->live_allocations().load() > 0) {
             raise(Status::kInvalidInput,
@@ -132,9 +116,8 @@ wholememory_error_code_t wholememory_free(wholememory_handle_t wholememory_handl
           }
         }
       });
-      memloom::wholememory::agree_on_arguments(owner.group(), "wholememory_free",
-                                               allocation.memory->identity(), local,
-                                               collective_deadline());
+      wm::agree_on_arguments(owner.group(), "wholememory_free", allocation.memory->identity(),
+                             local, wm::collective_deadline());
     }
     runtime.remove_allocation(wholememory_handle);
     if (allocation.local_comm != nullptr) runtime.remove_comm(allocation.local_comm);
@@ -144,17 +127,17 @@ wholememory_error_code_t wholememory_free(wholememory_handle_t wholememory_handl
 
 wholememory_error_code_t wholememory_get_communicator(wholememory_comm_t* comm,
                                                       wholememory_handle_t wholememory_handle) {
-  return guarded("wholememory_get_communicator", [&] {
-    const auto allocation = Runtime::instance().allocation(wholememory_handle);
-    *checked_output(comm, "comm") = allocation.comm;
+  return wm::guarded("wholememory_get_communicator", [&] {
+    const auto allocation = wm::Runtime::instance().allocation(wholememory_handle);
+    *wm::checked_output(comm, "comm") = allocation.comm;
   });
 }
 
 wholememory_error_code_t wholememory_get_local_communicator(
     wholememory_comm_t* comm, wholememory_handle_t wholememory_handle) {
-  return guarded("wholememory_get_local_communicator", [&] {
-    const auto allocation = Runtime::instance().allocation(wholememory_handle);
-    checked_output(comm, "comm");
+  return wm::guarded("wholememory_get_local_communicator", [&] {
+    const auto allocation = wm::Runtime::instance().allocation(wholememory_handle);
+    wm::checked_output(comm, "comm");
     if (allocation.local_comm == nullptr) {
       raise(Status::kNotSupported, "only HIERARCHY memory has a local communicator");
     }
@@ -164,9 +147,9 @@ wholememory_error_code_t wholememory_get_local_communicator(
 
 wholememory_error_code_t wholememory_get_cross_communicator(
     wholememory_comm_t* comm, wholememory_handle_t wholememory_handle) {
-  return guarded("wholememory_get_cross_communicator", [&] {
-    const auto allocation = Runtime::instance().allocation(wholememory_handle);
-    checked_output(comm, "comm");
+  return wm::guarded("wholememory_get_cross_communicator", [&] {
+    const auto allocation = wm::Runtime::instance().allocation(wholememory_handle);
+    wm::checked_output(comm, "comm");
     if (allocation.cross_comm == nullptr) {
       raise(Status::kNotSupported, "only HIERARCHY memory has a cross communicator");
     }
@@ -175,38 +158,38 @@ wholememory_error_code_t wholememory_get_cross_communicator(
 }
 
 wholememory_memory_type_t wholememory_get_memory_type(wholememory_handle_t wholememory_handle) {
-  return guarded_value("wholememory_get_memory_type", WHOLEMEMORY_MT_NONE,
-                       [&] { return memory_of(wholememory_handle)->spec().type; });
+  return wm::guarded_value("wholememory_get_memory_type", WHOLEMEMORY_MT_NONE,
+                           [&] { return memory_of(wholememory_handle)->spec().type; });
 }
 
 wholememory_memory_location_t wholememory_get_memory_location(
     wholememory_handle_t wholememory_handle) {
-  return guarded_value("wholememory_get_memory_location", WHOLEMEMORY_ML_NONE,
-                       [&] { return memory_of(wholememory_handle)->spec().location; });
+  return wm::guarded_value("wholememory_get_memory_location", WHOLEMEMORY_ML_NONE,
+                           [&] { return memory_of(wholememory_handle)->spec().location; });
 }
 
 wholememory_distributed_backend_t wholememory_get_distributed_backend(
     wholememory_handle_t wholememory_handle) {
-  return guarded_value("wholememory_get_distributed_backend", WHOLEMEMORY_DB_NONE, [&] {
+  return wm::guarded_value("wholememory_get_distributed_backend", WHOLEMEMORY_DB_NONE, [&] {
     memory_of(wholememory_handle);
     return WHOLEMEMORY_DB_NCCL;  // memory moves over the backend's collectives, never NVSHMEM
   });
 }
 
 size_t wholememory_get_total_size(wholememory_handle_t wholememory_handle) {
-  return guarded_value("wholememory_get_total_size", size_t{0},
-                       [&] { return memory_of(wholememory_handle)->spec().total_size; });
+  return wm::guarded_value("wholememory_get_total_size", size_t{0},
+                           [&] { return memory_of(wholememory_handle)->spec().total_size; });
 }
 
 size_t wholememory_get_data_granularity(wholememory_handle_t wholememory_handle) {
-  return guarded_value("wholememory_get_data_granularity", size_t{0},
-                       [&] { return memory_of(wholememory_handle)->spec().granularity; });
+  return wm::guarded_value("wholememory_get_data_granularity", size_t{0},
+                           [&] { return memory_of(wholememory_handle)->spec().granularity; });
 }
 
 wholememory_error_code_t wholememory_get_local_memory(void** local_ptr, size_t* local_size,
                                                       size_t* local_offset,
                                                       wholememory_handle_t wholememory_handle) {
-  return guarded("wholememory_get_local_memory", [&] {
+  return wm::guarded("wholememory_get_local_memory", [&] {
     const auto memory = memory_of(wholememory_handle);
     if (local_ptr != nullptr) *local_ptr = memory->local_pointer();
     if (local_size != nullptr) *local_size = memory->local_size();
@@ -216,17 +199,17 @@ wholememory_error_code_t wholememory_get_local_memory(void** local_ptr, size_t* 
 
 wholememory_error_code_t wholememory_get_local_size(size_t* local_size,
                                                     wholememory_handle_t wholememory_handle) {
-  return guarded("wholememory_get_local_size", [&] {
+  return wm::guarded("wholememory_get_local_size", [&] {
     const auto memory = memory_of(wholememory_handle);
-    *checked_output(local_size, "local_size") = memory->local_size();
+    *wm::checked_output(local_size, "local_size") = memory->local_size();
   });
 }
 
 wholememory_error_code_t wholememory_get_local_offset(size_t* local_offset,
                                                       wholememory_handle_t wholememory_handle) {
-  return guarded("wholememory_get_local_offset", [&] {
+  return wm::guarded("wholememory_get_local_offset", [&] {
     const auto memory = memory_of(wholememory_handle);
-    *checked_output(local_offset, "local_offset") = memory->local_offset();
+    *wm::checked_output(local_offset, "local_offset") = memory->local_offset();
   });
 }
 
@@ -234,7 +217,7 @@ wholememory_error_code_t wholememory_get_rank_memory(void** rank_memory_ptr,
                                                      size_t* rank_memory_size,
                                                      size_t* rank_memory_offset, int rank,
                                                      wholememory_handle_t wholememory_handle) {
-  return guarded("wholememory_get_rank_memory", [&] {
+  return wm::guarded("wholememory_get_rank_memory", [&] {
     const auto memory = memory_of(wholememory_handle);
     void* pointer = nullptr;
     if (!memory->rank_pointer(rank, &pointer)) {
@@ -251,17 +234,17 @@ wholememory_error_code_t wholememory_get_rank_memory(void** rank_memory_ptr,
 wholememory_error_code_t wholememory_equal_entry_partition_plan(size_t* entry_per_rank,
                                                                 size_t total_entry_count,
                                                                 int world_size) {
-  return guarded("wholememory_equal_entry_partition_plan", [&] {
-    *checked_output(entry_per_rank, "entry_per_rank") =
-        memloom::wholememory::equal_entries_per_rank(total_entry_count, world_size);
+  return wm::guarded("wholememory_equal_entry_partition_plan", [&] {
+    *wm::checked_output(entry_per_rank, "entry_per_rank") =
+        wm::equal_entries_per_rank(total_entry_count, world_size);
   });
 }
 
 wholememory_error_code_t wholememory_get_global_pointer(void** global_ptr,
                                                         wholememory_handle_t wholememory_handle) {
-  return guarded("wholememory_get_global_pointer", [&] {
+  return wm::guarded("wholememory_get_global_pointer", [&] {
     const auto memory = memory_of(wholememory_handle);
-    checked_output(global_ptr, "global_ptr");
+    wm::checked_output(global_ptr, "global_ptr");
     if (memory->global_pointer() == nullptr) {
       raise(Status::kInvalidInput, std::string(type_name(memory->spec().type)) +
                                        " memory on this communicator has no global pointer");
@@ -272,9 +255,9 @@ wholememory_error_code_t wholememory_get_global_pointer(void** global_ptr,
 
 wholememory_error_code_t wholememory_get_global_reference(wholememory_gref_t* wholememory_gref,
                                                           wholememory_handle_t wholememory_handle) {
-  return guarded("wholememory_get_global_reference", [&] {
+  return wm::guarded("wholememory_get_global_reference", [&] {
     const auto memory = memory_of(wholememory_handle);
-    checked_output(wholememory_gref, "wholememory_gref");
+    wm::checked_output(wholememory_gref, "wholememory_gref");
     if (!memory->has_global_reference()) {
       raise(Status::kInvalidInput, std::string(type_name(memory->spec().type)) +
                                        " memory on this communicator has no global reference");
@@ -285,19 +268,20 @@ wholememory_error_code_t wholememory_get_global_reference(wholememory_gref_t* wh
 
 wholememory_error_code_t wholememory_get_rank_partition_sizes(
     size_t* rank_mem_sizes, wholememory_handle_t wholememory_handle) {
-  return guarded("wholememory_get_rank_partition_sizes", [&] {
+  return wm::guarded("wholememory_get_rank_partition_sizes", [&] {
     const auto memory = memory_of(wholememory_handle);
     const auto& sizes = memory->plan().sizes;
-    std::copy(sizes.begin(), sizes.end(), checked_output(rank_mem_sizes, "rank_mem_sizes"));
+    std::copy(sizes.begin(), sizes.end(), wm::checked_output(rank_mem_sizes, "rank_mem_sizes"));
   });
 }
 
 wholememory_error_code_t wholememory_get_rank_partition_offsets(
     size_t* rank_mem_offsets, wholememory_handle_t wholememory_handle) {
-  return guarded("wholememory_get_rank_partition_offsets", [&] {
+  return wm::guarded("wholememory_get_rank_partition_offsets", [&] {
     const auto memory = memory_of(wholememory_handle);
     const auto& offsets = memory->plan().offsets;
-    std::copy(offsets.begin(), offsets.end(), checked_output(rank_mem_offsets, "rank_mem_offsets"));
+    std::copy(offsets.begin(), offsets.end(),
+              wm::checked_output(rank_mem_offsets, "rank_mem_offsets"));
   });
 }
 
@@ -305,12 +289,11 @@ wholememory_error_code_t wholememory_load_from_file(wholememory_handle_t wholeme
                                                     size_t memory_offset, size_t memory_entry_size,
                                                     size_t file_entry_size, const char** file_names,
                                                     int file_count, int round_robin_size) {
-  return guarded("wholememory_load_from_file", [&] {
+  return wm::guarded("wholememory_load_from_file", [&] {
     const auto memory = memory_of(wholememory_handle);
     std::lock_guard<std::mutex> lock(memory->comm().collective_mutex());
-    memloom::wholememory::load_from_files(
-        *memory, {memory_offset, memory_entry_size, file_entry_size}, file_names, file_count,
-        round_robin_size, collective_deadline());
+    wm::load_from_files(*memory, {memory_offset, memory_entry_size, file_entry_size}, file_names,
+                        file_count, round_robin_size, wm::collective_deadline());
   });
 }
 
@@ -318,12 +301,11 @@ wholememory_error_code_t wholememory_store_to_file(wholememory_handle_t wholemem
                                                    size_t memory_offset, size_t memory_entry_stride,
                                                    size_t file_entry_size,
                                                    const char* local_file_name) {
-  return guarded("wholememory_store_to_file", [&] {
+  return wm::guarded("wholememory_store_to_file", [&] {
     const auto memory = memory_of(wholememory_handle);
     std::lock_guard<std::mutex> lock(memory->comm().collective_mutex());
-    memloom::wholememory::store_to_file(*memory,
-                                        {memory_offset, memory_entry_stride, file_entry_size},
-                                        local_file_name, collective_deadline());
+    wm::store_to_file(*memory, {memory_offset, memory_entry_stride, file_entry_size},
+                      local_file_name, wm::collective_deadline());
   });
 }
 

@@ -7,8 +7,8 @@
 
 #include "smem/host/smem_bm.h"
 #include "smem/host/smem_shm.h"
-#include "src/core/group.h"
 #include "src/base/log.h"
+#include "src/core/group.h"
 #include "src/core/platform_loader.h"
 #include "src/store/client.h"
 #include "tests/faults/process_audit.h"

@@ -98,8 +98,7 @@ Counted count_from(int my_cpu, pid_t peer) {
     Counted counted;
     if (bind_to(my_cpu)) {
       counted.cores = host::available_cores_of({{0, ::getpid()}, {1, peer}});
-      counted.oversubscribed =
-          host::ShmWaitPolicy::for_members(2, counted.cores).oversubscribed;
+      counted.oversubscribed = host::ShmWaitPolicy::for_members(2, counted.cores).oversubscribed;
     }
     const bool written = ::write(out[1], &counted, sizeof(counted)) == sizeof(counted);
     ::_exit(written ? 0 : 1);

@@ -15,7 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "hw/host/collectives_factory.h"
+#include "hw/emulated/emulated_platform.h"
+#include "hw/hal/transport.h"
 #include "memloom/error.h"
 #include "tests/support/multi_process.h"
 

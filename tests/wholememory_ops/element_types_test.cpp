@@ -15,7 +15,7 @@
 #include "src/kernels/element_types.h"
 #include "src/kernels/row_copy_kernel.h"
 
-namespace memloom::ops {
+namespace memloom::kernels {
 namespace {
 
 float from_bits(uint32_t bits) {
@@ -262,4 +262,4 @@ TEST(RowCopyKernel, WholeRowRangesMatchTheItemBody) {
 }
 
 }  // namespace
-}  // namespace memloom::ops
+}  // namespace memloom::kernels

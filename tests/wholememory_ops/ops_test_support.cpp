@@ -93,8 +93,9 @@ Bytes element_value(uint64_t seed, int64_t entry, int64_t column, wholememory_dt
 Bytes converted(const Bytes& element, wholememory_dtype_t from, wholememory_dtype_t to) {
   if (from == to) return element;
   Bytes out(element_size(to));
-  const bool ok = kernels::convert_elements(static_cast<kernels::DType>(from), static_cast<kernels::DType>(to),
-                                        element.data(), out.data(), 1);
+  const bool ok =
+      kernels::convert_elements(static_cast<kernels::DType>(from), static_cast<kernels::DType>(to),
+                                element.data(), out.data(), 1);
   EXPECT_TRUE(ok) << "no conversion from " << from << " to " << to;
   return out;
 }

@@ -1,13 +1,12 @@
 // The MemFabric BM facade: argument checks, the process's BM state and the handle registry.
 // Every entry point runs through facade_call / facade_value (src/smem/smem_facade.h).
-#include <chrono>
 #include <cstring>
-#include <map>
 #include <memory>
-#include <mutex>
 
 #include "smem/host/smem_bm.h"
+#include "src/base/enum_bits.h"
 #include "src/smem/bm/bm_object.h"
+#include "src/smem/handle_registry.h"
 #include "src/smem/smem_facade.h"
 #include "src/smem/smem_world.h"
 #include "src/smem/store_tls.h"
@@ -15,40 +14,35 @@
 namespace memloom::smem {
 namespace {
 
-struct BmState {
-  std::mutex mutex;
-  std::shared_ptr<SmemWorld> world;
-  smem_bm_config_t config{};
-  std::map<const void*, std::shared_ptr<BmObject>> objects;
-  std::map<uint32_t, uint64_t> instances;  // objects created per id, for fresh store keys
-};
+using base::enum_bits;
 
-BmState& state() {
-  static auto* bm_state = new BmState();  // never destroyed: objects may outlive static teardown
-  return *bm_state;
+using BmSession = WorldSession<smem_bm_config_t>;
+
+using BmRegistry = HandleRegistry<BmObject, BmSession>;
+
+BmRegistry& registry() {
+  static constexpr const char* kNotLive =
+      "the handle is not a live BM object (never created or already destroyed)";
+  // Never destroyed: objects may outlive static teardown.
+  static auto* bm = new BmRegistry(HandleTexts{"the BM handle is null", kNotLive, kNotLive,
+                                               "smem_bm_init has not been called", "BM object",
+                                               /*handles_need_session=*/true});
+  return *bm;
 }
 
-std::chrono::milliseconds seconds(uint32_t value) {
-  return std::chrono::milliseconds(static_cast<int64_t>(value) * 1000);
-}
-
-std::shared_ptr<SmemWorld> world_with_rank(BmState& bm) {
-  if (!bm.world) raise_not_initialized("smem_bm_init has not been called");
-  if (!bm.world->has_rank()) {
+std::shared_ptr<SmemWorld> world_with_rank(const BmSession& session) {
+  if (!session.world->has_rank()) {
     raise(Status::kNotSupported, "this process only runs the config store (startConfigStoreOnly)");
   }
-  return bm.world;
+  return session.world;
+}
+
+std::shared_ptr<SmemWorld> world_with_rank(const BmRegistry::Lock& held) {
+  return world_with_rank(registry().open_session(held));
 }
 
 std::shared_ptr<BmObject> lookup(smem_bm_t handle) {
-  MEMLOOM_CHECK_ARG(handle != nullptr, "the BM handle is null");
-  BmState& bm = state();
-  std::lock_guard<std::mutex> lock(bm.mutex);
-  if (!bm.world) raise_not_initialized("smem_bm_init has not been called");
-  auto found = bm.objects.find(handle);
-  MEMLOOM_CHECK_ARG(found != bm.objects.end(),
-                    "the handle is not a live BM object (never created or already destroyed)");
-  return found->second;
+  return registry().lookup(handle);
 }
 
 void check_string_field(const char* field, const char* value, size_t capacity) {
@@ -58,37 +52,18 @@ void check_string_field(const char* field, const char* value, size_t capacity) {
 }
 
 smem_bm_t create_object(uint32_t id, BmCreateArgs args) {
-  BmState& bm = state();
-  std::shared_ptr<SmemWorld> world;
-  uint64_t instance = 0;
-  {
-    std::lock_guard<std::mutex> lock(bm.mutex);
-    world = world_with_rank(bm);
-    for (const auto& [handle, object] : bm.objects) {
-      MEMLOOM_CHECK_ARG(object->id() != id,
-                        "BM object id " + std::to_string(id) + " is in use (destroy it first)");
-    }
-    args.create_timeout = seconds(bm.config.createTimeout);
-    args.control_timeout = seconds(bm.config.controlOperationTimeout);
-    instance = bm.instances[id]++;
-  }
+  std::shared_ptr<SmemWorld> world;  // outlives the object when the registry refuses it
   args.id = id;
-  std::shared_ptr<BmObject> object = BmObject::create(*world, args, instance);
-  std::lock_guard<std::mutex> lock(bm.mutex);
-  if (bm.world != world) raise(Status::kCommunication, "smem_bm_uninit ran during smem_bm_create");
-  void* handle = fresh_handle();
-  bm.objects.emplace(handle, object);
-  return handle;
-}
-
-// Enum parameters of the C API: a C caller may pass any int, and C++ may not load a value outside
-// the enum's range as the enum type, so the bits are read as an integer and checked first.
-template <typename Enum>
-int enum_bits(const Enum& value) {
-  static_assert(sizeof(Enum) == sizeof(int), "C API enums are int-sized");
-  int bits = 0;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
+  return registry().create(
+      id,
+      [&](const BmSession& session) {
+        // After the id check, which cannot fail first: a session without a rank has no objects.
+        world = world_with_rank(session);
+        args.create_timeout = config_seconds(session.config.createTimeout);
+        args.control_timeout = config_seconds(session.config.controlOperationTimeout);
+      },
+      [&](uint64_t instance) { return BmObject::create(*world, args, instance); },
+      "smem_bm_uninit ran during smem_bm_create");
 }
 
 smem_bm_copy_type checked_copy_type(const smem_bm_copy_type& type) {
@@ -124,9 +99,9 @@ int32_t smem_bm_config_init(smem_bm_config_t* config) {
   return facade_call("smem_bm_config_init", [&] {
     MEMLOOM_CHECK_ARG(config != nullptr, "config is null");
     *config = smem_bm_config_t{};
-    config->initTimeout = 120;
-    config->createTimeout = 120;
-    config->controlOperationTimeout = 120;
+    config->initTimeout = kDefaultTimeoutSeconds;
+    config->createTimeout = kDefaultTimeoutSeconds;
+    config->controlOperationTimeout = kDefaultTimeoutSeconds;
     config->startConfigStoreServer = true;
     config->unifiedAddressSpace = true;
   });
@@ -136,9 +111,7 @@ int32_t smem_bm_init(const char* storeURL, uint32_t worldSize, uint16_t deviceId
                      const smem_bm_config_t* config) {
   return facade_call("smem_bm_init", [&] {
     MEMLOOM_CHECK_ARG(storeURL != nullptr, "storeURL is null");
-    MEMLOOM_CHECK_ARG(worldSize >= 1 && worldSize <= SMEM_WORLD_SIZE_MAX,
-                      "worldSize " + std::to_string(worldSize) + " is out of range [1, " +
-                          std::to_string(SMEM_WORLD_SIZE_MAX) + "]");
+    check_rank_count("worldSize", worldSize);
     smem_bm_config_t effective;
     smem_bm_config_init(&effective);
     if (config != nullptr) effective = *config;
@@ -160,59 +133,46 @@ int32_t smem_bm_init(const char* storeURL, uint32_t worldSize, uint16_t deviceId
       store_tls = memloom::store::TlsSetting::use(tls_config_from(effective.storeTlsConfig));
     }
 
-    BmState& bm = state();
-    std::lock_guard<std::mutex> lock(bm.mutex);
-    if (bm.world) raise_repeat_call("smem_bm_init was already called (call smem_bm_uninit first)");
-    if (effective.startConfigStoreOnly) {
-      bm.world = SmemWorld::serve_only(storeURL, store_tls);
-    } else {
-      WorldOptions options;
-      options.api = "bm";
-      options.store_url = storeURL;
-      options.world_size = static_cast<int>(worldSize);
-      options.rank = effective.autoRanking ? -1 : effective.rankId;
-      options.device = deviceId;
-      options.start_server =
-          effective.startConfigStoreServer && (effective.autoRanking || effective.rankId == 0);
-      options.deadline = memloom::Deadline::after(seconds(effective.initTimeout));
-      options.store_tls = store_tls;
-      bm.world = SmemWorld::join(options);
-    }
-    bm.config = effective;
+    registry().open(
+        "smem_bm_init was already called (call smem_bm_uninit first)", [&](BmSession& session) {
+          if (effective.startConfigStoreOnly) {
+            session.world = SmemWorld::serve_only(storeURL, store_tls);
+          } else {
+            WorldOptions options;
+            options.api = "bm";
+            options.store_url = storeURL;
+            options.world_size = static_cast<int>(worldSize);
+            options.rank = effective.autoRanking ? -1 : effective.rankId;
+            options.device = deviceId;
+            options.start_server = effective.startConfigStoreServer &&
+                                   (effective.autoRanking || effective.rankId == 0);
+            options.deadline = memloom::Deadline::after(config_seconds(effective.initTimeout));
+            options.store_tls = store_tls;
+            session.world = SmemWorld::join(options);
+          }
+          session.config = effective;
+        });
   });
 }
 
 void smem_bm_uninit(uint32_t flags) {
   facade_call("smem_bm_uninit", [&] {
     (void)flags;  // reserved
-    BmState& bm = state();
-    std::map<const void*, std::shared_ptr<BmObject>> objects;
-    std::shared_ptr<SmemWorld> world;
-    {
-      std::lock_guard<std::mutex> lock(bm.mutex);
-      if (!bm.world) raise_not_initialized("smem_bm_init has not been called");
-      objects.swap(bm.objects);
-      world.swap(bm.world);
-    }
-    objects.clear();  // destroyed outside the lock, before the world they live in
-    world.reset();
+    registry().close();
   });
 }
 
 uint32_t smem_bm_get_rank_id(void) {
   return facade_value<uint32_t>("smem_bm_get_rank_id", UINT32_MAX, [&] {
-    BmState& bm = state();
-    std::lock_guard<std::mutex> lock(bm.mutex);
-    return static_cast<uint32_t>(world_with_rank(bm)->rank());
+    BmRegistry::Lock held = registry().lock();
+    return static_cast<uint32_t>(world_with_rank(held)->rank());
   });
 }
 
 smem_bm_t smem_bm_create(uint32_t id, uint32_t memberSize, smem_bm_data_op_type dataOpType,
                          uint64_t localDRAMSize, uint64_t localHBMSize, uint32_t flags) {
   return facade_value<smem_bm_t>("smem_bm_create", nullptr, [&] {
-    MEMLOOM_CHECK_ARG(memberSize >= 1 && memberSize <= SMEM_WORLD_SIZE_MAX,
-                      "memberSize " + std::to_string(memberSize) + " is out of range [1, " +
-                          std::to_string(SMEM_WORLD_SIZE_MAX) + "]");
+    check_rank_count("memberSize", memberSize);
     BmCreateArgs args;
     args.member_size = static_cast<int>(memberSize);
     args.data_ops = static_cast<uint32_t>(enum_bits(dataOpType));
@@ -232,9 +192,8 @@ smem_bm_t smem_bm_create2(uint32_t id, const smem_bm_create_option_t* option) {
                       "dramShmFd must be -1 (or 0): memloom allocates host memory itself");
     BmCreateArgs args;
     {
-      BmState& bm = state();
-      std::lock_guard<std::mutex> lock(bm.mutex);
-      args.member_size = world_with_rank(bm)->size();
+      BmRegistry::Lock held = registry().lock();
+      args.member_size = world_with_rank(held)->size();
     }
     args.data_ops = static_cast<uint32_t>(enum_bits(option->dataOpType));
     args.local_dram = option->localDRAMSize;
@@ -247,15 +206,7 @@ smem_bm_t smem_bm_create2(uint32_t id, const smem_bm_create_option_t* option) {
 }
 
 void smem_bm_destroy(smem_bm_t handle) {
-  facade_call("smem_bm_destroy", [&] {
-    std::shared_ptr<BmObject> object = lookup(handle);
-    BmState& bm = state();
-    {
-      std::lock_guard<std::mutex> lock(bm.mutex);
-      bm.objects.erase(handle);
-    }
-    object.reset();  // the last reference unless another thread is still inside a call
-  });
+  facade_call("smem_bm_destroy", [&] { registry().remove(handle); });
 }
 
 int32_t smem_bm_join(smem_bm_t handle, uint32_t flags, void** localGvaAddress) {

@@ -1,9 +1,9 @@
 #include "src/smem/bm/bm_object.h"
 
-#include <sstream>
-
 #include "memloom/error.h"
+#include "src/base/hex.h"
 #include "src/base/log.h"
+#include "src/base/range_map.h"
 #include "src/core/platform_loader.h"
 #include "src/smem/rank_agreement.h"
 #include "src/smem/smem_facade.h"
@@ -11,9 +11,6 @@
 namespace memloom::smem {
 namespace {
 
-constexpr uint32_t kKnownDataOps = SMEMB_DATA_OP_SDMA | SMEMB_DATA_OP_HOST_RDMA |
-                                   SMEMB_DATA_OP_HOST_TCP | SMEMB_DATA_OP_DEVICE_RDMA |
-                                   SMEMB_DATA_OP_HOST_URMA;
 constexpr uint64_t kMaxHbmStride = 64ull << 30;  // per rank, as published
 constexpr uint64_t kMaxDramStride = 2ull << 40;  // per rank, as published
 
@@ -69,11 +66,7 @@ void check_size(const char* what, uint64_t local, uint64_t stride, uint64_t max,
   }
 }
 
-std::string hex(uintptr_t value) {
-  std::ostringstream out;
-  out << "0x" << std::hex << value;
-  return out.str();
-}
+using base::hex;
 
 }  // namespace
 
@@ -88,7 +81,7 @@ std::unique_ptr<BmObject> BmObject::create(SmemWorld& world, const BmCreateArgs&
   MEMLOOM_CHECK_ARG(world.rank() < args.member_size,
                     "rank " + std::to_string(world.rank()) + " is not a member of a BM object of " +
                         std::to_string(args.member_size) + " ranks");
-  MEMLOOM_CHECK_ARG(args.data_ops != 0 && (args.data_ops & ~kKnownDataOps) == 0,
+  MEMLOOM_CHECK_ARG(args.data_ops != 0 && (args.data_ops & ~kKnownBmDataOps) == 0,
                     "dataOpType " + std::to_string(args.data_ops) +
                         " is not a set of smem_bm_data_op_type values");
   MEMLOOM_CHECK_ARG(args.local_hbm > 0 || args.local_dram > 0,
@@ -358,12 +351,7 @@ void BmObject::register_user_memory(void* address, size_t size) {
                           " range of the GVA; only memory outside it can be registered");
   }
   std::lock_guard<std::mutex> lock(state_mutex_);
-  auto next = user_memory_.lower_bound(start);
-  bool overlap = (next != user_memory_.end() && next->first < start + size);
-  if (next != user_memory_.begin()) {
-    auto previous = std::prev(next);
-    overlap = overlap || previous->first + previous->second > start;
-  }
+  const bool overlap = base::first_overlap(user_memory_, start, size) != user_memory_.end();
   MEMLOOM_CHECK_ARG(!overlap, "[" + hex(start) + ", +" + std::to_string(size) +
                                   ") overlaps memory registered before");
   core::platform().memory_domain().register_user_memory(address, size);

@@ -1,12 +1,10 @@
 // The MemFabric SHM facade: argument checks, the process's shm state, and the handle registry.
 // Every entry point runs through facade_call / facade_value (src/smem/smem_facade.h).
-#include <chrono>
-#include <map>
 #include <memory>
-#include <mutex>
 
 #include "smem/host/smem_shm.h"
 #include "src/core/platform_loader.h"
+#include "src/smem/handle_registry.h"
 #include "src/smem/shm/shm_object.h"
 #include "src/smem/smem_facade.h"
 #include "src/smem/smem_world.h"
@@ -14,22 +12,18 @@
 namespace memloom::smem {
 namespace {
 
-struct ShmState {
-  std::mutex mutex;
-  std::shared_ptr<SmemWorld> world;
-  smem_shm_config_t config{};
-  std::map<const void*, std::shared_ptr<ShmObject>> objects;
-  std::map<uint32_t, uint64_t> instances;  // objects created per id, for fresh store keys
-};
+using ShmSession = WorldSession<smem_shm_config_t>;
 
-// Never destroyed: an exit function run by smem_shm_global_exit may call exit() on any thread.
-ShmState& state() {
-  static auto* shm_state = new ShmState();
-  return *shm_state;
-}
+using ShmRegistry = HandleRegistry<ShmObject, ShmSession>;
 
-std::chrono::milliseconds seconds(uint32_t value) {
-  return std::chrono::milliseconds(static_cast<int64_t>(value) * 1000);
+ShmRegistry& registry() {
+  static constexpr const char* kNotLive =
+      "the handle is not a live shm object (never created or already destroyed)";
+  // Never destroyed: an exit function run by smem_shm_global_exit may call exit() on any thread.
+  static auto* shm = new ShmRegistry(HandleTexts{"the shm handle is null", kNotLive, kNotLive,
+                                                 "smem_shm_init has not been called", "shm object",
+                                                 /*handles_need_session=*/true});
+  return *shm;
 }
 
 void check_timeout(const char* name, uint32_t value) {
@@ -37,14 +31,7 @@ void check_timeout(const char* name, uint32_t value) {
 }
 
 std::shared_ptr<ShmObject> lookup(smem_shm_t handle) {
-  MEMLOOM_CHECK_ARG(handle != nullptr, "the shm handle is null");
-  ShmState& shm = state();
-  std::lock_guard<std::mutex> lock(shm.mutex);
-  if (!shm.world) raise_not_initialized("smem_shm_init has not been called");
-  auto found = shm.objects.find(handle);
-  MEMLOOM_CHECK_ARG(found != shm.objects.end(),
-                    "the handle is not a live shm object (never created or already destroyed)");
-  return found->second;
+  return registry().lookup(handle);
 }
 
 int to_int(uint32_t value, const char* name) {
@@ -55,8 +42,6 @@ int to_int(uint32_t value, const char* name) {
 }  // namespace
 }  // namespace memloom::smem
 
-using memloom::raise;
-using memloom::Status;
 using namespace memloom::smem;
 
 extern "C" {
@@ -65,9 +50,9 @@ int32_t smem_shm_config_init(smem_shm_config_t* config) {
   return facade_call("smem_shm_config_init", [&] {
     MEMLOOM_CHECK_ARG(config != nullptr, "config is null");
     *config = smem_shm_config_t{};
-    config->shmInitTimeout = 120;
-    config->shmCreateTimeout = 120;
-    config->controlOperationTimeout = 120;
+    config->shmInitTimeout = kDefaultTimeoutSeconds;
+    config->shmCreateTimeout = kDefaultTimeoutSeconds;
+    config->controlOperationTimeout = kDefaultTimeoutSeconds;
     config->startConfigStoreServer = true;
     config->flags = 0;
   });
@@ -77,9 +62,7 @@ int32_t smem_shm_init(const char* configStoreIpPort, uint32_t worldSize, uint32_
                       uint16_t deviceId, smem_shm_config_t* config) {
   return facade_call("smem_shm_init", [&] {
     MEMLOOM_CHECK_ARG(configStoreIpPort != nullptr, "configStoreIpPort is null");
-    MEMLOOM_CHECK_ARG(worldSize >= 1 && worldSize <= SMEM_WORLD_SIZE_MAX,
-                      "worldSize " + std::to_string(worldSize) + " is out of range [1, " +
-                          std::to_string(SMEM_WORLD_SIZE_MAX) + "]");
+    check_rank_count("worldSize", worldSize);
     MEMLOOM_CHECK_ARG(rankId < worldSize, "rankId " + std::to_string(rankId) +
                                               " is out of range [0, " + std::to_string(worldSize) +
                                               ")");
@@ -90,37 +73,27 @@ int32_t smem_shm_init(const char* configStoreIpPort, uint32_t worldSize, uint32_
     check_timeout("shmCreateTimeout", effective.shmCreateTimeout);
     check_timeout("controlOperationTimeout", effective.controlOperationTimeout);
 
-    ShmState& shm = state();
-    std::lock_guard<std::mutex> lock(shm.mutex);
-    if (shm.world)
-      raise_repeat_call("smem_shm_init was already called (call smem_shm_uninit first)");
-    WorldOptions options;
-    options.api = "shm";
-    options.store_url = configStoreIpPort;
-    options.world_size = static_cast<int>(worldSize);
-    options.rank = static_cast<int>(rankId);
-    options.device = deviceId;
-    options.start_server = effective.startConfigStoreServer && rankId == 0;
-    options.deadline = memloom::Deadline::after(seconds(effective.shmInitTimeout));
-    shm.world = SmemWorld::join(options);
-    shm.config = effective;
+    registry().open(
+        "smem_shm_init was already called (call smem_shm_uninit first)", [&](ShmSession& session) {
+          WorldOptions options;
+          options.api = "shm";
+          options.store_url = configStoreIpPort;
+          options.world_size = static_cast<int>(worldSize);
+          options.rank = static_cast<int>(rankId);
+          options.device = deviceId;
+          options.start_server = effective.startConfigStoreServer && rankId == 0;
+          // Started under the lock: a concurrent *_init's join does not eat into it.
+          options.deadline = memloom::Deadline::after(config_seconds(effective.shmInitTimeout));
+          session.world = SmemWorld::join(options);
+          session.config = effective;
+        });
   });
 }
 
 void smem_shm_uninit(uint32_t flags) {
   facade_call("smem_shm_uninit", [&] {
     (void)flags;  // reserved
-    ShmState& shm = state();
-    std::map<const void*, std::shared_ptr<ShmObject>> objects;
-    std::shared_ptr<SmemWorld> world;
-    {
-      std::lock_guard<std::mutex> lock(shm.mutex);
-      if (!shm.world) raise_not_initialized("smem_shm_init has not been called");
-      objects.swap(shm.objects);
-      world.swap(shm.world);
-    }
-    objects.clear();  // destroyed outside the lock, before the world they live in
-    world.reset();
+    registry().close();
   });
 }
 
@@ -132,39 +105,31 @@ smem_shm_t smem_shm_create(uint32_t id, uint32_t rankSize, uint32_t rankId, uint
                            smem_shm_data_op_type dataOpType, uint32_t flags, void** gva) {
   return facade_value<smem_shm_t>("smem_shm_create", nullptr, [&]() -> smem_shm_t {
     MEMLOOM_CHECK_ARG(gva != nullptr, "gva is null");
-    ShmState& shm = state();
     std::shared_ptr<SmemWorld> world;
+    // Declared after `world`: released before the world it lives in.
+    std::shared_ptr<ShmObject> object;
     ShmCreateArgs args;
-    uint64_t instance = 0;
-    {
-      std::lock_guard<std::mutex> lock(shm.mutex);
-      if (!shm.world) raise_not_initialized("smem_shm_init has not been called");
-      for (const auto& [handle, object] : shm.objects) {
-        MEMLOOM_CHECK_ARG(object->id() != id,
-                          "shm object id " + std::to_string(id) + " is in use (destroy it first)");
-      }
-      MEMLOOM_CHECK_ARG(rankSize <= static_cast<uint32_t>(shm.world->size()),
-                        "rankSize " + std::to_string(rankSize) + " exceeds the world size " +
-                            std::to_string(shm.world->size()));
-      world = shm.world;
-      args.create_timeout = seconds(shm.config.shmCreateTimeout);
-      args.control_timeout = seconds(shm.config.controlOperationTimeout);
-      instance = shm.instances[id]++;
-    }
-    args.id = id;
-    args.rank_size = to_int(rankSize, "rankSize");
-    args.rank = to_int(rankId, "rankId");
-    args.symmetric_size = symmetricSize;
-    args.data_ops = static_cast<uint32_t>(dataOpType);
-    args.flags = flags;
-    std::shared_ptr<ShmObject> object = ShmObject::create(*world, args, instance);
-    void* handle = fresh_handle();
-    {
-      std::lock_guard<std::mutex> lock(shm.mutex);
-      if (shm.world != world)
-        raise(Status::kCommunication, "smem_shm_uninit ran during smem_shm_create");
-      shm.objects.emplace(handle, object);
-    }
+    void* handle = registry().create(
+        id,
+        [&](const ShmSession& session) {
+          MEMLOOM_CHECK_ARG(rankSize <= static_cast<uint32_t>(session.world->size()),
+                            "rankSize " + std::to_string(rankSize) + " exceeds the world size " +
+                                std::to_string(session.world->size()));
+          world = session.world;
+          args.create_timeout = config_seconds(session.config.shmCreateTimeout);
+          args.control_timeout = config_seconds(session.config.controlOperationTimeout);
+        },
+        [&](uint64_t instance) {
+          args.id = id;
+          args.rank_size = to_int(rankSize, "rankSize");
+          args.rank = to_int(rankId, "rankId");
+          args.symmetric_size = symmetricSize;
+          args.data_ops = static_cast<uint32_t>(dataOpType);
+          args.flags = flags;
+          object = ShmObject::create(*world, args, instance);
+          return object;
+        },
+        "smem_shm_uninit ran during smem_shm_create");
     *gva = object->gva();
     return handle;
   });
@@ -178,10 +143,7 @@ uint64_t smem_shm_get_symmetric_size(smem_shm_t handle) {
 int32_t smem_shm_destroy(smem_shm_t handle, uint32_t flags) {
   return facade_call("smem_shm_destroy", [&] {
     (void)flags;  // reserved
-    std::shared_ptr<ShmObject> object = lookup(handle);
-    ShmState& shm = state();
-    std::lock_guard<std::mutex> lock(shm.mutex);
-    shm.objects.erase(handle);
+    registry().remove(handle);
   });
 }
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "memloom/error.h"
+#include "src/base/hex.h"
 #include "src/base/log.h"
-#include "src/smem/trans/hex_address.h"
 
 namespace memloom::smem::trans {
 namespace {
@@ -198,7 +198,7 @@ bool DataServer::serve_transfer(int fd, const wire::FrameHeader& header, Staging
     auto region = op.bytes == 0 ? std::nullopt : regions_.find(op.remote_address, op.bytes);
     if (!region) {
       status = Status::kInvalidInput;
-      message = "[" + hex_address(op.remote_address) + ", +" + std::to_string(op.bytes) +
+      message = "[" + base::hex(op.remote_address) + ", +" + std::to_string(op.bytes) +
                 ") is not inside memory registered by '" + identity_.unique_id + "'";
     } else {
       regions.push_back(*region);

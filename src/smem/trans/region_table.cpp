@@ -9,9 +9,9 @@
 #include <thread>
 
 #include "memloom/error.h"
-#include "src/core/fd_broker.h"
+#include "src/base/hex.h"
 #include "src/base/log.h"
-#include "src/smem/trans/hex_address.h"
+#include "src/core/fd_broker.h"
 
 namespace memloom::smem::trans {
 namespace {
@@ -125,25 +125,16 @@ bool RegionTable::add(uint64_t address, uint64_t size, const RegionShare& share)
                                      " bytes does not fit a region slot");
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  auto next = regions_.lower_bound(address);
-  const bool is_memfd = share.kind == RegionKind::kMemfd;
-  if (next != regions_.end() && next->second.address == address && next->second.size == size &&
-      (next->second.kind == RegionKind::kMemfd) == is_memfd &&
-      (!is_memfd || next->second.token == share.token)) {
-    return false;  // registering the same range again is harmless
-  }
-  auto overlaps = [&](const RegionRef& r) {
-    return address < r.address + r.size && r.address < address + size;
-  };
-  const RegionRef* clash = nullptr;
-  if (next != regions_.end() && overlaps(next->second)) clash = &next->second;
-  if (next != regions_.begin() && overlaps(std::prev(next)->second))
-    clash = &std::prev(next)->second;
-  if (clash != nullptr) {
-    raise(Status::kInvalidInput, "[" + hex_address(address) + ", +" + std::to_string(size) +
+  if (const auto* clash = regions_.overlapping(address, size)) {
+    const bool is_memfd = share.kind == RegionKind::kMemfd;
+    if (clash->is(address, size) && (clash->payload.kind == RegionKind::kMemfd) == is_memfd &&
+        (!is_memfd || clash->payload.token == share.token)) {
+      return false;  // registering the same range again is harmless
+    }
+    raise(Status::kInvalidInput, "[" + base::hex(address) + ", +" + std::to_string(size) +
                                      ") overlaps the registered region [" +
-                                     hex_address(clash->address) + ", +" +
-                                     std::to_string(clash->size) + ")");
+                                     base::hex(clash->start) + ", +" + std::to_string(clash->size) +
+                                     ")");
   }
   uint32_t index = 0;
   if (!free_slots_.empty()) {
@@ -165,8 +156,10 @@ bool RegionTable::add(uint64_t address, uint64_t size, const RegionShare& share)
   uint64_t generation = slot.generation.load(std::memory_order_relaxed) + 1;  // even -> odd: live
   slot.generation.store(generation, std::memory_order_release);
   header_->version.fetch_add(1, std::memory_order_release);
-  regions_[address] =
-      RegionRef{address, size, index, generation, share.kind, share.token, share.descriptor};
+  // No clash: checked above, under the same lock.
+  regions_.insert(
+      address, size,
+      RegionRef{address, size, index, generation, share.kind, share.token, share.descriptor});
   return true;
 }
 
@@ -174,12 +167,12 @@ void RegionTable::remove(uint64_t address, std::chrono::milliseconds wait) {
   RegionRef region;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = regions_.find(address);
-    if (it == regions_.end()) {
-      raise(Status::kNotFound, "no registered region starts at " + hex_address(address));
+    const auto* found = regions_.find(address);
+    if (found == nullptr) {
+      raise(Status::kNotFound, "no registered region starts at " + base::hex(address));
     }
-    region = it->second;
-    regions_.erase(it);
+    region = found->payload;
+    regions_.erase(address);
     slots_[region.slot].generation.fetch_add(1, std::memory_order_seq_cst);  // odd -> even: dead
     header_->version.fetch_add(1, std::memory_order_seq_cst);
   }
@@ -205,11 +198,9 @@ void RegionTable::remove(uint64_t address, std::chrono::milliseconds wait) {
 
 std::optional<RegionRef> RegionTable::find(uint64_t address, uint64_t bytes) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = regions_.upper_bound(address);
-  if (it == regions_.begin()) return std::nullopt;
-  --it;
-  if (!it->second.contains(address, bytes)) return std::nullopt;
-  return it->second;
+  const auto* found = regions_.find_containing(address, bytes);
+  if (found == nullptr) return std::nullopt;
+  return found->payload;
 }
 
 size_t RegionTable::size() const {
@@ -239,7 +230,7 @@ std::vector<const RegionRef*> RegionSnapshot::regions_of(const std::vector<Piece
   for (size_t i = 0; i < pieces.size(); ++i) {
     found[i] = find(pieces[i].remote, pieces[i].bytes);
     if (found[i] == nullptr) {
-      raise(Status::kInvalidInput, "[" + hex_address(pieces[i].remote) + ", +" +
+      raise(Status::kInvalidInput, "[" + base::hex(pieces[i].remote) + ", +" +
                                        std::to_string(pieces[i].bytes) +
                                        ") is not inside memory registered by '" + peer_name + "'");
     }
@@ -252,7 +243,7 @@ int fetch_region_fd(const RegionRef& region, const std::string& peer_name, Deadl
     return core::FdBroker::fetch(region.token, deadline);
   } catch (const Error& error) {
     if (error.status() != Status::kNotFound) throw;
-    raise(Status::kInvalidInput, "memory of '" + peer_name + "' at " + hex_address(region.address) +
+    raise(Status::kInvalidInput, "memory of '" + peer_name + "' at " + base::hex(region.address) +
                                      " was freed or deregistered during the transfer");
   }
 }

@@ -21,7 +21,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -29,6 +28,7 @@
 #include <vector>
 
 #include "memloom/deadline.h"
+#include "src/base/range_map.h"
 #include "src/smem/trans/socket_io.h"
 #include "src/smem/trans/transfer_piece.h"
 
@@ -136,7 +136,7 @@ class RegionTable {
   TableHeader* header_ = nullptr;
   TableSlot* slots_ = nullptr;
   mutable std::mutex mutex_;
-  std::map<uint64_t, RegionRef> regions_;  // by start address
+  base::RangeMap<RegionRef> regions_;  // each whole, as find() hands it out
   std::vector<uint32_t> free_slots_;
   uint64_t high_water_ = 0;
 };

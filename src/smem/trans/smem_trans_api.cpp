@@ -2,16 +2,15 @@
 // SMEM_* codes (through the smem facade wrapper, like every smem entry point). The work is in
 // Engine.
 #include <climits>
-#include <cstring>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "memloom/error.h"
 #include "smem/host/smem_trans.h"
+#include "src/base/enum_bits.h"
 #include "src/core/platform_loader.h"
+#include "src/smem/handle_registry.h"
 #include "src/smem/smem_error.h"
 #include "src/smem/smem_facade.h"
 #include "src/smem/trans/endpoint_address.h"
@@ -20,38 +19,30 @@
 
 namespace {
 
-using memloom::raise;
-using memloom::Status;
+using memloom::base::enum_bits;
+using memloom::smem::kDefaultTimeoutSeconds;
+using memloom::smem::kKnownBmDataOps;
 using memloom::smem::trans::Direction;
 using memloom::smem::trans::Engine;
 using memloom::smem::trans::EngineOptions;
 using memloom::smem::trans::TransferEntry;
 
-constexpr uint32_t kDefaultTimeoutSeconds = 120;
-constexpr uint32_t kKnownDataOps = SMEMB_DATA_OP_SDMA | SMEMB_DATA_OP_HOST_RDMA |
-                                   SMEMB_DATA_OP_HOST_TCP | SMEMB_DATA_OP_DEVICE_RDMA |
-                                   SMEMB_DATA_OP_HOST_URMA;
 constexpr uint32_t kNetworkDataOps = SMEMB_DATA_OP_HOST_RDMA | SMEMB_DATA_OP_HOST_TCP |
                                      SMEMB_DATA_OP_DEVICE_RDMA | SMEMB_DATA_OP_HOST_URMA;
 
-std::mutex g_mutex;
-bool g_initialized = false;
-// Handles are looked up here, so a stale or foreign handle is an error and never a crash.
-std::unordered_map<void*, std::shared_ptr<Engine>> g_engines;
-
-void require_initialized() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (!g_initialized) {
-    memloom::smem::raise_not_initialized(
-        "smem_trans_init has not been called (or smem_trans_uninit was)");
-  }
-}
+// The session is only "smem_trans_init was called": engines stand alone. A namespace-scope
+// object, so engines a caller never destroyed are still destroyed at exit.
+memloom::smem::HandleRegistry<Engine, bool> g_engines(memloom::smem::HandleTexts{
+    "handle is null", "handle is not a live transfer instance (never created, or destroyed)",
+    "handle is not a live transfer instance (destroyed twice?)",
+    "smem_trans_init has not been called (or smem_trans_uninit was)", nullptr,
+    /*handles_need_session=*/false});
 
 // Every entry point that needs smem_trans_init: the shared facade wrapper (smem::guarded inside).
 template <typename Body>
 int32_t run_api(const char* function, Body&& body) {
   return memloom::smem::facade_call(function, [&] {
-    require_initialized();
+    g_engines.require_open();
     body();
   });
 }
@@ -59,20 +50,13 @@ int32_t run_api(const char* function, Body&& body) {
 template <typename T, typename Body>
 T run_api_value(const char* function, Body&& body) {
   return memloom::smem::facade_value<T>(function, T{}, [&] {
-    require_initialized();
+    g_engines.require_open();
     return body();
   });
 }
 
 std::shared_ptr<Engine> engine_of(smem_trans_t handle) {
-  MEMLOOM_CHECK_ARG(handle != nullptr, "handle is null");
-  std::lock_guard<std::mutex> lock(g_mutex);
-  auto it = g_engines.find(handle);
-  if (it == g_engines.end()) {
-    raise(Status::kInvalidInput,
-          "handle is not a live transfer instance (never created, or destroyed)");
-  }
-  return it->second;
+  return g_engines.lookup(handle);
 }
 
 void check_flags(uint32_t flags) {
@@ -85,18 +69,10 @@ std::string check_peer_id(const char* unique_id) {
   return unique_id;
 }
 
-template <typename Enum>
-int enum_value(const Enum& field) {
-  static_assert(sizeof(Enum) == sizeof(int));
-  int value = 0;
-  std::memcpy(&value, &field, sizeof(value));
-  return value;
-}
-
 EngineOptions engine_options(const smem_trans_config_t* config) {
   MEMLOOM_CHECK_ARG(config != nullptr, "config is null");
-  // Enum fields are read as integers: a caller's out-of-range value must be refused, not assumed.
-  const int role = enum_value(config->role);
+  // A caller's out-of-range enum value must be refused, not assumed.
+  const int role = enum_bits(config->role);
   MEMLOOM_CHECK_ARG(
       role == SMEM_TRANS_SENDER || role == SMEM_TRANS_RECEIVER || role == SMEM_TRANS_BOTH,
       "config.role must be SMEM_TRANS_SENDER, SMEM_TRANS_RECEIVER or SMEM_TRANS_BOTH, got " +
@@ -104,8 +80,8 @@ EngineOptions engine_options(const smem_trans_config_t* config) {
   MEMLOOM_CHECK_ARG(config->initTimeout > 0, "config.initTimeout must be at least 1 second");
   MEMLOOM_CHECK_ARG(config->flags == 0, "config.flags are reserved and must be 0, got " +
                                             std::to_string(config->flags));
-  const auto ops = static_cast<uint32_t>(enum_value(config->dataOpType));
-  MEMLOOM_CHECK_ARG(ops != 0 && (ops & ~kKnownDataOps) == 0,
+  const auto ops = static_cast<uint32_t>(enum_bits(config->dataOpType));
+  MEMLOOM_CHECK_ARG(ops != 0 && (ops & ~kKnownBmDataOps) == 0,
                     "config.dataOpType must be a combination of SMEMB_DATA_OP_* flags, got " +
                         std::to_string(ops));
   if (config->deviceId != UINT32_MAX) {
@@ -117,7 +93,7 @@ EngineOptions engine_options(const smem_trans_config_t* config) {
   EngineOptions options;
   options.initiates = role == SMEM_TRANS_SENDER || role == SMEM_TRANS_BOTH;
   options.serves = role == SMEM_TRANS_RECEIVER || role == SMEM_TRANS_BOTH;
-  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(config->initTimeout) * 1000);
+  options.timeout = memloom::smem::config_seconds(config->initTimeout);
   options.paths.direct = (ops & SMEMB_DATA_OP_SDMA) != 0;
   options.paths.network = (ops & kNetworkDataOps) != 0;
   options.start_store = config->startConfigServer;
@@ -203,21 +179,15 @@ int32_t smem_trans_config_init(smem_trans_config_t* config) {
 int32_t smem_trans_init(const smem_trans_config_t* config) {
   return memloom::smem::guarded("smem_trans_init", [&] {
     engine_options(config);
-    std::lock_guard<std::mutex> lock(g_mutex);
-    g_initialized = true;
+    auto held = g_engines.lock();
+    g_engines.session(held) = true;
   });
 }
 
 void smem_trans_uninit(uint32_t flags) {
   (void)memloom::smem::guarded("smem_trans_uninit", [&] {
     (void)flags;  // reserved
-    std::unordered_map<void*, std::shared_ptr<Engine>> engines;
-    {
-      std::lock_guard<std::mutex> lock(g_mutex);
-      engines.swap(g_engines);
-      g_initialized = false;
-    }
-    for (auto& [handle, engine] : engines) engine->shutdown();
+    g_engines.close([](Engine& engine) { engine.shutdown(); });
   });
 }
 
@@ -227,30 +197,15 @@ smem_trans_t smem_trans_create(const char* storeUrl, const char* uniqueId,
     MEMLOOM_CHECK_ARG(storeUrl != nullptr, "storeUrl is null");
     MEMLOOM_CHECK_ARG(uniqueId != nullptr, "uniqueId is null");
     EngineOptions options = engine_options(config);
-    auto engine = Engine::create(storeUrl, uniqueId, options);
-    std::lock_guard<std::mutex> lock(g_mutex);
-    // Handles are never reused, so a stale handle cannot reach a newer engine.
-    void* handle = memloom::smem::fresh_handle();
-    g_engines[handle] = engine;
-    return handle;
+    return g_engines.add(Engine::create(storeUrl, uniqueId, options));
   });
 }
 
 void smem_trans_destroy(smem_trans_t handle, uint32_t flags) {
   (void)memloom::smem::guarded("smem_trans_destroy", [&] {
     (void)flags;  // reserved
-    MEMLOOM_CHECK_ARG(handle != nullptr, "handle is null");
-    std::shared_ptr<Engine> engine;
-    {
-      std::lock_guard<std::mutex> lock(g_mutex);
-      auto it = g_engines.find(handle);
-      if (it == g_engines.end())
-        raise(Status::kInvalidInput, "handle is not a live transfer instance (destroyed twice?)");
-      engine = std::move(it->second);
-      g_engines.erase(it);
-    }
     // Transfers still queued on streams keep the engine alive; they fail as "destroyed".
-    engine->shutdown();
+    g_engines.remove(handle)->shutdown();
   });
 }
 

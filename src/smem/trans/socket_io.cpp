@@ -73,35 +73,61 @@ void choose_congestion_control(int fd) {
   }
 }
 
+// What differs between sending and receiving on the data path.
+struct Direction {
+  bool send;
+  short events;           // what to wait for when the socket has no room or no data
+  const char* call;       // for connection_failed
+  const char* buffer;     // whose memory a bad address is in
+  const char* timed_out;  // the message at the deadline
+};
+
+constexpr Direction kSend{true, POLLOUT, "send", "source", "timed out sending to a peer"};
+constexpr Direction kReceive{false, POLLIN, "receive", "destination",
+                             "timed out receiving from a peer"};
+
+// One non-blocking sendmsg/recvmsg over the cursor (send_some/recv_some).
+size_t move_some(int fd, IovCursor& cursor, const Direction& direction) {
+  if (cursor.done()) return 0;
+  msghdr message{};
+  size_t count = 0;
+  message.msg_iov = cursor.next(&count);
+  message.msg_iovlen = count;
+  ssize_t moved = direction.send ? ::sendmsg(fd, &message, MSG_DONTWAIT | MSG_NOSIGNAL)
+                                 : ::recvmsg(fd, &message, MSG_DONTWAIT);
+  if (moved < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
+    if (errno == EFAULT) {
+      raise(Status::kInvalidInput,
+            std::string("a ") + direction.buffer + " buffer of the transfer is not mapped");
+    }
+    connection_failed(direction.call, errno);
+  }
+  if (moved == 0 && !direction.send) {
+    raise(Status::kCommunication, "the peer closed the connection (it may have exited)");
+  }
+  cursor.advance(static_cast<size_t>(moved));
+  return static_cast<size_t>(moved);
+}
+
+// Moves all of the cursor's bytes, waiting while the socket is not ready (send/recv_exact).
+bool move_exact(int fd, IovCursor cursor, const Direction& direction, Deadline deadline,
+                int stop_fd) {
+  while (!cursor.done()) {
+    if (move_some(fd, cursor, direction) > 0) continue;
+    WaitResult waited = wait_for(fd, direction.events, deadline, stop_fd);
+    if (waited == WaitResult::kStopped) return false;
+    if (waited == WaitResult::kTimeout) raise(Status::kTimeout, direction.timed_out);
+  }
+  return true;
+}
+
 }  // namespace
 
 void tune_data_socket(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   choose_congestion_control(fd);
-}
-
-UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
-  if (this != &other) reset(std::exchange(other.fd_, -1));
-  return *this;
-}
-
-void UniqueFd::reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
-
-WaitResult wait_for(int fd, short events, Deadline deadline, int stop_fd) {
-  while (true) {
-    pollfd fds[2] = {{fd, events, 0}, {stop_fd, POLLIN, 0}};
-    int rc = ::poll(fds, stop_fd >= 0 ? 2 : 1, deadline.poll_timeout_ms(1000));
-    if (rc < 0 && errno != EINTR) raise_errno("poll", errno);
-    if (rc > 0) {
-      if (stop_fd >= 0 && fds[1].revents != 0) return WaitResult::kStopped;
-      if (fds[0].revents != 0) return WaitResult::kReady;
-    }
-    if (deadline.expired()) return WaitResult::kTimeout;
-  }
 }
 
 UniqueFd listen_on(const EndpointAddress& address) {
@@ -152,25 +178,12 @@ UniqueFd connect_to(const EndpointAddress& address, Deadline deadline) {
 }
 
 bool send_exact(int fd, const void* data, size_t bytes, Deadline deadline, int stop_fd) {
-  IovCursor cursor({iovec{const_cast<void*>(data), bytes}});
-  while (!cursor.done()) {
-    if (send_some(fd, cursor) > 0) continue;
-    WaitResult waited = wait_for(fd, POLLOUT, deadline, stop_fd);
-    if (waited == WaitResult::kStopped) return false;
-    if (waited == WaitResult::kTimeout) raise(Status::kTimeout, "timed out sending to a peer");
-  }
-  return true;
+  return move_exact(fd, IovCursor({iovec{const_cast<void*>(data), bytes}}), kSend, deadline,
+                    stop_fd);
 }
 
 bool recv_exact(int fd, void* data, size_t bytes, Deadline deadline, int stop_fd) {
-  IovCursor cursor({iovec{data, bytes}});
-  while (!cursor.done()) {
-    if (recv_some(fd, cursor) > 0) continue;
-    WaitResult waited = wait_for(fd, POLLIN, deadline, stop_fd);
-    if (waited == WaitResult::kStopped) return false;
-    if (waited == WaitResult::kTimeout) raise(Status::kTimeout, "timed out receiving from a peer");
-  }
-  return true;
+  return move_exact(fd, IovCursor({iovec{data, bytes}}), kReceive, deadline, stop_fd);
 }
 
 IovCursor::IovCursor(std::vector<iovec> iovs) : iovs_(std::move(iovs)) {
@@ -197,40 +210,11 @@ void IovCursor::advance(size_t bytes) {
 }
 
 size_t send_some(int fd, IovCursor& cursor) {
-  if (cursor.done()) return 0;
-  msghdr message{};
-  size_t count = 0;
-  message.msg_iov = cursor.next(&count);
-  message.msg_iovlen = count;
-  ssize_t sent = ::sendmsg(fd, &message, MSG_DONTWAIT | MSG_NOSIGNAL);
-  if (sent < 0) {
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
-    if (errno == EFAULT)
-      raise(Status::kInvalidInput, "a source buffer of the transfer is not mapped");
-    connection_failed("send", errno);
-  }
-  cursor.advance(static_cast<size_t>(sent));
-  return static_cast<size_t>(sent);
+  return move_some(fd, cursor, kSend);
 }
 
 size_t recv_some(int fd, IovCursor& cursor) {
-  if (cursor.done()) return 0;
-  msghdr message{};
-  size_t count = 0;
-  message.msg_iov = cursor.next(&count);
-  message.msg_iovlen = count;
-  ssize_t got = ::recvmsg(fd, &message, MSG_DONTWAIT);
-  if (got < 0) {
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
-    if (errno == EFAULT)
-      raise(Status::kInvalidInput, "a destination buffer of the transfer is not mapped");
-    connection_failed("receive", errno);
-  }
-  if (got == 0) {
-    raise(Status::kCommunication, "the peer closed the connection (it may have exited)");
-  }
-  cursor.advance(static_cast<size_t>(got));
-  return static_cast<size_t>(got);
+  return move_some(fd, cursor, kReceive);
 }
 
 }  // namespace memloom::smem::trans

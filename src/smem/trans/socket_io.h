@@ -10,31 +10,17 @@
 #include <vector>
 
 #include "memloom/deadline.h"
+#include "src/base/fd_wait.h"
+#include "src/base/unique_fd.h"
 #include "src/smem/trans/endpoint_address.h"
 
 namespace memloom::smem::trans {
 
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept;
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  void reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
-
-enum class WaitResult { kReady, kTimeout, kStopped };
+using base::UniqueFd;
 
 // Waits for `events` on fd, or for stop_fd (-1: none) to become readable, until the deadline.
-WaitResult wait_for(int fd, short events, Deadline deadline, int stop_fd = -1);
+using base::wait_for;
+using base::WaitResult;
 
 // A listening, non-blocking TCP socket bound to exactly `address`. Throws kInvalidInput when the
 // address is not one of this host's, kInvalidValue when another socket already holds it.

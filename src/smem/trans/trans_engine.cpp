@@ -7,10 +7,10 @@
 #include "memloom/error.h"
 #include "smem/host/smem_trans_def.h"
 #include "src/base/environment.h"
-#include "src/core/fd_broker.h"
+#include "src/base/hex.h"
 #include "src/base/log.h"
+#include "src/core/fd_broker.h"
 #include "src/core/platform_loader.h"
-#include "src/smem/trans/hex_address.h"
 #include "src/smem/trans/staged_copies.h"
 #include "src/smem/trans/wire_format.h"
 
@@ -21,7 +21,7 @@ std::string random_incarnation() {
   std::random_device random;
   uint64_t value =
       (static_cast<uint64_t>(random()) << 32) ^ random() ^ static_cast<uint64_t>(::getpid());
-  return hex_address(value).substr(2);
+  return base::hex(value).substr(2);
 }
 
 }  // namespace
@@ -235,7 +235,7 @@ void Engine::release(void* address) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = allocations_.find(address);
     if (it == allocations_.end()) {
-      raise(Status::kInvalidInput, hex_address(address) +
+      raise(Status::kInvalidInput, base::hex(address) +
                                        " was not returned by smem_trans_malloc of '" + unique_id_ +
                                        "' (or was freed already)");
     }

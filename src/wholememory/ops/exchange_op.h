@@ -25,8 +25,8 @@ namespace memloom::wholememory {
 
 struct ExchangeOperands {
   std::shared_ptr<MemoryHandle> memory;
-  MatrixShape table;   // the WholeMemory tensor over its storage
-  IndexList indices;   // in user memory
+  MatrixShape table;       // the WholeMemory tensor over its storage
+  IndexList indices;       // in user memory
   kernels::RowTable rows;  // the output (gather) or input (scatter), in user memory
   OpStream* stream = nullptr;
   int device = 0;
@@ -77,8 +77,9 @@ class ExchangeWork {
   // waits for them.
   void read_back(void* host, const void* source, size_t bytes);
   // Enqueues a row copy whose indices are device-readable int64 `indices` of `count` entries.
-  void copy_rows(Direction direction, const kernels::RowTable& source, const kernels::RowTable& destination,
-                 const TempMemory* indices, size_t count, int64_t bound);
+  void copy_rows(Direction direction, const kernels::RowTable& source,
+                 const kernels::RowTable& destination, const TempMemory* indices, size_t count,
+                 int64_t bound);
   void synchronize();
 
  private:

@@ -15,14 +15,9 @@
 // distinct rows), gather: serving (reading the asked rows of my node's mapping), cross-node rows,
 // gather: row exchange (the gateway's answers back inside the node), then placing rows (gather:
 // into the output) or writing rows (scatter: into my node's mapping).
-#include <algorithm>
-#include <mutex>
-
 #include "memloom/error.h"
-#include "src/base/phase_trace.h"
-#include "src/wholememory/ops/device_routing.h"
 #include "src/wholememory/ops/distinct_entries.h"
-#include "src/wholememory/ops/exchange_op.h"
+#include "src/wholememory/ops/exchange_run.h"
 #include "src/wholememory/ops/request_round.h"
 
 namespace memloom::wholememory {
@@ -119,147 +114,121 @@ kernels::RowTable node_range(const ExchangeOperands& operands, const Hierarchy& 
   return contiguous_table(base, node);
 }
 
-std::shared_ptr<Communicator> local_communicator(const ExchangeOperands& operands) {
-  auto local = operands.memory->local_comm();
-  if (!local) raise(Status::kLogic, "HIERARCHY memory without a local communicator");
-  return local;
+// Runs body(run, hierarchy) under exchange_run.h's prologue, routing to my node's gateways and
+// holding the local communicator too, which the body exchanges over.
+template <typename Body>
+void run_across_nodes(const ExchangeOperands& operands, Direction direction, Body&& body) {
+  auto local_comm = operands.memory->local_comm();
+  if (!local_comm) raise(Status::kLogic, "HIERARCHY memory without a local communicator");
+  Hierarchy hierarchy(operands, *local_comm);
+  const RouteTargets gateways = hierarchy.gateways();
+  run_exchange(
+      operands, direction, "HIERARCHY", hierarchy.layout, &gateways,
+      [&](const ExchangeRun& run) { body(run, hierarchy); }, local_comm->collective_mutex());
+}
+
+// The entries of my node's range, the bound of a row copy over node_range().
+int64_t my_node_entries(const ExchangeOperands& operands, Hierarchy& hierarchy) {
+  const int node = hierarchy.world.node_index_of(operands.memory->comm().rank());
+  return hierarchy.layout.node_entries(node, hierarchy.world);
 }
 
 }  // namespace
 
 void hierarchy_gather(const ExchangeOperands& operands) {
-  const auto& table = operands.table;
-  auto& comm = operands.memory->comm();
-  auto local_comm = local_communicator(operands);
-  Hierarchy hierarchy(operands, *local_comm);
-  base::PhaseTrace trace("wholememory_gather (HIERARCHY)");
-  ExchangeWork work(operands);
-  const RouteTargets gateways = hierarchy.gateways();
-  OwnerRoute route(work, operands, hierarchy.layout, &gateways);
-  trace.mark("counting");
-  // Placed while the ranks agree; a list with a bad index fails in the agreement.
-  if (route.first_bad() < 0) route.place(false);
-  trace.mark("routing");
-  const size_t row_bytes = static_cast<size_t>(table.columns) * table.element_bytes();
-  const auto packed = [&](TempMemory* buffer) {
-    return packed_table(buffer->data(), table.columns, table.dtype);
-  };
-
-  std::scoped_lock lock(comm.collective_mutex(), local_comm->collective_mutex());
-  const Deadline deadline = collective_deadline();
-  join_exchange(operands, "wholememory_gather", route.first_bad(), deadline);
-  trace.mark("agreement");
-  abort_peers_on_failure(comm.group(), [&] {
+  run_across_nodes(operands, Direction::kGather, [&](const ExchangeRun& run, Hierarchy& hierarchy) {
+    ExchangeWork& work = run.work;
     // 1. Indices to the gateways of my node.
-    BucketedRound inside(hierarchy.local.collectives(), route.sent_per_rank(), deadline);
-    const std::vector<int64_t> received = exchange_gateway_keys(work, inside, route, deadline);
-    trace.mark("request exchange");
+    BucketedRound inside(hierarchy.local.collectives(), run.route.sent_per_rank(), run.deadline);
+    const std::vector<int64_t> received =
+        exchange_gateway_keys(work, inside, run.route, run.deadline);
+    run.trace.mark("request exchange");
     // 2. As a gateway: each distinct entry once, to a rank of its node.
     const DistinctEntries distinct = distinct_entries(received);
     std::vector<int64_t> server_keys;
     std::vector<int> servers;
     route_to_servers(distinct, hierarchy, &server_keys, &servers);
-    trace.mark("de-duplication");
-    RequestRound across(hierarchy.world.collectives(), server_keys, servers, deadline);
-    trace.mark("cross-node requests");
+    run.trace.mark("de-duplication");
+    RequestRound across(hierarchy.world.collectives(), server_keys, servers, run.deadline);
+    run.trace.mark("cross-node requests");
     // As a server: read the asked entries from my node's mapping.
     TempMemory* asked = work.upload(across.received());
-    TempMemory* served = work.device_buffer(across.received().size() * row_bytes);
-    work.copy_rows(
-        Direction::kGather, node_range(operands, hierarchy), packed(served), asked,
-        across.received().size(),
-        hierarchy.layout.node_entries(hierarchy.world.node_index_of(comm.rank()), hierarchy.world));
+    TempMemory* served = work.device_buffer(across.received().size() * run.row_bytes);
+    work.copy_rows(Direction::kGather, node_range(operands, hierarchy), run.packed(served), asked,
+                   across.received().size(), my_node_entries(operands, hierarchy));
     work.synchronize();
-    trace.mark("serving");
-    TempMemory* distinct_rows = work.device_buffer(across.sent_count() * row_bytes);
-    across.respond(served->data(), distinct_rows->data(), row_bytes, deadline);
-    trace.mark("cross-node rows");
+    run.trace.mark("serving");
+    TempMemory* distinct_rows = work.device_buffer(across.sent_count() * run.row_bytes);
+    across.respond(served->data(), distinct_rows->data(), run.row_bytes, run.deadline);
+    run.trace.mark("cross-node rows");
     // 3. As a gateway: one row per key received inside the node, back to its sender.
     std::vector<int64_t> slot_of_key;
     slot_of_key.reserve(distinct.of_received.size());
     for (int64_t u : distinct.of_received) slot_of_key.push_back(across.slot_of_request()[u]);
     TempMemory* keys_slots = work.upload(std::move(slot_of_key));
-    TempMemory* answers_inside = work.device_buffer(received.size() * row_bytes);
-    work.copy_rows(Direction::kGather, packed(distinct_rows), packed(answers_inside), keys_slots,
-                   received.size(), static_cast<int64_t>(across.sent_count()));
+    TempMemory* answers_inside = work.device_buffer(received.size() * run.row_bytes);
+    work.copy_rows(Direction::kGather, run.packed(distinct_rows), run.packed(answers_inside),
+                   keys_slots, received.size(), static_cast<int64_t>(across.sent_count()));
     work.synchronize();
-    TempMemory* answers = work.device_buffer(inside.sent_count() * row_bytes);
-    inside.respond(answers_inside->data(), answers->data(), row_bytes, deadline);
-    trace.mark("row exchange");
+    TempMemory* answers = work.device_buffer(inside.sent_count() * run.row_bytes);
+    inside.respond(answers_inside->data(), answers->data(), run.row_bytes, run.deadline);
+    run.trace.mark("row exchange");
     // Output row i takes the answer in its request's slot; skipped rows keep their contents.
-    work.copy_rows(Direction::kGather, packed(answers), operands.rows, route.slot_of_row(),
+    work.copy_rows(Direction::kGather, run.packed(answers), operands.rows, run.route.slot_of_row(),
                    static_cast<size_t>(operands.indices.count),
                    static_cast<int64_t>(inside.sent_count()));
     work.synchronize();
-    trace.mark("placing rows");
+    run.trace.mark("placing rows");
   });
 }
 
 void hierarchy_scatter(const ExchangeOperands& operands) {
-  const auto& table = operands.table;
-  auto& comm = operands.memory->comm();
-  auto local_comm = local_communicator(operands);
-  Hierarchy hierarchy(operands, *local_comm);
-  base::PhaseTrace trace("wholememory_scatter (HIERARCHY)");
-  ExchangeWork work(operands);
-  const RouteTargets gateways = hierarchy.gateways();
-  OwnerRoute route(work, operands, hierarchy.layout, &gateways);
-  trace.mark("counting");
-  if (route.first_bad() < 0) route.place(true);
-  trace.mark("routing");
-  const size_t row_bytes = static_cast<size_t>(table.columns) * table.element_bytes();
-  const auto packed = [&](TempMemory* buffer) {
-    return packed_table(buffer->data(), table.columns, table.dtype);
-  };
-
-  std::scoped_lock lock(comm.collective_mutex(), local_comm->collective_mutex());
-  const Deadline deadline = collective_deadline();
-  join_exchange(operands, "wholememory_scatter", route.first_bad(), deadline);
-  trace.mark("agreement");
-  abort_peers_on_failure(comm.group(), [&] {
-    // 1. Keys and rows (converted to the table's type) to the gateways of my node.
-    BucketedRound inside(hierarchy.local.collectives(), route.sent_per_rank(), deadline);
-    TempMemory* outgoing = work.device_buffer(inside.sent_count() * row_bytes);
-    work.copy_rows(Direction::kGather, operands.rows, packed(outgoing), route.row_in_slot(),
-                   inside.sent_count(), operands.indices.count);
-    const std::vector<int64_t> received = exchange_gateway_keys(work, inside, route, deadline);
-    TempMemory* gathered = work.device_buffer(received.size() * row_bytes);
-    trace.mark("request exchange");
-    inside.forward(outgoing->data(), gathered->data(), row_bytes, deadline);
-    trace.mark("row exchange");
-    // 2. As a gateway: one row per distinct entry (the last one received wins), to its node.
-    const DistinctEntries distinct = distinct_entries(received);
-    std::vector<int64_t> key_of_distinct(distinct.entries.size());
-    for (size_t k = 0; k < distinct.of_received.size(); ++k) {
-      key_of_distinct[distinct.of_received[k]] = static_cast<int64_t>(k);
-    }
-    std::vector<int64_t> server_keys;
-    std::vector<int> servers;
-    route_to_servers(distinct, hierarchy, &server_keys, &servers);
-    trace.mark("de-duplication");
-    RequestRound across(hierarchy.world.collectives(), server_keys, servers, deadline);
-    std::vector<int64_t> key_in_slot(across.sent_count());
-    for (size_t slot = 0; slot < key_in_slot.size(); ++slot) {
-      key_in_slot[slot] = key_of_distinct[across.request_in_slot()[slot]];
-    }
-    TempMemory* keys_of_slots = work.upload(std::move(key_in_slot));
-    TempMemory* crossing = work.device_buffer(across.sent_count() * row_bytes);
-    work.copy_rows(Direction::kGather, packed(gathered), packed(crossing), keys_of_slots,
-                   across.sent_count(), static_cast<int64_t>(received.size()));
-    work.synchronize();
-    TempMemory* arrived = work.device_buffer(across.received().size() * row_bytes);
-    trace.mark("cross-node requests");
-    across.forward(crossing->data(), arrived->data(), row_bytes, deadline);
-    trace.mark("cross-node rows");
-    // 3. As a server: write them into my node's mapping.
-    TempMemory* targets = work.upload(across.received());
-    work.copy_rows(
-        Direction::kScatter, packed(arrived), node_range(operands, hierarchy), targets,
-        across.received().size(),
-        hierarchy.layout.node_entries(hierarchy.world.node_index_of(comm.rank()), hierarchy.world));
-    work.synchronize();
-    trace.mark("writing rows");
-  });
+  run_across_nodes(
+      operands, Direction::kScatter, [&](const ExchangeRun& run, Hierarchy& hierarchy) {
+        ExchangeWork& work = run.work;
+        // 1. Keys and rows (converted to the table's type) to the gateways of my node.
+        BucketedRound inside(hierarchy.local.collectives(), run.route.sent_per_rank(),
+                             run.deadline);
+        TempMemory* outgoing = work.device_buffer(inside.sent_count() * run.row_bytes);
+        work.copy_rows(Direction::kGather, operands.rows, run.packed(outgoing),
+                       run.route.row_in_slot(), inside.sent_count(), operands.indices.count);
+        const std::vector<int64_t> received =
+            exchange_gateway_keys(work, inside, run.route, run.deadline);
+        TempMemory* gathered = work.device_buffer(received.size() * run.row_bytes);
+        run.trace.mark("request exchange");
+        inside.forward(outgoing->data(), gathered->data(), run.row_bytes, run.deadline);
+        run.trace.mark("row exchange");
+        // 2. As a gateway: one row per distinct entry (the last one received wins), to its node.
+        const DistinctEntries distinct = distinct_entries(received);
+        std::vector<int64_t> key_of_distinct(distinct.entries.size());
+        for (size_t k = 0; k < distinct.of_received.size(); ++k) {
+          key_of_distinct[distinct.of_received[k]] = static_cast<int64_t>(k);
+        }
+        std::vector<int64_t> server_keys;
+        std::vector<int> servers;
+        route_to_servers(distinct, hierarchy, &server_keys, &servers);
+        run.trace.mark("de-duplication");
+        RequestRound across(hierarchy.world.collectives(), server_keys, servers, run.deadline);
+        std::vector<int64_t> key_in_slot(across.sent_count());
+        for (size_t slot = 0; slot < key_in_slot.size(); ++slot) {
+          key_in_slot[slot] = key_of_distinct[across.request_in_slot()[slot]];
+        }
+        TempMemory* keys_of_slots = work.upload(std::move(key_in_slot));
+        TempMemory* crossing = work.device_buffer(across.sent_count() * run.row_bytes);
+        work.copy_rows(Direction::kGather, run.packed(gathered), run.packed(crossing),
+                       keys_of_slots, across.sent_count(), static_cast<int64_t>(received.size()));
+        work.synchronize();
+        TempMemory* arrived = work.device_buffer(across.received().size() * run.row_bytes);
+        run.trace.mark("cross-node requests");
+        across.forward(crossing->data(), arrived->data(), run.row_bytes, run.deadline);
+        run.trace.mark("cross-node rows");
+        // 3. As a server: write them into my node's mapping.
+        TempMemory* targets = work.upload(across.received());
+        work.copy_rows(Direction::kScatter, run.packed(arrived), node_range(operands, hierarchy),
+                       targets, across.received().size(), my_node_entries(operands, hierarchy));
+        work.synchronize();
+        run.trace.mark("writing rows");
+      });
 }
 
 }  // namespace memloom::wholememory

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "memloom/error.h"
-#include "src/core/group.h"
 #include "src/base/log.h"
+#include "src/core/group.h"
 #include "src/core/platform_loader.h"
 #include "src/core/shared_segments.h"
 #include "src/wholememory/quiet_release.h"

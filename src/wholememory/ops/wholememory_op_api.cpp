@@ -18,14 +18,9 @@
 
 using memloom::raise;
 using memloom::Status;
-using memloom::wholememory::Direction;
-using memloom::wholememory::MatrixShape;
-using memloom::wholememory::Tensor;
-using memloom::wholememory::TensorRegistry;
+namespace wm = memloom::wholememory;
 
 namespace {
-
-namespace wm = memloom::wholememory;
 
 void check_aligned(const void* pointer, size_t alignment, const std::string& what) {
   MEMLOOM_CHECK_ARG(
@@ -34,29 +29,30 @@ void check_aligned(const void* pointer, size_t alignment, const std::string& wha
 }
 
 // The storage of a tensor made from a pointer, which kernels read as data + offset elements.
-void* local_storage(const Tensor& tensor, const std::string& name) {
+void* local_storage(const wm::Tensor& tensor, const std::string& name) {
   MEMLOOM_CHECK_ARG(!tensor.is_wholememory, name + " must not be a WholeMemory tensor");
   return tensor.storage;
 }
 
 // Everything a gather or scatter works on, checked.
 struct Operation {
-  Direction direction;
-  Tensor table;
-  MatrixShape table_shape;
+  wm::Direction direction;
+  wm::Tensor table;
+  wm::MatrixShape table_shape;
   wm::IndexList indices;
-  Tensor rows;  // output of gather, input of scatter
-  MatrixShape rows_shape;
+  wm::Tensor rows;  // output of gather, input of scatter
+  wm::MatrixShape rows_shape;
 };
 
-Operation check_operation(Direction direction, wholememory_tensor_t table_handle,
+Operation check_operation(wm::Direction direction, wholememory_tensor_t table_handle,
                           wholememory_tensor_t indices_handle, wholememory_tensor_t rows_handle) {
-  auto& registry = TensorRegistry::instance();
-  const std::string rows_name = direction == Direction::kGather ? "output_tensor" : "input_tensor";
+  auto& registry = wm::TensorRegistry::instance();
+  const std::string rows_name =
+      direction == wm::Direction::kGather ? "output_tensor" : "input_tensor";
   Operation op{direction, registry.get(table_handle), {}, {}, registry.get(rows_handle), {}};
   op.table_shape = wm::matrix_shape(op.table.desc, "wholememory_tensor");
 
-  const Tensor indices = registry.get(indices_handle);
+  const wm::Tensor indices = registry.get(indices_handle);
   void* index_storage = local_storage(indices, "indices_tensor");
   const auto& index_desc = indices.desc;
   MEMLOOM_CHECK_ARG(index_desc.dim == 1,
@@ -115,7 +111,7 @@ void run(Operation op, wholememory_env_func_t* env, void* stream_handle, bool* j
                       "wholememory_tensor has no memory");
     check_aligned(op.table.storage, shape.element_bytes(), "wholememory_tensor's storage");
     const auto table = wm::contiguous_table(op.table.storage, shape);
-    const bool gather = op.direction == Direction::kGather;
+    const bool gather = op.direction == wm::Direction::kGather;
     wm::enqueue_checked_row_copy(stream, device, op.direction, gather ? table : rows,
                                  gather ? rows : table, op.indices, shape.rows, shape.columns);
     return;
@@ -130,7 +126,7 @@ void run(Operation op, wholememory_env_func_t* env, void* stream_handle, bool* j
     const auto table = memory->global_pointer() != nullptr
                            ? wm::contiguous_table(memory->global_pointer(), shape)
                            : wm::chunked_table(memory->global_reference(), shape);
-    const bool gather = op.direction == Direction::kGather;
+    const bool gather = op.direction == wm::Direction::kGather;
     wm::enqueue_checked_row_copy(stream, device, op.direction, gather ? table : rows,
                                  gather ? rows : table, op.indices, shape.rows, shape.columns);
     return;
@@ -146,7 +142,7 @@ void run(Operation op, wholememory_env_func_t* env, void* stream_handle, bool* j
   operands.env = wm::checked_env(env);
   operands.joined = joined;
   const bool hierarchy = memory->spec().type == WHOLEMEMORY_MT_HIERARCHY;
-  if (op.direction == Direction::kGather) {
+  if (op.direction == wm::Direction::kGather) {
     hierarchy ? wm::hierarchy_gather(operands) : wm::distributed_gather(operands);
   } else {
     hierarchy ? wm::hierarchy_scatter(operands) : wm::distributed_scatter(operands);
@@ -158,7 +154,7 @@ void run(Operation op, wholememory_env_func_t* env, void* stream_handle, bool* j
 // fails now rather than at its deadline.
 void refuse_exchange(const char* operation, wholememory_tensor_t table_handle) noexcept {
   try {
-    const Tensor table = TensorRegistry::instance().get(table_handle);
+    const wm::Tensor table = wm::TensorRegistry::instance().get(table_handle);
     if (!table.is_wholememory) return;
     const auto memory = wm::Runtime::instance().allocation(table.handle).memory;
     if (memory->has_global_reference()) return;
@@ -171,7 +167,7 @@ void refuse_exchange(const char* operation, wholememory_tensor_t table_handle) n
   }
 }
 
-void run_operation(const char* operation, Direction direction, wholememory_tensor_t table,
+void run_operation(const char* operation, wm::Direction direction, wholememory_tensor_t table,
                    wholememory_tensor_t indices, wholememory_tensor_t rows,
                    wholememory_env_func_t* env, void* stream) {
   bool joined = false;
@@ -194,7 +190,7 @@ wholememory_error_code_t wholememory_gather(wholememory_tensor_t wholememory_ten
                                             int gather_sms) {
   (void)gather_sms;  // launches are sized by the backend
   return wm::guarded("wholememory_gather", [&] {
-    run_operation("wholememory_gather", Direction::kGather, wholememory_tensor, indices_tensor,
+    run_operation("wholememory_gather", wm::Direction::kGather, wholememory_tensor, indices_tensor,
                   output_tensor, p_env_fns, stream);
   });
 }
@@ -206,8 +202,8 @@ wholememory_error_code_t wholememory_scatter(wholememory_tensor_t input_tensor,
                                              int scatter_sms) {
   (void)scatter_sms;
   return wm::guarded("wholememory_scatter", [&] {
-    run_operation("wholememory_scatter", Direction::kScatter, wholememory_tensor, indices_tensor,
-                  input_tensor, p_env_fns, stream);
+    run_operation("wholememory_scatter", wm::Direction::kScatter, wholememory_tensor,
+                  indices_tensor, input_tensor, p_env_fns, stream);
   });
 }
 

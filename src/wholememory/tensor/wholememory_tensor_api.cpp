@@ -14,25 +14,12 @@
 
 using memloom::raise;
 using memloom::Status;
-using memloom::wholememory::guarded;
-using memloom::wholememory::guarded_value;
-using memloom::wholememory::matrix_shape;
-using memloom::wholememory::MatrixShape;
-using memloom::wholememory::MemoryHandle;
-using memloom::wholememory::Runtime;
-using memloom::wholememory::Tensor;
-using memloom::wholememory::TensorRegistry;
+namespace wm = memloom::wholememory;
 
 namespace {
 
-template <typename T>
-T* checked_output(T* output, const char* name) {
-  MEMLOOM_CHECK_ARG(output != nullptr, std::string(name) + " is null");
-  return output;
-}
-
-std::shared_ptr<MemoryHandle> memory_of(const Tensor& tensor) {
-  return Runtime::instance().allocation(tensor.handle).memory;
+std::shared_ptr<wm::MemoryHandle> memory_of(const wm::Tensor& tensor) {
+  return wm::Runtime::instance().allocation(tensor.handle).memory;
 }
 
 bool valid_dtype(wholememory_dtype_t dtype) {
@@ -41,8 +28,8 @@ bool valid_dtype(wholememory_dtype_t dtype) {
 
 // A WholeMemory tensor's storage must hold whole entries per rank: an entry never straddles two
 // ranks' partitions, and the tensor ends inside the allocation.
-void check_fits_allocation(const MatrixShape& shape, const MemoryHandle& memory) {
-  memloom::wholememory::check_rows_within_entries(shape, "the tensor");
+void check_fits_allocation(const wm::MatrixShape& shape, const wm::MemoryHandle& memory) {
+  wm::check_rows_within_entries(shape, "the tensor");
   const size_t entry = shape.entry_bytes();
   MEMLOOM_CHECK_ARG(memory.spec().granularity % entry == 0,
                     "tensor entries of " + std::to_string(entry) +
@@ -58,8 +45,19 @@ void check_fits_allocation(const MatrixShape& shape, const MemoryHandle& memory)
 
 // Entries of a tensor: rows for 2-D, elements for 1-D. Partition byte counts are multiples of the
 // entry by construction (check_fits_allocation), so the division is exact.
-size_t entry_bytes_of(const Tensor& tensor) {
-  return matrix_shape(tensor.desc, "tensor").entry_bytes();
+size_t entry_bytes_of(const wm::Tensor& tensor) {
+  return wm::matrix_shape(tensor.desc, "tensor").entry_bytes();
+}
+
+// The entry queries of a tensor: `output` checked, then answer(tensor, its entry's bytes) fills it.
+template <typename Answer>
+wholememory_error_code_t entry_query(const char* function, size_t* output, const char* output_name,
+                                     wholememory_tensor_t handle, Answer&& answer) {
+  return wm::guarded(function, [&] {
+    wm::checked_output(output, output_name);
+    const wm::Tensor tensor = wm::TensorRegistry::instance().get(handle);
+    answer(tensor, entry_bytes_of(tensor));
+  });
 }
 
 }  // namespace
@@ -71,11 +69,11 @@ wholememory_error_code_t wholememory_create_tensor(
     wholememory_comm_t comm, wholememory_memory_type_t memory_type,
     wholememory_memory_location_t memory_location, size_t* tensor_entry_partition) {
   size_t total_size = 0, granularity = 0;
-  const auto checked = guarded("wholememory_create_tensor", [&] {
-    checked_output(wholememory_tensor, "wholememory_tensor");
+  const auto checked = wm::guarded("wholememory_create_tensor", [&] {
+    wm::checked_output(wholememory_tensor, "wholememory_tensor");
     *wholememory_tensor = nullptr;
-    checked_output(tensor_description, "tensor_description");
-    const MatrixShape shape = matrix_shape(*tensor_description, "tensor_description");
+    wm::checked_output(tensor_description, "tensor_description");
+    const wm::MatrixShape shape = wm::matrix_shape(*tensor_description, "tensor_description");
     MEMLOOM_CHECK_ARG(shape.offset == 0, "a new tensor's storage_offset must be 0, got " +
                                              std::to_string(shape.offset));
     MEMLOOM_CHECK_ARG(shape.rows > 0, "a new tensor needs at least one entry");
@@ -93,37 +91,38 @@ wholememory_error_code_t wholememory_create_tensor(
   const auto allocated = wholememory_malloc(&handle, total_size, comm, memory_type, memory_location,
                                             granularity, tensor_entry_partition);
   if (allocated != WHOLEMEMORY_SUCCESS) return allocated;
-  return guarded("wholememory_create_tensor", [&] {
-    Tensor tensor;
+  return wm::guarded("wholememory_create_tensor", [&] {
+    wm::Tensor tensor;
     tensor.is_wholememory = true;
     tensor.handle = handle;
     tensor.desc = *tensor_description;
     tensor.owns_handle = true;
-    *wholememory_tensor = TensorRegistry::instance().add(tensor);
+    *wholememory_tensor = wm::TensorRegistry::instance().add(tensor);
   });
 }
 
 wholememory_error_code_t wholememory_destroy_tensor(wholememory_tensor_t wholememory_tensor) {
-  Tensor tensor;
-  const auto found = guarded("wholememory_destroy_tensor",
-                             [&] { tensor = TensorRegistry::instance().get(wholememory_tensor); });
+  wm::Tensor tensor;
+  const auto found = wm::guarded("wholememory_destroy_tensor", [&] {
+    tensor = wm::TensorRegistry::instance().get(wholememory_tensor);
+  });
   if (found != WHOLEMEMORY_SUCCESS) return found;
   if (tensor.owns_handle) {
     // The tensor stays registered when the collective free fails, so the caller can retry.
     const auto freed = wholememory_free(tensor.handle);
     if (freed != WHOLEMEMORY_SUCCESS) return freed;
   }
-  return guarded("wholememory_destroy_tensor",
-                 [&] { TensorRegistry::instance().remove(wholememory_tensor); });
+  return wm::guarded("wholememory_destroy_tensor",
+                     [&] { wm::TensorRegistry::instance().remove(wholememory_tensor); });
 }
 
 wholememory_error_code_t wholememory_make_tensor_from_pointer(
     wholememory_tensor_t* wholememory_tensor, void* storage_ptr,
     wholememory_tensor_description_t* tensor_description) {
-  return guarded("wholememory_make_tensor_from_pointer", [&] {
-    checked_output(wholememory_tensor, "wholememory_tensor");
+  return wm::guarded("wholememory_make_tensor_from_pointer", [&] {
+    wm::checked_output(wholememory_tensor, "wholememory_tensor");
     *wholememory_tensor = nullptr;
-    const auto& desc = *checked_output(tensor_description, "tensor_description");
+    const auto& desc = *wm::checked_output(tensor_description, "tensor_description");
     MEMLOOM_CHECK_ARG(desc.dim >= 0 && desc.dim <= WHOLEMEMORY_MAX_TENSOR_DIM,
                       "tensor dim " + std::to_string(desc.dim) + " is outside [0, " +
                           std::to_string(WHOLEMEMORY_MAX_TENSOR_DIM) + "]");
@@ -133,47 +132,48 @@ wholememory_error_code_t wholememory_make_tensor_from_pointer(
         desc.dim == 0 || desc.strides[desc.dim - 1] == 1,
         "the innermost stride must be 1, got " + std::to_string(desc.strides[desc.dim - 1]));
     MEMLOOM_CHECK_ARG(desc.storage_offset >= 0, "storage_offset is negative");
-    Tensor tensor;
+    wm::Tensor tensor;
     tensor.storage = storage_ptr;
     tensor.desc = desc;
-    *wholememory_tensor = TensorRegistry::instance().add(tensor);
+    *wholememory_tensor = wm::TensorRegistry::instance().add(tensor);
   });
 }
 
 wholememory_error_code_t wholememory_make_tensor_from_handle(
     wholememory_tensor_t* wholememory_tensor, wholememory_handle_t wholememory_handle,
     wholememory_tensor_description_t* tensor_description) {
-  return guarded("wholememory_make_tensor_from_handle", [&] {
-    checked_output(wholememory_tensor, "wholememory_tensor");
+  return wm::guarded("wholememory_make_tensor_from_handle", [&] {
+    wm::checked_output(wholememory_tensor, "wholememory_tensor");
     *wholememory_tensor = nullptr;
-    const auto& desc = *checked_output(tensor_description, "tensor_description");
-    Tensor tensor;
+    const auto& desc = *wm::checked_output(tensor_description, "tensor_description");
+    wm::Tensor tensor;
     tensor.is_wholememory = true;
     tensor.handle = wholememory_handle;
     tensor.desc = desc;
-    check_fits_allocation(matrix_shape(desc, "tensor_description"), *memory_of(tensor));
-    *wholememory_tensor = TensorRegistry::instance().add(tensor);
+    check_fits_allocation(wm::matrix_shape(desc, "tensor_description"), *memory_of(tensor));
+    *wholememory_tensor = wm::TensorRegistry::instance().add(tensor);
   });
 }
 
 bool wholememory_tensor_has_handle(wholememory_tensor_t wholememory_tensor) {
-  return guarded_value("wholememory_tensor_has_handle", false, [&] {
-    return TensorRegistry::instance().get(wholememory_tensor).is_wholememory;
+  return wm::guarded_value("wholememory_tensor_has_handle", false, [&] {
+    return wm::TensorRegistry::instance().get(wholememory_tensor).is_wholememory;
   });
 }
 
 wholememory_handle_t wholememory_tensor_get_memory_handle(wholememory_tensor_t wholememory_tensor) {
-  return guarded_value<wholememory_handle_t>("wholememory_tensor_get_memory_handle", nullptr, [&] {
-    const Tensor tensor = TensorRegistry::instance().get(wholememory_tensor);
-    return tensor.is_wholememory ? tensor.handle : nullptr;
-  });
+  return wm::guarded_value<wholememory_handle_t>(
+      "wholememory_tensor_get_memory_handle", nullptr, [&] {
+        const wm::Tensor tensor = wm::TensorRegistry::instance().get(wholememory_tensor);
+        return tensor.is_wholememory ? tensor.handle : nullptr;
+      });
 }
 
 wholememory_tensor_description_t* wholememory_tensor_get_tensor_description(
     wholememory_tensor_t wholememory_tensor) {
-  return guarded_value<wholememory_tensor_description_t*>(
+  return wm::guarded_value<wholememory_tensor_description_t*>(
       "wholememory_tensor_get_tensor_description", nullptr, [&] {
-        Tensor* tensor = TensorRegistry::instance().find(wholememory_tensor);
+        wm::Tensor* tensor = wm::TensorRegistry::instance().find(wholememory_tensor);
         if (tensor == nullptr) {
           raise(Status::kInvalidInput, "tensor handle is not a live tensor (destroyed or garbage)");
         }
@@ -183,10 +183,10 @@ wholememory_tensor_description_t* wholememory_tensor_get_tensor_description(
 
 wholememory_error_code_t wholememory_tensor_get_global_reference(
     wholememory_tensor_t wholememory_tensor, wholememory_gref_t* wholememory_gref) {
-  Tensor tensor;
-  const auto found = guarded("wholememory_tensor_get_global_reference", [&] {
-    checked_output(wholememory_gref, "wholememory_gref");
-    tensor = TensorRegistry::instance().get(wholememory_tensor);
+  wm::Tensor tensor;
+  const auto found = wm::guarded("wholememory_tensor_get_global_reference", [&] {
+    wm::checked_output(wholememory_gref, "wholememory_gref");
+    tensor = wm::TensorRegistry::instance().get(wholememory_tensor);
     if (!tensor.is_wholememory) {
       *wholememory_gref = wholememory_create_continuous_global_reference(tensor.storage);
     }
@@ -197,14 +197,14 @@ wholememory_error_code_t wholememory_tensor_get_global_reference(
 
 wholememory_error_code_t wholememory_tensor_map_local_tensor(
     wholememory_tensor_t wholememory_tensor, wholememory_tensor_t* local_tensor) {
-  return guarded("wholememory_tensor_map_local_tensor", [&] {
-    checked_output(local_tensor, "local_tensor");
+  return wm::guarded("wholememory_tensor_map_local_tensor", [&] {
+    wm::checked_output(local_tensor, "local_tensor");
     *local_tensor = nullptr;
-    const Tensor tensor = TensorRegistry::instance().get(wholememory_tensor);
+    const wm::Tensor tensor = wm::TensorRegistry::instance().get(wholememory_tensor);
     if (!tensor.is_wholememory) {
       raise(Status::kInvalidValue, "only a WholeMemory tensor has a local part to map");
     }
-    const MatrixShape shape = matrix_shape(tensor.desc, "tensor");
+    const wm::MatrixShape shape = wm::matrix_shape(tensor.desc, "tensor");
     // Local entries are counted from the start of the storage, so the tensor must start in entry 0.
     if (shape.first_entry() != 0) {
       raise(Status::kInvalidValue,
@@ -216,17 +216,17 @@ wholememory_error_code_t wholememory_tensor_map_local_tensor(
     const size_t tensor_end = static_cast<size_t>(shape.rows) * entry;
     const size_t start = std::min(memory->local_offset(), tensor_end);
     const size_t end = std::min(memory->local_offset() + memory->local_size(), tensor_end);
-    Tensor local;
+    wm::Tensor local;
     local.storage = memory->local_pointer();
     local.desc = tensor.desc;
     local.desc.sizes[0] = static_cast<int64_t>((end - start) / entry);
-    *local_tensor = TensorRegistry::instance().add(local);
+    *local_tensor = wm::TensorRegistry::instance().add(local);
   });
 }
 
 void* wholememory_tensor_get_data_pointer(wholememory_tensor_t wholememory_tensor) {
-  return guarded_value<void*>("wholememory_tensor_get_data_pointer", nullptr, [&]() -> void* {
-    const Tensor tensor = TensorRegistry::instance().get(wholememory_tensor);
+  return wm::guarded_value<void*>("wholememory_tensor_get_data_pointer", nullptr, [&]() -> void* {
+    const wm::Tensor tensor = wm::TensorRegistry::instance().get(wholememory_tensor);
     char* base = static_cast<char*>(tensor.storage);
     if (tensor.is_wholememory) {
       const auto memory = memory_of(tensor);
@@ -241,69 +241,68 @@ void* wholememory_tensor_get_data_pointer(wholememory_tensor_t wholememory_tenso
 
 wholememory_error_code_t wholememory_tensor_get_entry_offsets(
     size_t* entry_offsets, wholememory_tensor_t wholememory_tensor) {
-  return guarded("wholememory_tensor_get_entry_offsets", [&] {
-    checked_output(entry_offsets, "entry_offsets");
-    const Tensor tensor = TensorRegistry::instance().get(wholememory_tensor);
-    const size_t entry = entry_bytes_of(tensor);
-    if (!tensor.is_wholememory) {
-      entry_offsets[0] = 0;
-      entry_offsets[1] = static_cast<size_t>(tensor.desc.sizes[0]);
-      return;
-    }
-    for (size_t offset : memory_of(tensor)->plan().offsets) *entry_offsets++ = offset / entry;
-  });
+  return entry_query("wholememory_tensor_get_entry_offsets", entry_offsets, "entry_offsets",
+                     wholememory_tensor, [&](const wm::Tensor& tensor, size_t entry) {
+                       if (!tensor.is_wholememory) {
+                         entry_offsets[0] = 0;
+                         entry_offsets[1] = static_cast<size_t>(tensor.desc.sizes[0]);
+                         return;
+                       }
+                       for (size_t offset : memory_of(tensor)->plan().offsets) {
+                         *entry_offsets++ = offset / entry;
+                       }
+                     });
 }
 
 wholememory_error_code_t wholememory_tensor_get_entry_partition_sizes(
     size_t* entry_partition, wholememory_tensor_t wholememory_tensor) {
-  return guarded("wholememory_tensor_get_entry_partition_sizes", [&] {
-    checked_output(entry_partition, "entry_partition");
-    const Tensor tensor = TensorRegistry::instance().get(wholememory_tensor);
-    const size_t entry = entry_bytes_of(tensor);
-    if (!tensor.is_wholememory) {
-      entry_partition[0] = static_cast<size_t>(tensor.desc.sizes[0]);
-      return;
-    }
-    for (size_t size : memory_of(tensor)->plan().sizes) *entry_partition++ = size / entry;
-  });
+  return entry_query("wholememory_tensor_get_entry_partition_sizes", entry_partition,
+                     "entry_partition", wholememory_tensor,
+                     [&](const wm::Tensor& tensor, size_t entry) {
+                       if (!tensor.is_wholememory) {
+                         entry_partition[0] = static_cast<size_t>(tensor.desc.sizes[0]);
+                         return;
+                       }
+                       for (size_t size : memory_of(tensor)->plan().sizes) {
+                         *entry_partition++ = size / entry;
+                       }
+                     });
 }
 
 wholememory_error_code_t wholememory_tensor_get_local_entry_count(
     size_t* local_entry_count, wholememory_tensor_t wholememory_tensor) {
-  return guarded("wholememory_tensor_get_local_entry_count", [&] {
-    checked_output(local_entry_count, "local_entry_count");
-    const Tensor tensor = TensorRegistry::instance().get(wholememory_tensor);
-    const size_t entry = entry_bytes_of(tensor);
-    *local_entry_count = tensor.is_wholememory ? memory_of(tensor)->local_size() / entry
-                                               : static_cast<size_t>(tensor.desc.sizes[0]);
-  });
+  return entry_query(
+      "wholememory_tensor_get_local_entry_count", local_entry_count, "local_entry_count",
+      wholememory_tensor, [&](const wm::Tensor& tensor, size_t entry) {
+        *local_entry_count = tensor.is_wholememory ? memory_of(tensor)->local_size() / entry
+                                                   : static_cast<size_t>(tensor.desc.sizes[0]);
+      });
 }
 
 wholememory_error_code_t wholememory_tensor_get_local_entry_start(
     size_t* local_entry_start, wholememory_tensor_t wholememory_tensor) {
-  return guarded("wholememory_tensor_get_local_entry_start", [&] {
-    checked_output(local_entry_start, "local_entry_start");
-    const Tensor tensor = TensorRegistry::instance().get(wholememory_tensor);
-    const size_t entry = entry_bytes_of(tensor);
-    *local_entry_start = tensor.is_wholememory ? memory_of(tensor)->local_offset() / entry : 0;
-  });
+  return entry_query(
+      "wholememory_tensor_get_local_entry_start", local_entry_start, "local_entry_start",
+      wholememory_tensor, [&](const wm::Tensor& tensor, size_t entry) {
+        *local_entry_start = tensor.is_wholememory ? memory_of(tensor)->local_offset() / entry : 0;
+      });
 }
 
 wholememory_error_code_t wholememory_tensor_get_subtensor(
     wholememory_tensor_t wholememory_tensor, int64_t* starts, int64_t* ends,
     wholememory_tensor_t* sub_wholememory_tensor) {
-  return guarded("wholememory_tensor_get_subtensor", [&] {
-    checked_output(sub_wholememory_tensor, "sub_wholememory_tensor");
+  return wm::guarded("wholememory_tensor_get_subtensor", [&] {
+    wm::checked_output(sub_wholememory_tensor, "sub_wholememory_tensor");
     *sub_wholememory_tensor = nullptr;
-    checked_output(starts, "starts");
-    checked_output(ends, "ends");
-    const Tensor tensor = TensorRegistry::instance().get(wholememory_tensor);
+    wm::checked_output(starts, "starts");
+    wm::checked_output(ends, "ends");
+    const wm::Tensor tensor = wm::TensorRegistry::instance().get(wholememory_tensor);
     const int dim = tensor.desc.dim;
     if (dim < 1 || dim > 2) {
       raise(Status::kNotImplemented, "sub-tensors of " + std::to_string(dim) +
                                          "-D tensors are not implemented (1-D and 2-D are)");
     }
-    Tensor sub = tensor;
+    wm::Tensor sub = tensor;
     sub.owns_handle = false;
     for (int i = 0; i < dim; ++i) {
       const int64_t size = tensor.desc.sizes[i];
@@ -316,18 +315,18 @@ wholememory_error_code_t wholememory_tensor_get_subtensor(
       sub.desc.storage_offset += tensor.desc.strides[i] * start;
       sub.desc.sizes[i] = end - start;
     }
-    *sub_wholememory_tensor = TensorRegistry::instance().add(sub);
+    *sub_wholememory_tensor = wm::TensorRegistry::instance().add(sub);
   });
 }
 
 wholememory_tensor_t wholememory_tensor_get_root(wholememory_tensor_t wholememory_tensor) {
-  return guarded_value<wholememory_tensor_t>("wholememory_tensor_get_root", nullptr, [&] {
-    return TensorRegistry::instance().get(wholememory_tensor).root;
+  return wm::guarded_value<wholememory_tensor_t>("wholememory_tensor_get_root", nullptr, [&] {
+    return wm::TensorRegistry::instance().get(wholememory_tensor).root;
   });
 }
 
 int64_t get_wholememory_tensor_count(void) {
-  return TensorRegistry::instance().count();
+  return wm::TensorRegistry::instance().count();
 }
 
 }  // extern "C"
