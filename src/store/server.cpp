@@ -21,10 +21,6 @@ namespace {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
-using protocol::FrameHeader;
-using protocol::FrameWriter;
-using protocol::MessageType;
-using protocol::PayloadReader;
 using Clock = std::chrono::steady_clock;
 
 class ServerImpl;
@@ -89,7 +85,7 @@ class ServerImpl : public Server {
   size_t connection_count() const override { return connection_count_.load(); }
   void stop() override;
 
-  void dispatch(const std::shared_ptr<Session>& session, const FrameHeader& header,
+  void dispatch(const std::shared_ptr<Session>& session, const protocol::FrameHeader& header,
                 std::string&& payload);
   void on_session_closed(const std::shared_ptr<Session>& session, const std::string& reason);
 
@@ -99,7 +95,7 @@ class ServerImpl : public Server {
   void accept_tls(tcp::socket socket);
   void add_session(std::shared_ptr<FrameConnection> connection);
   void handle_request(const std::shared_ptr<Session>& session, uint16_t type, uint64_t id,
-                      PayloadReader& reader);
+                      protocol::PayloadReader& reader);
   void run_io();
 
   ServerOptions options_;
@@ -123,7 +119,7 @@ class ServerImpl : public Server {
 void Session::start() {
   auto self = shared_from_this();
   channel_->start(
-      [self](const FrameHeader& header, std::string&& payload) {
+      [self](const protocol::FrameHeader& header, std::string&& payload) {
         self->server_.dispatch(self, header, std::move(payload));
       },
       [self](const std::string& reason) {
@@ -271,41 +267,43 @@ void ServerImpl::on_session_closed(const std::shared_ptr<Session>& session,
   engine_.announce_rank_down(session->rank, session->group);
 }
 
-void ServerImpl::dispatch(const std::shared_ptr<Session>& session, const FrameHeader& header,
-                          std::string&& payload) {
+void ServerImpl::dispatch(const std::shared_ptr<Session>& session,
+                          const protocol::FrameHeader& header, std::string&& payload) {
   uint16_t type = header.type;
   if (!protocol::is_request(type)) {
     raise(Status::kCommunication,
           "store protocol violation: message type " + std::to_string(type) + " is not a request");
   }
-  bool is_hello = type == static_cast<uint16_t>(MessageType::kHello);
+  bool is_hello = type == static_cast<uint16_t>(protocol::MessageType::kHello);
   if (is_hello == session->hello_done) {
     raise(Status::kCommunication, is_hello
                                       ? "store protocol violation: a second hello"
                                       : "store protocol violation: the first frame is " +
                                             std::string(protocol::type_name(type)) + ", not hello");
   }
-  PayloadReader reader(payload, protocol::type_name(type));
+  protocol::PayloadReader reader(payload, protocol::type_name(type));
   handle_request(session, type, header.request_id, reader);
 }
 
 void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_t type, uint64_t id,
-                                PayloadReader& reader) {
-  auto reply = [&](MessageType request) { return FrameWriter(protocol::reply_type(request), id); };
+                                protocol::PayloadReader& reader) {
+  auto reply = [&](protocol::MessageType request) {
+    return protocol::FrameWriter(protocol::reply_type(request), id);
+  };
   // Decoding errors above this call close the connection; refusals inside `run` become kError.
   auto run = [&](auto&& operation) {
     try {
       operation();
     } catch (const Error& refusal) {
-      session->send(FrameWriter(MessageType::kError, id)
+      session->send(protocol::FrameWriter(protocol::MessageType::kError, id)
                         .u32(static_cast<uint32_t>(refusal.status()))
                         .str(refusal.what())
                         .finish());
     }
   };
 
-  switch (static_cast<MessageType>(type)) {
-    case MessageType::kHello: {
+  switch (static_cast<protocol::MessageType>(type)) {
+    case protocol::MessageType::kHello: {
       int64_t rank = reader.i64();
       std::string group = reader.str();
       uint64_t heartbeat_ms = reader.u64();
@@ -322,7 +320,7 @@ void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_
         session->set_heartbeat_timeout(std::chrono::milliseconds(
             std::min<uint64_t>(heartbeat_ms, uint64_t{24} * 3600 * 1000)));
       }
-      session->send(reply(MessageType::kHello)
+      session->send(reply(protocol::MessageType::kHello)
                         .u16(protocol::kVersion)
                         .u64(limits_.max_frame_bytes)
                         .u64(limits_.max_key_bytes)
@@ -330,33 +328,34 @@ void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_
                         .finish());
       return;
     }
-    case MessageType::kHeartbeat:
+    case protocol::MessageType::kHeartbeat:
       reader.finish();
-      return session->send(reply(MessageType::kHeartbeat).finish());
-    case MessageType::kSet: {
+      return session->send(reply(protocol::MessageType::kHeartbeat).finish());
+    case protocol::MessageType::kSet: {
       std::string key = reader.str();
       std::string value = reader.str();
       reader.finish();
       return run([&] {
         engine_.set(key, std::move(value));
-        session->send(reply(MessageType::kSet).finish());
+        session->send(reply(protocol::MessageType::kSet).finish());
       });
     }
-    case MessageType::kGet: {
+    case protocol::MessageType::kGet: {
       std::string key = reader.str();
       uint64_t timeout_ms = reader.u64();
       reader.finish();
       auto timeout = std::chrono::milliseconds(std::min<uint64_t>(timeout_ms, INT32_MAX));
       return run([&] { engine_.get(session, id, key, timeout); });
     }
-    case MessageType::kAdd: {
+    case protocol::MessageType::kAdd: {
       std::string key = reader.str();
       int64_t delta = reader.i64();
       reader.finish();
-      return run(
-          [&] { session->send(reply(MessageType::kAdd).i64(engine_.add(key, delta)).finish()); });
+      return run([&] {
+        session->send(reply(protocol::MessageType::kAdd).i64(engine_.add(key, delta)).finish());
+      });
     }
-    case MessageType::kCompareAndSwap: {
+    case protocol::MessageType::kCompareAndSwap: {
       std::string key = reader.str();
       std::string expected = reader.str();
       std::string desired = reader.str();
@@ -364,57 +363,60 @@ void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_
       reader.finish();
       return run([&] {
         auto result = engine_.compare_and_swap(key, expected, std::move(desired), expected_missing);
-        session->send(reply(MessageType::kCompareAndSwap)
+        session->send(reply(protocol::MessageType::kCompareAndSwap)
                           .u8(result.swapped)
                           .u8(result.current_exists)
                           .str(result.current)
                           .finish());
       });
     }
-    case MessageType::kAppend: {
+    case protocol::MessageType::kAppend: {
       std::string key = reader.str();
       std::string value = reader.str();
       reader.finish();
       return run([&] {
-        session->send(reply(MessageType::kAppend).u64(engine_.append(key, value)).finish());
+        session->send(
+            reply(protocol::MessageType::kAppend).u64(engine_.append(key, value)).finish());
       });
     }
-    case MessageType::kRemove: {
+    case protocol::MessageType::kRemove: {
       std::string key = reader.str();
       reader.finish();
-      return run(
-          [&] { session->send(reply(MessageType::kRemove).u8(engine_.remove(key)).finish()); });
+      return run([&] {
+        session->send(reply(protocol::MessageType::kRemove).u8(engine_.remove(key)).finish());
+      });
     }
-    case MessageType::kRemovePrefix: {
+    case protocol::MessageType::kRemovePrefix: {
       std::string prefix = reader.str();
       reader.finish();
       return run([&] {
-        session->send(
-            reply(MessageType::kRemovePrefix).u64(engine_.remove_prefix(prefix)).finish());
+        session->send(reply(protocol::MessageType::kRemovePrefix)
+                          .u64(engine_.remove_prefix(prefix))
+                          .finish());
       });
     }
-    case MessageType::kWatchKey:
-    case MessageType::kWatchRankDown: {
+    case protocol::MessageType::kWatchKey:
+    case protocol::MessageType::kWatchRankDown: {
       uint64_t watch_id = reader.u64();
       std::string name = reader.str();
       reader.finish();
       return run([&] {
-        if (type == static_cast<uint16_t>(MessageType::kWatchKey)) {
+        if (type == static_cast<uint16_t>(protocol::MessageType::kWatchKey)) {
           engine_.watch_key(session, watch_id, name);
         } else {
           engine_.watch_rank_down(session, watch_id, name);
         }
-        session->send(reply(static_cast<MessageType>(type)).finish());
+        session->send(reply(static_cast<protocol::MessageType>(type)).finish());
       });
     }
-    case MessageType::kUnwatch: {
+    case protocol::MessageType::kUnwatch: {
       uint64_t watch_id = reader.u64();
       reader.finish();
       engine_.unwatch(*session, watch_id);
-      return session->send(reply(MessageType::kUnwatch).finish());
+      return session->send(reply(protocol::MessageType::kUnwatch).finish());
     }
-    case MessageType::kEvent:
-    case MessageType::kError:
+    case protocol::MessageType::kEvent:
+    case protocol::MessageType::kError:
       break;
   }
   raise(Status::kCommunication,
