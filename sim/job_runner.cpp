@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "memloom/error.h"
+#include "sim/cleanup_reaper.h"
 #include "sim/exit_codes.h"
 #include "sim/inherited_fds.h"
 #include "sim/job_cleanup.h"
@@ -85,6 +86,10 @@ int run_job_or_throw(const LaunchOptions& options) {
   // Destruction order is the cleanup order: ranks (supervisor), store, /dev/shm, directory.
   RuntimeDirectory runtime_dir(runtime_parent_directory(), identity.job_id);
   identity.runtime_dir = runtime_dir.path();
+  // Still single-threaded here, as the reaper's fork needs. It removes the directory and the
+  // job's /dev/shm entries if the launcher is killed outright (SIGKILL runs no destructor); on a
+  // normal end the safety net below reports and removes them first.
+  CleanupReaper reaper(runtime_dir.path(), shm_prefix(identity.job_id));
   ShmSafetyNet shm_safety_net(identity.job_id);
 
   std::unique_ptr<store::Server> embedded_store;

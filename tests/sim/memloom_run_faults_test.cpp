@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "tests/sim/launcher_harness.h"
 
@@ -167,8 +169,34 @@ TEST(MemloomRunFaults, RanksDieWithAKilledLauncher) {
   for (const RankAnnouncement& rank : ranks) {
     EXPECT_TRUE(process_ended(rank.pid, std::chrono::seconds(2))) << rank.pid;
   }
-  // The runtime directory is the one thing only a live launcher removes.
-  std::filesystem::remove_all(ranks[0].runtime_dir);
+  // The launcher's cleanup reaper removes the runtime directory it could not remove itself.
+  const auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::filesystem::exists(ranks[0].runtime_dir) &&
+         std::chrono::steady_clock::now() < gone_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(std::filesystem::exists(ranks[0].runtime_dir)) << ranks[0].runtime_dir;
+  std::filesystem::remove_all(ranks[0].runtime_dir);  // whatever the outcome, leave nothing
+}
+
+TEST(MemloomRunFaults, KilledLauncherLeavesNoRuntimeDirectoryFiveTimesOutOfFive) {
+  // The reproduction: SIGKILL of memloom-run left its runtime directory 5 of 5 times.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    LauncherRun run = run_memloom_run(
+        sh_job({"-n", "1"}, "touch \"$MEMLOOM_RUNTIME_DIR/rank-file\"; echo ready; exec sleep 30"),
+        signal_when_ready(SIGKILL, 1));
+    ASSERT_EQ(run.signal, SIGKILL) << describe(run);
+    std::vector<RankAnnouncement> ranks = announcements(run);
+    ASSERT_EQ(ranks.size(), 1u) << run.out;
+    const auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::filesystem::exists(ranks[0].runtime_dir) &&
+           std::chrono::steady_clock::now() < gone_by) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_FALSE(std::filesystem::exists(ranks[0].runtime_dir))
+        << "attempt " << attempt << ": " << ranks[0].runtime_dir;
+    std::filesystem::remove_all(ranks[0].runtime_dir);
+  }
 }
 
 }  // namespace
