@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 #include <vector>
 
 #include "memloom/error.h"
@@ -17,6 +18,10 @@
 
 namespace memloom::smem::trans {
 namespace {
+
+// accept() failed for want of descriptors or memory: try again after this long.
+constexpr int kAcceptPauseMs = 100;
+constexpr int kAcceptBurst = 64;
 
 Deadline forever() {
   return Deadline::after(std::chrono::hours(24 * 365));
@@ -38,13 +43,15 @@ bool wait_ready(int fd, short events, Deadline deadline, int stop_fd) {
 }  // namespace
 
 DataServer::DataServer(UniqueFd listener, ServerIdentity identity, RegionTable& regions,
-                       std::chrono::milliseconds io_timeout, std::shared_ptr<StreamPool> staging)
+                       std::chrono::milliseconds io_timeout, std::shared_ptr<StreamPool> staging,
+                       ServerLimits limits)
     : listener_(std::move(listener)),
       stop_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
       identity_(std::move(identity)),
       regions_(regions),
       io_timeout_(io_timeout),
-      staging_(std::move(staging)) {
+      staging_(std::move(staging)),
+      limits_(limits) {
   if (!stop_fd_.valid()) raise_errno("eventfd for the transfer data server", errno);
   acceptor_ = std::thread([this] { accept_loop(); });
 }
@@ -75,33 +82,94 @@ void DataServer::stop() {
   }
 }
 
+// One thread for the listener and every connection still proving it belongs to the job.
 void DataServer::accept_loop() {
+  HelloGate gate(identity_.unique_id, identity_.incarnation, identity_.secret, limits_.hello);
+  auto accept_paused_until = std::chrono::steady_clock::time_point::min();
+  std::vector<pollfd> fds;
   while (true) {
-    WaitResult waited = wait_for(listener_.get(), POLLIN, forever(), stop_fd_.get());
-    if (waited == WaitResult::kStopped) return;
-    if (waited != WaitResult::kReady) continue;
-    int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
-        MEMLOOM_LOG(kWarn, "transfer server " << identity_.unique_id
-                                              << ": accept failed: " << std::strerror(errno));
-      }
+    const bool accepting = std::chrono::steady_clock::now() >= accept_paused_until;
+    fds.clear();
+    fds.push_back(pollfd{stop_fd_.get(), POLLIN, 0});
+    fds.push_back(pollfd{accepting ? listener_.get() : -1, POLLIN, 0});
+    gate.poll_set(fds);
+    int timeout = gate.next_deadline_ms();
+    if (!accepting) timeout = timeout < 0 ? kAcceptPauseMs : std::min(timeout, kAcceptPauseMs);
+    if (::poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) {
+      MEMLOOM_LOG(kError, "transfer server " << identity_.unique_id
+                                             << ": poll failed: " << std::strerror(errno));
+      std::this_thread::sleep_for(std::chrono::milliseconds(kAcceptPauseMs));
       continue;
     }
-    tune_data_socket(fd);
-    reap_finished();
-    auto connection = std::make_unique<Connection>();
-    connection->fd.reset(fd);
-    Connection* raw = connection.get();
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (stopped_) return;
-    connections_.push_back(std::move(connection));
-    raw->thread = std::thread([this, raw] { serve(*raw); });
+    if (fds[0].revents != 0) return;
+    for (UniqueFd& fd : gate.advance(fds.data() + 2)) start_serving(std::move(fd));
+    if (accepting && fds[1].revents != 0 && !accept_pending(gate)) {
+      accept_paused_until =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(kAcceptPauseMs);
+    }
   }
 }
 
-void DataServer::reap_finished() {
+bool DataServer::accept_pending(HelloGate& gate) {
+  // A burst of connections is taken in one go, each one in the gate before the next.
+  for (int i = 0; i < kAcceptBurst; ++i) {
+    int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+      tune_data_socket(fd);
+      gate.admit(UniqueFd(fd));
+      continue;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED)
+      return true;
+    // Out of descriptors or memory: the listener stays readable, so pause instead of spinning;
+    // the connections wait in the backlog (or are refused by the kernel) meanwhile.
+    std::string note;
+    if (accept_warnings_.allow(&note)) {
+      MEMLOOM_LOG(kWarn, "transfer server " << identity_.unique_id
+                                            << ": accept failed: " << std::strerror(errno) << note);
+    }
+    return false;
+  }
+  return true;
+}
+
+void DataServer::start_serving(UniqueFd fd) {
+  const size_t running = reap_finished();
+  std::string note;
+  if (running >= limits_.max_connections) {
+    if (refusal_warnings_.allow(&note)) {
+      MEMLOOM_LOG(kWarn, "transfer server " << identity_.unique_id
+                                            << ": refusing a connection: " << running
+                                            << " connections are served already" << note);
+    }
+    send_verdict(fd.get(), static_cast<int32_t>(Status::kCommunication),
+                 "refused: it serves " + std::to_string(running) + " connections already");
+    return;
+  }
+  auto connection = std::make_unique<Connection>();
+  connection->fd = std::move(fd);
+  Connection* raw = connection.get();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopped_) return;
+  try {
+    raw->thread = std::thread([this, raw] { serve(*raw); });
+  } catch (const std::system_error& error) {
+    // No thread to be had (RLIMIT_NPROC, memory): this connection is refused, the server lives.
+    if (refusal_warnings_.allow(&note)) {
+      MEMLOOM_LOG(kWarn, "transfer server " << identity_.unique_id
+                                            << ": refusing a connection: cannot start a thread ("
+                                            << error.what() << ")" << note);
+    }
+    send_verdict(raw->fd.get(), static_cast<int32_t>(Status::kCommunication),
+                 "refused: it cannot start a thread to serve the connection");
+    return;
+  }
+  connections_.push_back(std::move(connection));
+}
+
+size_t DataServer::reap_finished() {
   std::list<std::unique_ptr<Connection>> finished;
+  size_t running = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto it = connections_.begin(); it != connections_.end();) {
@@ -112,15 +180,19 @@ void DataServer::reap_finished() {
         ++it;
       }
     }
+    running = connections_.size();
   }
   for (auto& connection : finished) connection->thread.join();
+  return running;
 }
 
+// An authenticated connection: read and write frames until it closes.
 void DataServer::serve(Connection& connection) {
   const int fd = connection.fd.get();
   try {
+    // The initiator waits for this verdict on its proof before its first frame.
+    if (!send_verdict(fd, 0, "")) throw Error(Status::kCommunication, "the verdict did not fit");
     Staging staging;
-    bool greeted = false;
     while (true) {
       wire::FrameHeader header{};
       if (!wait_ready(fd, POLLIN, forever(), stop_fd_.get())) break;
@@ -132,14 +204,8 @@ void DataServer::serve(Connection& connection) {
         break;
       }
       auto kind = static_cast<wire::FrameKind>(header.kind);
-      bool keep = false;
-      if (!greeted) {
-        keep = kind == wire::FrameKind::kHello && serve_hello(fd, header);
-        greeted = true;
-      } else if (kind == wire::FrameKind::kWrite || kind == wire::FrameKind::kRead) {
-        keep = serve_transfer(fd, header, staging);
-      }
-      if (!keep) break;
+      if (kind != wire::FrameKind::kWrite && kind != wire::FrameKind::kRead) break;
+      if (!serve_transfer(fd, header, staging)) break;
     }
   } catch (const Error& error) {
     // An initiator that died or went silent costs only its own connection.
@@ -151,19 +217,6 @@ void DataServer::serve(Connection& connection) {
   }
   connection.fd.reset();
   connection.finished.store(true);
-}
-
-bool DataServer::serve_hello(int fd, const wire::FrameHeader& header) {
-  if (header.op_count != 0 || header.payload_bytes > wire::kMaxHelloBytes) return false;
-  std::string wanted(header.payload_bytes, '\0');
-  if (!recv_exact(fd, wanted.data(), wanted.size(), io_deadline(), stop_fd_.get())) return false;
-  if (wanted != identity_.unique_id) {
-    reply(fd, header, static_cast<int32_t>(Status::kNotFound),
-          "this address now serves instance '" + identity_.unique_id + "', not '" + wanted + "'");
-    return false;
-  }
-  reply(fd, header, 0, identity_.incarnation);
-  return true;
 }
 
 bool DataServer::serve_transfer(int fd, const wire::FrameHeader& header, Staging& staging) {

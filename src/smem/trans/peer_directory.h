@@ -13,6 +13,7 @@
 #include "memloom/deadline.h"
 #include "src/smem/trans/device_path.h"
 #include "src/smem/trans/direct_path.h"
+#include "src/smem/trans/job_auth.h"
 #include "src/smem/trans/peer_record.h"
 #include "src/smem/trans/tcp_channel.h"
 #include "src/store/client.h"
@@ -20,8 +21,10 @@
 namespace memloom::smem::trans {
 
 struct Peer {
-  Peer(const std::string& unique_id, PeerRecord published, std::shared_ptr<StreamPool> staging)
-      : record(std::move(published)), tcp(EndpointAddress::parse(unique_id), std::move(staging)) {}
+  Peer(const std::string& unique_id, PeerRecord published, const JobSecret& secret,
+       std::shared_ptr<StreamPool> staging)
+      : record(std::move(published)),
+        tcp(EndpointAddress::parse(unique_id), secret, std::move(staging)) {}
   // Still there: its process runs and its instance was not destroyed (peers elsewhere: true).
   bool alive() const { return (!direct || direct->alive()) && (!device || device->alive()); }
   PeerRecord record;
@@ -36,9 +39,11 @@ class PeerDirectory {
  public:
   // map_tables: set up a same-node path to peers on this node (off when the instance may not use
   // it): the DirectPath, and with `staging` the DevicePath too (its streams copy, `domain`
-  // imports). staging: also for the peers' TCP channels (null: no staging).
+  // imports). staging: also for the peers' TCP channels (null: no staging). secret: what the TCP
+  // channels prove (job_auth.h).
   PeerDirectory(std::shared_ptr<store::Client> store, std::string my_node, bool map_tables,
-                std::shared_ptr<StreamPool> staging, hal::MemoryDomain* domain);
+                std::shared_ptr<StreamPool> staging, hal::MemoryDomain* domain,
+                const JobSecret& secret);
   // The instance published as unique_id now. Throws kNotFound when none is published,
   // kCommunication when the published one is gone.
   std::shared_ptr<Peer> find(const std::string& unique_id, Deadline deadline);
@@ -51,6 +56,7 @@ class PeerDirectory {
   bool map_tables_;
   std::shared_ptr<StreamPool> staging_;
   hal::MemoryDomain* domain_;
+  const JobSecret secret_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Peer>> peers_;
 };

@@ -74,8 +74,9 @@ Status remote_status(int32_t status) {
 
 }  // namespace
 
-TcpChannel::TcpChannel(EndpointAddress peer, std::shared_ptr<StreamPool> staging)
-    : peer_(std::move(peer)), staging_(std::move(staging)) {}
+TcpChannel::TcpChannel(EndpointAddress peer, const JobSecret& secret,
+                       std::shared_ptr<StreamPool> staging)
+    : peer_(std::move(peer)), secret_(secret), staging_(std::move(staging)) {}
 
 void TcpChannel::run(Direction direction, const std::vector<Piece>& pieces, Deadline deadline) {
   if (pieces.empty()) return;
@@ -106,23 +107,65 @@ UniqueFd TcpChannel::checkout(Deadline deadline) {
     }
   }
   UniqueFd connection = connect_to(peer_, deadline);
+  authenticate(connection.get(), deadline);
+  return connection;
+}
+
+void TcpChannel::authenticate(int fd, Deadline deadline) {
+  // A peer that closes now refused us: an older protocol, a full server, or no thread to serve.
+  auto receive_reply = [&](wire::ReplyHeader& reply, std::string& payload) {
+    try {
+      recv_exact(fd, &reply, sizeof(reply), deadline);
+    } catch (const Error& error) {
+      if (error.status() != Status::kCommunication) throw;
+      raise(Status::kCommunication,
+            std::string("the peer closed the connection during the authenticated hello (") +
+                error.what() +
+                "): it is not a TRANS instance of this memloom version, or it refused the "
+                "connection (see its log)");
+    }
+    if (reply.magic != wire::kReplyMagic)
+      protocol_error("bad greeting (is this a memloom TRANS instance of this version?)");
+    if (reply.payload_bytes > wire::kMaxMessageBytes) protocol_error("oversized greeting");
+    payload.assign(reply.payload_bytes, '\0');
+    recv_exact(fd, payload.data(), payload.size(), deadline);
+  };
+  const Nonce nonce = random_nonce();
   wire::FrameHeader hello{wire::kFrameMagic,
                           static_cast<uint32_t>(wire::FrameKind::kHello),
                           0,
                           0,
-                          peer_.text.size(),
+                          kNonceBytes + peer_.text.size(),
                           0};
-  send_exact(connection.get(), &hello, sizeof(hello), deadline);
-  send_exact(connection.get(), peer_.text.data(), peer_.text.size(), deadline);
+  IovCursor greeting({iovec{&hello, sizeof(hello)},
+                      iovec{const_cast<uint8_t*>(nonce.data()), nonce.size()},
+                      iovec{const_cast<char*>(peer_.text.data()), peer_.text.size()}});
+  while (!greeting.done()) {
+    if (send_some(fd, greeting) == 0 && !base::wait_ready(fd, POLLOUT, deadline))
+      raise(Status::kTimeout, "timed out sending the hello");
+  }
   wire::ReplyHeader reply{};
-  recv_exact(connection.get(), &reply, sizeof(reply), deadline);
-  if (reply.magic != wire::kReplyMagic)
-    protocol_error("bad greeting (is this a memloom TRANS instance?)");
-  if (reply.payload_bytes > wire::kMaxMessageBytes) protocol_error("oversized greeting");
-  std::string text(reply.payload_bytes, '\0');
-  recv_exact(connection.get(), text.data(), text.size(), deadline);
-  if (reply.status != 0) raise(remote_status(reply.status), text);
-  return connection;
+  std::string payload;
+  receive_reply(reply, payload);
+  if (reply.status != 0) raise(remote_status(reply.status), payload);
+  if (payload.size() < kNonceBytes + kProofBytes) protocol_error("short greeting");
+  Nonce server_nonce{};
+  std::memcpy(server_nonce.data(), payload.data(), kNonceBytes);
+  const Proof expected = prove(secret_, ProofRole::kServer, peer_.text, nonce, server_nonce);
+  if (!proof_matches(expected, reinterpret_cast<const uint8_t*>(payload.data()) + kNonceBytes)) {
+    raise(Status::kCommunication,
+          "it could not prove that it belongs to this job (its TRANS job secret differs: an "
+          "instance of another job, or of another config store, on this address?)");
+  }
+  const Proof proof = prove(secret_, ProofRole::kInitiator, peer_.text, nonce, server_nonce);
+  wire::FrameHeader proof_header{
+      wire::kFrameMagic, static_cast<uint32_t>(wire::FrameKind::kProof), 0, 0, kProofBytes, 0};
+  send_exact(fd, &proof_header, sizeof(proof_header), deadline);
+  send_exact(fd, proof.data(), proof.size(), deadline);
+  receive_reply(reply, payload);
+  if (reply.status != 0) {
+    raise(Status::kCommunication, "it refused the connection: " + payload);
+  }
 }
 
 void TcpChannel::checkin(UniqueFd connection) {

@@ -11,6 +11,7 @@
 #include "src/base/log.h"
 #include "src/core/fd_broker.h"
 #include "src/core/platform_loader.h"
+#include "src/smem/trans/job_auth.h"
 #include "src/smem/trans/staged_copies.h"
 #include "src/smem/trans/wire_format.h"
 
@@ -41,6 +42,8 @@ std::shared_ptr<Engine> Engine::create(const std::string& store_url, const std::
   store::ClientOptions client_options;
   client_options.connect_timeout = options.timeout;
   engine->store_ = store::Client::connect(store_url, client_options);
+  // Every instance of the store's job reads the same secret; peers prove they know it.
+  const JobSecret secret = load_or_create_job_secret(*engine->store_);
   // Listening first: the name is ours only if its address is, and a published instance must be
   // reachable at once.
   UniqueFd listener = listen_on(address);
@@ -67,10 +70,11 @@ std::shared_ptr<Engine> Engine::create(const std::string& store_url, const std::
                                                               : &core::platform().memory_domain();
   }
   engine->server_ = std::make_unique<DataServer>(
-      std::move(listener), ServerIdentity{unique_id, record.incarnation, options.serves},
+      std::move(listener), ServerIdentity{unique_id, record.incarnation, options.serves, secret},
       *engine->regions_, options.timeout, engine->staging_);
-  engine->peers_ = std::make_unique<PeerDirectory>(
-      engine->store_, record.node, options.paths.direct, engine->staging_, engine->device_domain_);
+  engine->peers_ =
+      std::make_unique<PeerDirectory>(engine->store_, record.node, options.paths.direct,
+                                      engine->staging_, engine->device_domain_, secret);
   engine->store_->set(peer_key(unique_id), record.encode());
   engine->published_ = true;
   MEMLOOM_LOG(kDebug, "transfer instance " << unique_id << " serves on " << unique_id
