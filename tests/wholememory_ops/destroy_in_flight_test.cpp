@@ -166,17 +166,18 @@ TEST(DestroyInFlight, EveryUseOfAFreedHandleIsRefused) {
                 wholememory_tensor_get_local_entry_count(&value, tensor));
       wholememory_gref_t gref{};
       EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT, wholememory_tensor_get_global_reference(tensor, &gref));
-      wholememory_tensor_t local = nullptr;
-      EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT, wholememory_tensor_map_local_tensor(tensor, &local));
       EXPECT_EQ(nullptr, wholememory_tensor_get_data_pointer(tensor));
-      OPS_EXPECT_OK(wholememory_destroy_tensor(tensor));
     }
+    wholememory_tensor_t local = nullptr;  // (the sub-tensor starts past entry 0: refused anyway)
+    EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT, wholememory_tensor_map_local_tensor(view, &local));
     EXPECT_EQ(0u, wholememory_get_total_size(handle));
     void* pointer = nullptr;
     EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT, wholememory_get_global_pointer(&pointer, handle));
     EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT, wholememory_store_to_file(handle, 0, 4, 4, "/dev/null"));
     EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT, wholememory_free(handle));
     EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT, wholememory_destroy_tensor(table));
+    OPS_EXPECT_OK(wholememory_destroy_tensor(sub));
+    OPS_EXPECT_OK(wholememory_destroy_tensor(view));
     OPS_EXPECT_OK(wholememory_destroy_tensor(index_tensor));
     OPS_EXPECT_OK(wholememory_destroy_tensor(output_tensor));
   });
