@@ -101,7 +101,8 @@ wholememory_error_code_t wholememory_init(unsigned int flags,
                                           LogLevel log_level WHOLEMEMORY_DEFAULT_ARG(LEVEL_INFO));
 
 /* Frees every allocation and communicator still alive in this process (locally, without waiting
- * on peers) and stops the config store this process hosts. Handles become invalid. */
+ * on peers) and stops the config store this process hosts. Handles become invalid. Allocations
+ * are freed as by wholememory_free: after the operations using them (bounded likewise). */
 wholememory_error_code_t wholememory_finalize(void);
 
 /* RMM is not part of memloom: enabling it returns WHOLEMEMORY_NOT_SUPPORTED. */
@@ -187,7 +188,12 @@ wholememory_error_code_t wholememory_malloc(
     wholememory_memory_type_t memory_type, wholememory_memory_location_t memory_location,
     size_t data_granularity, size_t* rank_entry_partition WHOLEMEMORY_DEFAULT_ARG(NULL));
 
-/* Collective. A freed handle is invalid afterwards (a second free is WHOLEMEMORY_INVALID_INPUT). */
+/* Collective. A freed handle is invalid afterwards (a second free is WHOLEMEMORY_INVALID_INPUT).
+ * Operations another thread runs on the memory meanwhile either finish or fail with
+ * WHOLEMEMORY_INVALID_INPUT, never crash: the memory is unmapped only after those in flight have
+ * returned and the stream work that gathers and scatters enqueued on it has completed, waiting at
+ * most the collective timeout (memory still in use then stays mapped until the process exits).
+ * Work the caller enqueued itself on pointers into the memory is the caller's to finish first. */
 wholememory_error_code_t wholememory_free(wholememory_handle_t wholememory_handle);
 
 wholememory_error_code_t wholememory_get_communicator(wholememory_comm_t* comm,

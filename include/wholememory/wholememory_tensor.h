@@ -35,12 +35,16 @@ wholememory_error_code_t wholememory_create_tensor(
     wholememory_memory_location_t memory_location,
     size_t* tensor_entry_partition WHOLEMEMORY_TENSOR_DEFAULT_ARG(NULL));
 
-/* Collective for a tensor made by wholememory_create_tensor (it frees the allocation); local for
- * every other tensor. */
+/* Collective for a tensor made by wholememory_create_tensor (it frees the allocation, as
+ * wholememory_free does: after the operations using it); local for every other tensor. Tensors
+ * sharing a freed allocation stay registered and fail every use of its memory with
+ * WHOLEMEMORY_INVALID_INPUT until destroyed. */
 wholememory_error_code_t wholememory_destroy_tensor(wholememory_tensor_t wholememory_tensor);
 
 /* A tensor over memory the caller owns and keeps alive; storage_ptr is the start of the storage,
- * the data starts storage_offset elements after it. */
+ * the data starts storage_offset elements after it. Sizes are not negative, the innermost stride
+ * is 1 and each stride covers the dimension inside it (strides[0] >= sizes[1] for a 2-D tensor),
+ * else WHOLEMEMORY_INVALID_INPUT. */
 wholememory_error_code_t wholememory_make_tensor_from_pointer(
     wholememory_tensor_t* wholememory_tensor, void* storage_ptr,
     wholememory_tensor_description_t* tensor_description);

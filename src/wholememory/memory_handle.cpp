@@ -1,6 +1,10 @@
 #include "src/wholememory/memory_handle.h"
 
+#include <mutex>
+#include <vector>
+
 #include "memloom/error.h"
+#include "src/base/log.h"
 #include "src/core/platform_loader.h"
 #include "src/wholememory/chunked_memory.h"
 #include "src/wholememory/collective_check.h"
@@ -90,6 +94,18 @@ std::shared_ptr<MemoryHandle> create_memory_handle(std::shared_ptr<Communicator>
   // A rank that failed locally (mapping, address space) must not leave the others with a handle.
   fail_together(comm->group(), "wholememory_malloc", outcome, deadline);
   return handle;
+}
+
+void retire_memory(std::shared_ptr<MemoryHandle> memory, Deadline deadline) {
+  if (memory->gate().close(deadline)) return;  // `memory` goes here: unmapped if it was the last
+  // Never destroyed, like the Runtime: what is kept here is meant to outlive every user.
+  static auto* kept_mutex = new std::mutex();
+  static auto* kept = new std::vector<std::shared_ptr<MemoryHandle>>();
+  MEMLOOM_LOG(kWarn, "WholeMemory: operations on freed allocation "
+                         << memory->identity()
+                         << " did not finish by the deadline; its memory stays mapped until exit");
+  std::lock_guard<std::mutex> lock(*kept_mutex);
+  kept->push_back(std::move(memory));
 }
 
 }  // namespace memloom::wholememory

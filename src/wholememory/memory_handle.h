@@ -25,6 +25,7 @@
 #include "hw/hal/memory_domain.h"
 #include "memloom/deadline.h"
 #include "src/wholememory/communicator.h"
+#include "src/wholememory/operation_gate.h"
 #include "src/wholememory/partition_plan.h"
 #include "src/wholememory/reference_table.h"
 #include "wholememory/wholememory.h"
@@ -67,6 +68,9 @@ class MemoryHandle {
   virtual std::shared_ptr<Communicator> local_comm() const { return nullptr; }
   virtual std::shared_ptr<Communicator> cross_comm() const { return nullptr; }
 
+  // Operations in flight on this memory (operation_gate.h).
+  OperationGate& gate() { return gate_; }
+
  protected:
   MemoryHandle(std::shared_ptr<Communicator> comm, MemorySpec spec, std::string identity);
 
@@ -88,6 +92,7 @@ class MemoryHandle {
   void* global_pointer_ = nullptr;
   std::unique_ptr<ReferenceTable> table_;
   wholememory_gref_t gref_{};
+  OperationGate gate_;
 };
 
 // Collective over comm: allocates and maps memory of spec.type; every rank fails together when
@@ -95,5 +100,12 @@ class MemoryHandle {
 std::shared_ptr<MemoryHandle> create_memory_handle(std::shared_ptr<Communicator> comm,
                                                    MemorySpec spec, std::string identity,
                                                    Deadline deadline);
+
+// Drops a reference the registry held to freed memory: closes its gate and waits (by `deadline`)
+// for the operations using it and the stream work they enqueued, so that the memory is unmapped
+// (when this was the last reference) only once nothing touches it. Memory still in use at the
+// deadline is kept mapped until the process ends, with a warning: a leak, never a copy over
+// unmapped pages.
+void retire_memory(std::shared_ptr<MemoryHandle> memory, Deadline deadline);
 
 }  // namespace memloom::wholememory

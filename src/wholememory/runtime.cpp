@@ -44,7 +44,10 @@ void Runtime::finalize() {
     server.swap(server_);
     initialized_ = false;
   }
-  // Outside the lock, in dependency order: memory, then communicators, clients, the store.
+  // Outside the lock, in dependency order: memory, then communicators, clients, the store. One
+  // deadline for them all, so finalize is bounded by one collective timeout.
+  const Deadline deadline = collective_deadline();
+  for (auto& [id, allocation] : allocations) retire_memory(std::move(allocation.memory), deadline);
   allocations.clear();
   comms.clear();
   clients.clear();
@@ -139,13 +142,23 @@ Allocation Runtime::allocation(wholememory_handle_t handle) const {
   return found->second;
 }
 
-void Runtime::remove_allocation(wholememory_handle_t handle) {
-  Allocation removed;
+MemoryLease Runtime::lease(wholememory_handle_t handle) const {
+  Allocation held = allocation(handle);
+  // `held` keeps the gate alive; a free that began since the lookup refuses the lease.
+  OperationGate::Lease lease = held.memory->gate().enter();
+  return MemoryLease(std::move(held), std::move(lease));
+}
+
+Allocation Runtime::remove_allocation(wholememory_handle_t handle) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto found = allocations_.find(reinterpret_cast<uintptr_t>(handle));
-  if (found == allocations_.end()) return;
-  removed = std::move(found->second);
+  if (found == allocations_.end()) {
+    raise(Status::kInvalidInput, "WholeMemory handle " + hex(reinterpret_cast<uintptr_t>(handle)) +
+                                     " is not a live allocation (freed, finalized or garbage)");
+  }
+  Allocation removed = std::move(found->second);
   allocations_.erase(found);
+  return removed;
 }
 
 }  // namespace memloom::wholememory

@@ -25,12 +25,32 @@ struct Allocation {
   wholememory_comm_t cross_comm = nullptr;  // HIERARCHY only
 };
 
+// An allocation held for one operation: while the lease lives, wholememory_free and
+// wholememory_finalize wait instead of unmapping the memory (operation_gate.h).
+class MemoryLease {
+ public:
+  MemoryLease(Allocation allocation, OperationGate::Lease lease)
+      : lease_(std::move(lease)), allocation_(std::move(allocation)) {}
+
+  const Allocation& allocation() const { return allocation_; }
+  const std::shared_ptr<MemoryHandle>& memory() const { return allocation_.memory; }
+  MemoryHandle* operator->() const { return allocation_.memory.get(); }
+  MemoryHandle& operator*() const { return *allocation_.memory; }
+
+ private:
+  // Declared first, so returned last: when a closing gate sees its leases back, their references
+  // to the memory are gone too, and the closer's reference is the one that unmaps it.
+  OperationGate::Lease lease_;
+  Allocation allocation_;
+};
+
 class Runtime {
  public:
   static Runtime& instance();
 
   void initialize();
   // Drops every allocation and communicator of this process (locally) and stops the hosted store.
+  // Allocations go as in wholememory_free: after the operations using them (retire_memory).
   void finalize();
   // Throws kLogic when wholememory_init has not been called.
   void require_initialized() const;
@@ -48,7 +68,10 @@ class Runtime {
   wholememory_handle_t add_allocation(Allocation allocation);
   // Throws kInvalidInput for a handle that is not a live allocation.
   Allocation allocation(wholememory_handle_t handle) const;
-  void remove_allocation(wholememory_handle_t handle);
+  // The allocation, held for one operation; kInvalidInput also while it is being freed.
+  MemoryLease lease(wholememory_handle_t handle) const;
+  // Unregisters the allocation (later lookups fail) and returns it; kInvalidInput when not live.
+  Allocation remove_allocation(wholememory_handle_t handle);
 
  private:
   Runtime() = default;

@@ -34,8 +34,10 @@ const char* type_name(wholememory_memory_type_t type) {
   }
 }
 
-std::shared_ptr<wm::MemoryHandle> memory_of(wholememory_handle_t handle) {
-  return wm::Runtime::instance().allocation(handle).memory;
+// Every entry point below that reaches an allocation holds it for its duration, so that a
+// concurrent wholememory_free or wholememory_finalize waits for it (operation_gate.h).
+wm::MemoryLease memory_of(wholememory_handle_t handle) {
+  return wm::Runtime::instance().lease(handle);
 }
 
 }  // namespace
@@ -119,16 +121,20 @@ wholememory_error_code_t wholememory_free(wholememory_handle_t wholememory_handl
       wm::agree_on_arguments(owner.group(), "wholememory_free", allocation.memory->identity(),
                              local, wm::collective_deadline());
     }
+    // Unregistered first, so that operations starting now are refused; those already running
+    // (and the stream work they enqueued) finish before the memory is unmapped.
     runtime.remove_allocation(wholememory_handle);
     if (allocation.local_comm != nullptr) runtime.remove_comm(allocation.local_comm);
     if (allocation.cross_comm != nullptr) runtime.remove_comm(allocation.cross_comm);
+    wm::retire_memory(std::move(allocation.memory), wm::collective_deadline());
   });
 }
 
 wholememory_error_code_t wholememory_get_communicator(wholememory_comm_t* comm,
                                                       wholememory_handle_t wholememory_handle) {
   return wm::guarded("wholememory_get_communicator", [&] {
-    const auto allocation = wm::Runtime::instance().allocation(wholememory_handle);
+    const auto held = memory_of(wholememory_handle);
+    const auto& allocation = held.allocation();
     *wm::checked_output(comm, "comm") = allocation.comm;
   });
 }
@@ -136,7 +142,8 @@ wholememory_error_code_t wholememory_get_communicator(wholememory_comm_t* comm,
 wholememory_error_code_t wholememory_get_local_communicator(
     wholememory_comm_t* comm, wholememory_handle_t wholememory_handle) {
   return wm::guarded("wholememory_get_local_communicator", [&] {
-    const auto allocation = wm::Runtime::instance().allocation(wholememory_handle);
+    const auto held = memory_of(wholememory_handle);
+    const auto& allocation = held.allocation();
     wm::checked_output(comm, "comm");
     if (allocation.local_comm == nullptr) {
       raise(Status::kNotSupported, "only HIERARCHY memory has a local communicator");
@@ -148,7 +155,8 @@ wholememory_error_code_t wholememory_get_local_communicator(
 wholememory_error_code_t wholememory_get_cross_communicator(
     wholememory_comm_t* comm, wholememory_handle_t wholememory_handle) {
   return wm::guarded("wholememory_get_cross_communicator", [&] {
-    const auto allocation = wm::Runtime::instance().allocation(wholememory_handle);
+    const auto held = memory_of(wholememory_handle);
+    const auto& allocation = held.allocation();
     wm::checked_output(comm, "comm");
     if (allocation.cross_comm == nullptr) {
       raise(Status::kNotSupported, "only HIERARCHY memory has a cross communicator");

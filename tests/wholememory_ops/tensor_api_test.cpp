@@ -199,6 +199,42 @@ TEST(TensorApi, TensorsFromPointersAndHandles) {
   EXPECT_ALL_RANKS_PASS(results);
 }
 
+// A row stride below the column count would make rows overlap (and let a gather or scatter reach
+// past the storage the caller described); stride == columns is the packed layout.
+TEST(TensorApi, RowStrideBelowTheColumnCountIsRefused) {
+  run_in_one_rank([] {
+    std::vector<float> storage(64);
+    wholememory_tensor_t tensor = nullptr;
+    auto overlapping = matrix_desc(8, 4, 3, 0, WHOLEMEMORY_DT_FLOAT);
+    EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT,
+              wholememory_make_tensor_from_pointer(&tensor, storage.data(), &overlapping));
+    EXPECT_EQ(nullptr, tensor);
+    auto negative = matrix_desc(8, 4, -4, 0, WHOLEMEMORY_DT_FLOAT);
+    EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT,
+              wholememory_make_tensor_from_pointer(&tensor, storage.data(), &negative));
+    // Three dimensions: each stride must cover the whole of the dimension inside it.
+    wholememory_tensor_description_t cube{};
+    cube.dtype = WHOLEMEMORY_DT_FLOAT;
+    cube.dim = 3;
+    cube.sizes[0] = 2, cube.sizes[1] = 2, cube.sizes[2] = 4;
+    cube.strides[0] = 7, cube.strides[1] = 4, cube.strides[2] = 1;
+    EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT,
+              wholememory_make_tensor_from_pointer(&tensor, storage.data(), &cube));
+    cube.strides[0] = 8;
+    OPS_ASSERT_OK(wholememory_make_tensor_from_pointer(&tensor, storage.data(), &cube));
+    OPS_EXPECT_OK(wholememory_destroy_tensor(tensor));
+    auto packed = matrix_desc(8, 4, 4, 0, WHOLEMEMORY_DT_FLOAT);
+    OPS_ASSERT_OK(wholememory_make_tensor_from_pointer(&tensor, storage.data(), &packed));
+    OPS_EXPECT_OK(wholememory_destroy_tensor(tensor));
+    auto padded = matrix_desc(8, 4, 6, 0, WHOLEMEMORY_DT_FLOAT);
+    OPS_ASSERT_OK(wholememory_make_tensor_from_pointer(&tensor, storage.data(), &padded));
+    OPS_EXPECT_OK(wholememory_destroy_tensor(tensor));
+    auto array = array_desc(64, 0, WHOLEMEMORY_DT_FLOAT);
+    OPS_ASSERT_OK(wholememory_make_tensor_from_pointer(&tensor, storage.data(), &array));
+    OPS_EXPECT_OK(wholememory_destroy_tensor(tensor));
+  });
+}
+
 TEST(TensorApi, BadInputIsRefusedAndABadDescriptionFailsEveryRankPromptly) {
   auto results = run_with_comm(ranks_on_nodes(2, 1), [&](const testing::RankContext& me,
                                                          wholememory_comm_t comm) {

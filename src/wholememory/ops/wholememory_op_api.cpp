@@ -11,6 +11,7 @@
 #include "src/wholememory/ops/mapped_ops.h"
 #include "src/wholememory/ops/op_stream.h"
 #include "src/wholememory/ops/temp_memory.h"
+#include "src/wholememory/quiet_release.h"
 #include "src/wholememory/runtime.h"
 #include "src/wholememory/tensor/tensor.h"
 #include "src/wholememory/wholememory_error.h"
@@ -99,6 +100,23 @@ wm::OpStream& resolve_stream(void* stream, std::shared_ptr<wm::OpStream>* holder
   return **holder;
 }
 
+// Records the operation's stream work with the table's gate when the operation ends, whether it
+// enqueued everything or failed part way.
+class StreamWorkTracker {
+ public:
+  StreamWorkTracker(wm::OperationGate& gate, memloom::hal::Stream& stream)
+      : gate_(gate), stream_(stream) {}
+  StreamWorkTracker(const StreamWorkTracker&) = delete;
+  StreamWorkTracker& operator=(const StreamWorkTracker&) = delete;
+  ~StreamWorkTracker() {
+    wm::release_quietly("the record of an operation's stream work", [&] { gate_.track(stream_); });
+  }
+
+ private:
+  wm::OperationGate& gate_;
+  memloom::hal::Stream& stream_;
+};
+
 void run(Operation op, wholememory_env_func_t* env, void* stream_handle, bool* joined) {
   std::shared_ptr<wm::OpStream> holder;
   wm::OpStream& stream = resolve_stream(stream_handle, &holder);
@@ -117,7 +135,11 @@ void run(Operation op, wholememory_env_func_t* env, void* stream_handle, bool* j
     return;
   }
 
-  const auto memory = wm::Runtime::instance().allocation(op.table.handle).memory;
+  // The lease keeps a concurrent wholememory_free or wholememory_finalize waiting until this call
+  // returns; the tracker (destroyed first) records the stream work enqueued under it, which reads
+  // or writes the table when the stream runs, so that they wait for that too.
+  const wm::MemoryLease memory = wm::Runtime::instance().lease(op.table.handle);
+  const StreamWorkTracker tracker(memory->gate(), stream.stream());
   wm::check_rows_within_entries(shape, "wholememory_tensor");
   MEMLOOM_CHECK_ARG(memory->spec().granularity % shape.entry_bytes() == 0,
                     "the tensor's entries of " + std::to_string(shape.entry_bytes()) +
@@ -133,7 +155,7 @@ void run(Operation op, wholememory_env_func_t* env, void* stream_handle, bool* j
   }
 
   wm::ExchangeOperands operands;
-  operands.memory = memory;
+  operands.memory = memory.memory();
   operands.table = shape;
   operands.indices = op.indices;
   operands.rows = rows;

@@ -18,8 +18,10 @@ namespace wm = memloom::wholememory;
 
 namespace {
 
-std::shared_ptr<wm::MemoryHandle> memory_of(const wm::Tensor& tensor) {
-  return wm::Runtime::instance().allocation(tensor.handle).memory;
+// Held for the caller's duration, so that a concurrent wholememory_free or wholememory_finalize
+// waits for it (operation_gate.h); kInvalidInput once the memory is freed.
+wm::MemoryLease memory_of(const wm::Tensor& tensor) {
+  return wm::Runtime::instance().lease(tensor.handle);
 }
 
 bool valid_dtype(wholememory_dtype_t dtype) {
@@ -41,6 +43,25 @@ void check_fits_allocation(const wm::MatrixShape& shape, const wm::MemoryHandle&
       static_cast<size_t>(last_element) * shape.element_bytes() <= memory.spec().total_size,
       "tensor of " + std::to_string(shape.rows) + " x " + std::to_string(shape.columns) +
           " reaches past the allocation of " + std::to_string(memory.spec().total_size) + " bytes");
+}
+
+// Each dimension's stride must step over the whole of the dimension inside it, or elements of
+// different rows would share storage and an operation sized by the description would reach past
+// what the caller owns (for 2-D: strides[0] >= sizes[1]). Sizes must not be negative.
+void check_no_overlap(const wholememory_tensor_description_t& desc) {
+  for (int i = 0; i < desc.dim; ++i) {
+    MEMLOOM_CHECK_ARG(desc.sizes[i] >= 0, "size " + std::to_string(i) + " is negative (" +
+                                              std::to_string(desc.sizes[i]) + ")");
+  }
+  for (int i = 0; i + 1 < desc.dim; ++i) {
+    const int64_t inner = desc.sizes[i + 1] * desc.strides[i + 1];
+    const std::string next = std::to_string(i + 1);
+    MEMLOOM_CHECK_ARG(desc.strides[i] >= inner,
+                      "strides[" + std::to_string(i) + "] = " + std::to_string(desc.strides[i]) +
+                          " is smaller than sizes[" + next + "] * strides[" + next +
+                          "] = " + std::to_string(desc.sizes[i + 1]) + " * " +
+                          std::to_string(desc.strides[i + 1]) + ": the rows overlap");
+  }
 }
 
 // Entries of a tensor: rows for 2-D, elements for 1-D. Partition byte counts are multiples of the
@@ -132,6 +153,7 @@ wholememory_error_code_t wholememory_make_tensor_from_pointer(
         desc.dim == 0 || desc.strides[desc.dim - 1] == 1,
         "the innermost stride must be 1, got " + std::to_string(desc.strides[desc.dim - 1]));
     MEMLOOM_CHECK_ARG(desc.storage_offset >= 0, "storage_offset is negative");
+    check_no_overlap(desc);
     wm::Tensor tensor;
     tensor.storage = storage_ptr;
     tensor.desc = desc;
@@ -248,7 +270,8 @@ wholememory_error_code_t wholememory_tensor_get_entry_offsets(
                          entry_offsets[1] = static_cast<size_t>(tensor.desc.sizes[0]);
                          return;
                        }
-                       for (size_t offset : memory_of(tensor)->plan().offsets) {
+                       const auto memory = memory_of(tensor);  // held over the loop
+                       for (size_t offset : memory->plan().offsets) {
                          *entry_offsets++ = offset / entry;
                        }
                      });
@@ -263,7 +286,8 @@ wholememory_error_code_t wholememory_tensor_get_entry_partition_sizes(
                          entry_partition[0] = static_cast<size_t>(tensor.desc.sizes[0]);
                          return;
                        }
-                       for (size_t size : memory_of(tensor)->plan().sizes) {
+                       const auto memory = memory_of(tensor);  // held over the loop
+                       for (size_t size : memory->plan().sizes) {
                          *entry_partition++ = size / entry;
                        }
                      });
