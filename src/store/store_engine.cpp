@@ -38,8 +38,11 @@ int64_t parse_counter(const std::string& key, const std::string& text) {
 
 }  // namespace
 
-StoreEngine::StoreEngine(boost::asio::any_io_executor executor, protocol::Limits limits)
-    : executor_(std::move(executor)), limits_(limits) {}
+StoreEngine::StoreEngine(boost::asio::any_io_executor executor, protocol::Limits limits,
+                         size_t max_waiters_per_peer)
+    : executor_(std::move(executor)),
+      limits_(limits),
+      max_waiters_per_peer_(max_waiters_per_peer) {}
 
 StoreEngine::~StoreEngine() {
   clear();
@@ -58,6 +61,19 @@ void StoreEngine::check_value_size(size_t bytes, const std::string& key) const {
     raise(Status::kInvalidInput, "store value of " + std::to_string(bytes) + " bytes for '" + key +
                                      "' exceeds the limit of " +
                                      std::to_string(limits_.max_value_bytes));
+  }
+}
+
+void StoreEngine::check_waiter_room(const Peer& peer) {
+  if (max_waiters_per_peer_ == 0) return;
+  auto found = waiters_by_peer_.find(peer.peer_id());
+  if (found == waiters_by_peer_.end()) return;
+  size_t held = found->second.parked.size() + found->second.watches;
+  if (held >= max_waiters_per_peer_) {
+    raise(Status::kInvalidValue, "store: this connection already holds " + std::to_string(held) +
+                                     " waiting gets and watches (max_waiters_per_connection " +
+                                     std::to_string(max_waiters_per_peer_) +
+                                     "); wait for some or unwatch first");
   }
 }
 
@@ -82,6 +98,7 @@ void StoreEngine::get(const std::shared_ptr<Peer>& peer, uint64_t request_id,
   auto found = table_.find(key);
   if (found != table_.end()) return peer->send(get_reply(request_id, &found->second));
   if (timeout.count() <= 0) return peer->send(get_reply(request_id, nullptr));
+  check_waiter_room(*peer);
 
   uint64_t id = next_parked_id_++;
   ParkedGet parked{peer, request_id, key, std::make_unique<boost::asio::steady_timer>(executor_)};
@@ -90,22 +107,35 @@ void StoreEngine::get(const std::shared_ptr<Peer>& peer, uint64_t request_id,
     if (!error) expire(id);
   });
   parked_.emplace(id, std::move(parked));
-  parked_by_key_.emplace(key, id);
+  parked_by_key_[key].insert(id);
+  waiters_by_peer_[peer->peer_id()].parked.insert(id);
+}
+
+void StoreEngine::unpark(uint64_t parked_id) {
+  auto found = parked_.find(parked_id);
+  if (found == parked_.end()) return;
+  auto by_key = parked_by_key_.find(found->second.key);
+  if (by_key != parked_by_key_.end()) {
+    by_key->second.erase(parked_id);
+    if (by_key->second.empty()) parked_by_key_.erase(by_key);
+  }
+  auto by_peer = waiters_by_peer_.find(found->second.peer->peer_id());
+  if (by_peer != waiters_by_peer_.end()) {
+    by_peer->second.parked.erase(parked_id);
+    if (by_peer->second.parked.empty() && by_peer->second.watches == 0) {
+      waiters_by_peer_.erase(by_peer);
+    }
+  }
+  parked_.erase(found);  // destroying the timer cancels it
 }
 
 void StoreEngine::expire(uint64_t parked_id) {
   auto found = parked_.find(parked_id);
   if (found == parked_.end()) return;  // answered by a write in the meantime
-  ParkedGet& parked = found->second;
-  auto [begin, end] = parked_by_key_.equal_range(parked.key);
-  for (auto it = begin; it != end; ++it) {
-    if (it->second == parked_id) {
-      parked_by_key_.erase(it);
-      break;
-    }
-  }
-  parked.peer->send(get_reply(parked.request_id, nullptr));
-  parked_.erase(found);
+  std::shared_ptr<Peer> peer = found->second.peer;
+  uint64_t request_id = found->second.request_id;
+  unpark(parked_id);
+  peer->send(get_reply(request_id, nullptr));
 }
 
 int64_t StoreEngine::add(const std::string& key, int64_t delta) {
@@ -177,18 +207,21 @@ size_t StoreEngine::remove_prefix(const std::string& prefix) {
 }
 
 void StoreEngine::on_changed(const std::string& key, const std::string& value) {
-  auto [begin, end] = parked_by_key_.equal_range(key);
-  for (auto it = begin; it != end; ++it) {
-    auto parked = parked_.find(it->second);
-    if (parked == parked_.end()) continue;
-    parked->second.peer->send(get_reply(parked->second.request_id, &value));
-    parked_.erase(parked);  // destroying the timer cancels it
+  auto waiting = parked_by_key_.find(key);
+  if (waiting != parked_by_key_.end()) {
+    std::set<uint64_t> ids = std::move(waiting->second);
+    parked_by_key_.erase(waiting);
+    for (uint64_t id : ids) {
+      auto parked = parked_.find(id);
+      if (parked == parked_.end()) continue;
+      parked->second.peer->send(get_reply(parked->second.request_id, &value));
+      unpark(id);
+    }
   }
-  parked_by_key_.erase(key);
 
   auto watches = key_watches_.find(key);
   if (watches == key_watches_.end()) return;
-  for (const Watch& watch : watches->second) {
+  for (const auto& [index, watch] : watches->second) {
     watch.peer->send(event_frame(watch.watch_id, WatchEventKind::kChanged, key, value, -1, ""));
   }
 }
@@ -196,7 +229,7 @@ void StoreEngine::on_changed(const std::string& key, const std::string& value) {
 void StoreEngine::on_removed(const std::string& key) {
   auto watches = key_watches_.find(key);
   if (watches == key_watches_.end()) return;
-  for (const Watch& watch : watches->second) {
+  for (const auto& [index, watch] : watches->second) {
     watch.peer->send(event_frame(watch.watch_id, WatchEventKind::kRemoved, key, "", -1, ""));
   }
 }
@@ -208,9 +241,11 @@ void StoreEngine::register_watch(const std::shared_ptr<Peer>& peer, uint64_t wat
   if (watch_index_.count(index_key) != 0) {
     raise(Status::kInvalidInput, "store watch id " + std::to_string(watch_id) + " is in use");
   }
+  check_waiter_room(*peer);
   auto& watches = target == WatchTarget::kKey ? key_watches_ : group_watches_;
-  watches[name].push_back(Watch{peer, watch_id});
+  watches[name].emplace(index_key, Watch{peer, watch_id});
   watch_index_.emplace(index_key, WatchIndexEntry{target, name});
+  ++waiters_by_peer_[peer->peer_id()].watches;
 }
 
 void StoreEngine::watch_key(const std::shared_ptr<Peer>& peer, uint64_t watch_id,
@@ -229,37 +264,32 @@ void StoreEngine::unwatch(const Peer& peer, uint64_t watch_id) {
   auto& watches = index->second.target == WatchTarget::kKey ? key_watches_ : group_watches_;
   auto list = watches.find(index->second.name);
   if (list != watches.end()) {
-    std::erase_if(list->second, [&](const Watch& watch) {
-      return watch.watch_id == watch_id && watch.peer->peer_id() == peer.peer_id();
-    });
+    list->second.erase(index->first);
     if (list->second.empty()) watches.erase(list);
   }
   watch_index_.erase(index);
+  auto by_peer = waiters_by_peer_.find(peer.peer_id());
+  if (by_peer != waiters_by_peer_.end() && by_peer->second.watches > 0) {
+    if (--by_peer->second.watches == 0 && by_peer->second.parked.empty()) {
+      waiters_by_peer_.erase(by_peer);
+    }
+  }
 }
 
 void StoreEngine::announce_rank_down(int64_t rank, const std::string& group) {
   auto watches = group_watches_.find(group);
   if (watches == group_watches_.end()) return;
-  for (const Watch& watch : watches->second) {
+  for (const auto& [index, watch] : watches->second) {
     watch.peer->send(event_frame(watch.watch_id, WatchEventKind::kRankDown, "", "", rank, group));
   }
 }
 
 void StoreEngine::forget(const Peer& peer) {
   uint64_t id = peer.peer_id();
-  for (auto it = parked_.begin(); it != parked_.end();) {
-    if (it->second.peer->peer_id() != id) {
-      ++it;
-      continue;
-    }
-    auto [begin, end] = parked_by_key_.equal_range(it->second.key);
-    for (auto entry = begin; entry != end; ++entry) {
-      if (entry->second == it->first) {
-        parked_by_key_.erase(entry);
-        break;
-      }
-    }
-    it = parked_.erase(it);
+  auto held = waiters_by_peer_.find(id);
+  if (held != waiters_by_peer_.end()) {
+    std::set<uint64_t> parked = held->second.parked;  // unpark() edits the original
+    for (uint64_t parked_id : parked) unpark(parked_id);
   }
   auto first = watch_index_.lower_bound({id, 0});
   std::vector<uint64_t> watch_ids;
@@ -275,6 +305,7 @@ void StoreEngine::clear() {
   key_watches_.clear();
   group_watches_.clear();
   watch_index_.clear();
+  waiters_by_peer_.clear();
 }
 
 }  // namespace memloom::store

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -34,7 +35,9 @@ struct CompareAndSwapResult {
 
 class StoreEngine {
  public:
-  StoreEngine(boost::asio::any_io_executor executor, protocol::Limits limits);
+  // max_waiters_per_peer: parked gets plus watches one peer may hold (0: no cap).
+  StoreEngine(boost::asio::any_io_executor executor, protocol::Limits limits,
+              size_t max_waiters_per_peer);
   ~StoreEngine();
   StoreEngine(const StoreEngine&) = delete;
   StoreEngine& operator=(const StoreEngine&) = delete;
@@ -58,7 +61,8 @@ class StoreEngine {
 
   // Tells every rank-down watcher of `group` that `rank` is gone.
   void announce_rank_down(int64_t rank, const std::string& group);
-  // Drops everything the peer registered (its parked gets and watches) once it disconnected.
+  // Drops everything the peer registered (its parked gets and watches) once it disconnected, in
+  // time linear in what it registered, whatever others registered on the same keys.
   void forget(const Peer& peer);
   // Drops all peers and parked gets (server shutdown).
   void clear();
@@ -85,6 +89,11 @@ class StoreEngine {
     std::string name;
   };
   using WatchIndexKey = std::pair<uint64_t, uint64_t>;  // (peer id, watch id)
+  // What one peer holds, so that its disconnect visits only its own waiters.
+  struct PeerWaiters {
+    std::set<uint64_t> parked;  // parked get ids
+    size_t watches = 0;
+  };
 
   void check_key(const std::string& key) const;
   void check_value_size(size_t bytes, const std::string& key) const;
@@ -94,16 +103,24 @@ class StoreEngine {
   void expire(uint64_t parked_id);
   void register_watch(const std::shared_ptr<Peer>& peer, uint64_t watch_id, WatchTarget target,
                       const std::string& name);
+  // Throws kInvalidValue when the peer already holds max_waiters_per_peer_ waiters.
+  void check_waiter_room(const Peer& peer);
+  // Removes a parked get from every index (its timer is cancelled by its destruction).
+  void unpark(uint64_t parked_id);
 
   boost::asio::any_io_executor executor_;
   protocol::Limits limits_;
   std::map<std::string, std::string> table_;  // ordered, for remove_prefix
   uint64_t next_parked_id_ = 1;
-  std::map<uint64_t, ParkedGet> parked_;
-  std::unordered_multimap<std::string, uint64_t> parked_by_key_;
-  std::unordered_map<std::string, std::vector<Watch>> key_watches_;
-  std::unordered_map<std::string, std::vector<Watch>> group_watches_;
+  size_t max_waiters_per_peer_;
+  std::unordered_map<uint64_t, ParkedGet> parked_;
+  // Ordered sets and maps: removing one waiter is O(log n) however many share its key (a vector
+  // or multimap scan made a disconnect quadratic in the waiters of one key).
+  std::unordered_map<std::string, std::set<uint64_t>> parked_by_key_;  // ids in arrival order
+  std::unordered_map<std::string, std::map<WatchIndexKey, Watch>> key_watches_;
+  std::unordered_map<std::string, std::map<WatchIndexKey, Watch>> group_watches_;
   std::map<WatchIndexKey, WatchIndexEntry> watch_index_;
+  std::unordered_map<uint64_t, PeerWaiters> waiters_by_peer_;
 };
 
 }  // namespace memloom::store
