@@ -14,6 +14,7 @@
 #include "src/store/asio.h"
 #include "src/store/connection_admission.h"
 #include "src/store/frame_channel.h"
+#include "src/store/job_namespaces.h"
 #include "src/store/log_throttle.h"
 #include "src/store/protocol.h"
 #include "src/store/store_engine.h"
@@ -26,6 +27,7 @@ namespace {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
+constexpr size_t kMaxJobNamespaceBytes = 256;
 
 class ServerImpl;
 
@@ -67,7 +69,10 @@ class Session : public Peer, public std::enable_shared_from_this<Session> {
   bool hello_done = false;
   uint64_t admission_ticket = 0;  // 0: authenticated (see connection_admission.h)
   int64_t rank = -1;
-  std::string group;
+  std::string group;          // scoped to the job namespace, like every key
+  std::string job_namespace;  // from the hello; "" for clients that do not declare one
+  // This session's key in the engine: confined to its job's namespace (store_engine.h).
+  std::string scoped(const std::string& key) const { return scoped_key(job_namespace, key); }
 
  private:
   void arm_heartbeat_timer();
@@ -115,6 +120,7 @@ class ServerImpl : public Server {
   std::shared_ptr<asio::ssl::context> tls_context_;  // null: plain TCP
   StoreEngine engine_;
   ConnectionAdmission admission_;
+  JobNamespaces namespaces_;
   asio::steady_timer accept_backoff_{io_};
   asio::steady_timer auth_sweep_{io_};
   LogThrottle accept_error_log_{std::chrono::seconds(10)};
@@ -170,8 +176,16 @@ AdmissionLimits admission_limits(const ServerOptions& options, std::string* why)
 ServerImpl::ServerImpl(const ServerOptions& options)
     : options_(options),
       limits_{options.max_frame_bytes, options.max_key_bytes, options.max_value_bytes},
-      engine_(io_.get_executor(), limits_, options.max_waiters_per_connection),
-      admission_(AdmissionLimits{}) {
+      engine_(io_.get_executor(),
+              EngineLimits{limits_, options.max_waiters_per_connection, options.max_total_bytes}),
+      admission_(AdmissionLimits{}),
+      namespaces_(io_.get_executor(), options.namespace_grace, [this](const std::string& name) {
+        size_t removed = engine_.remove_prefix(scoped_key(name, ""));
+        MEMLOOM_LOG(kInfo, "store server: job namespace '" << name << "' ended (no connection for "
+                                                           << options_.namespace_grace.count()
+                                                           << " ms): removed " << removed
+                                                           << " keys");
+      }) {
   MEMLOOM_CHECK_ARG(options.max_frame_bytes >= 1024 && options.max_frame_bytes <= (1u << 30),
                     "ServerOptions.max_frame_bytes must be in [1 KiB, 1 GiB]");
   MEMLOOM_CHECK_ARG(options.max_value_bytes <= (1u << 30),
@@ -360,18 +374,20 @@ void ServerImpl::on_session_closed(const std::shared_ptr<Session>& session,
   if (sessions_.erase(session->peer_id()) == 0) return;
   connection_count_.store(sessions_.size());
   engine_.forget(*session);
+  if (session->hello_done) namespaces_.leave(session->job_namespace);
   if (!session->hello_done) {
     MEMLOOM_LOG(kDebug, "store server: closed " << session->remote() << ": " << reason);
     return;
   }
-  if (session->rank >= 0 || !session->group.empty()) {
-    MEMLOOM_LOG(kInfo, "store server: rank " << session->rank << " of group '" << session->group
-                                             << "' (" << session->remote()
+  if (session->rank >= 0 || !visible_key(session->group).empty()) {
+    MEMLOOM_LOG(kInfo, "store server: rank " << session->rank << " of group '"
+                                             << visible_key(session->group) << "' of job '"
+                                             << session->job_namespace << "' (" << session->remote()
                                              << ") is down: " << reason);
   } else {
     MEMLOOM_LOG(kDebug, "store server: client " << session->remote() << " left: " << reason);
   }
-  engine_.announce_rank_down(session->rank, session->group);
+  engine_.announce_rank_down(session->rank, session->group);  // scoped at the hello
 }
 
 void ServerImpl::dispatch(const std::shared_ptr<Session>& session,
@@ -414,17 +430,27 @@ void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_
       int64_t rank = reader.i64();
       std::string group = reader.str();
       uint64_t heartbeat_ms = reader.u64();
+      // Optional (clients before job namespaces omit it): they share the namespace "".
+      std::string job_namespace = reader.at_end() ? std::string() : reader.str();
       reader.finish();
       if (group.size() > limits_.max_key_bytes) {
         raise(Status::kCommunication,
               "store protocol violation: the hello's group name is longer "
               "than max_key_bytes");
       }
+      if (job_namespace.size() > kMaxJobNamespaceBytes ||
+          job_namespace.find('\0') != std::string::npos) {
+        raise(Status::kCommunication,
+              "store protocol violation: the hello's job namespace is longer than " +
+                  std::to_string(kMaxJobNamespaceBytes) + " bytes or contains a NUL byte");
+      }
       session->hello_done = true;
       admission_.remove(session->admission_ticket);  // a valid first frame: authenticated
       session->admission_ticket = 0;
       session->rank = rank;
-      session->group = std::move(group);
+      session->job_namespace = std::move(job_namespace);
+      session->group = session->scoped(group);
+      namespaces_.join(session->job_namespace);
       if (heartbeat_ms > 0) {
         session->set_heartbeat_timeout(std::chrono::milliseconds(
             std::min<uint64_t>(heartbeat_ms, uint64_t{24} * 3600 * 1000)));
@@ -445,7 +471,7 @@ void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_
       std::string value = reader.str();
       reader.finish();
       return run([&] {
-        engine_.set(key, std::move(value));
+        engine_.set(session->scoped(key), std::move(value));
         session->send(reply(protocol::MessageType::kSet).finish());
       });
     }
@@ -454,14 +480,16 @@ void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_
       uint64_t timeout_ms = reader.u64();
       reader.finish();
       auto timeout = std::chrono::milliseconds(std::min<uint64_t>(timeout_ms, INT32_MAX));
-      return run([&] { engine_.get(session, id, key, timeout); });
+      return run([&] { engine_.get(session, id, session->scoped(key), timeout); });
     }
     case protocol::MessageType::kAdd: {
       std::string key = reader.str();
       int64_t delta = reader.i64();
       reader.finish();
       return run([&] {
-        session->send(reply(protocol::MessageType::kAdd).i64(engine_.add(key, delta)).finish());
+        session->send(reply(protocol::MessageType::kAdd)
+                          .i64(engine_.add(session->scoped(key), delta))
+                          .finish());
       });
     }
     case protocol::MessageType::kCompareAndSwap: {
@@ -471,7 +499,8 @@ void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_
       bool expected_missing = reader.boolean();
       reader.finish();
       return run([&] {
-        auto result = engine_.compare_and_swap(key, expected, std::move(desired), expected_missing);
+        auto result = engine_.compare_and_swap(session->scoped(key), expected, std::move(desired),
+                                               expected_missing);
         session->send(reply(protocol::MessageType::kCompareAndSwap)
                           .u8(result.swapped)
                           .u8(result.current_exists)
@@ -484,15 +513,18 @@ void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_
       std::string value = reader.str();
       reader.finish();
       return run([&] {
-        session->send(
-            reply(protocol::MessageType::kAppend).u64(engine_.append(key, value)).finish());
+        session->send(reply(protocol::MessageType::kAppend)
+                          .u64(engine_.append(session->scoped(key), value))
+                          .finish());
       });
     }
     case protocol::MessageType::kRemove: {
       std::string key = reader.str();
       reader.finish();
       return run([&] {
-        session->send(reply(protocol::MessageType::kRemove).u8(engine_.remove(key)).finish());
+        session->send(reply(protocol::MessageType::kRemove)
+                          .u8(engine_.remove(session->scoped(key)))
+                          .finish());
       });
     }
     case protocol::MessageType::kRemovePrefix: {
@@ -500,7 +532,7 @@ void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_
       reader.finish();
       return run([&] {
         session->send(reply(protocol::MessageType::kRemovePrefix)
-                          .u64(engine_.remove_prefix(prefix))
+                          .u64(engine_.remove_prefix(session->scoped(prefix)))
                           .finish());
       });
     }
@@ -511,9 +543,9 @@ void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_
       reader.finish();
       return run([&] {
         if (type == static_cast<uint16_t>(protocol::MessageType::kWatchKey)) {
-          engine_.watch_key(session, watch_id, name);
+          engine_.watch_key(session, watch_id, session->scoped(name));
         } else {
-          engine_.watch_rank_down(session, watch_id, name);
+          engine_.watch_rank_down(session, watch_id, session->scoped(name));
         }
         session->send(reply(static_cast<protocol::MessageType>(type)).finish());
       });
@@ -544,6 +576,7 @@ void ServerImpl::stop() {
     for (auto& [id, session] : sessions_) session->close("the server is stopping");
     for (auto& [id, handshake] : handshakes_) handshake->cancel();
     engine_.clear();
+    namespaces_.clear();
     io_.stop();
   });
   if (thread_.joinable()) thread_.join();
@@ -552,6 +585,7 @@ void ServerImpl::stop() {
   sessions_.clear();
   handshakes_.clear();
   engine_.clear();
+  namespaces_.clear();
   connection_count_.store(0);
 }
 

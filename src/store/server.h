@@ -16,6 +16,10 @@ struct ServerOptions {
   std::string listen_url = "tcp://127.0.0.1:0";
   size_t max_frame_bytes = 64u << 20;  // larger frames close the offending connection
   size_t max_value_bytes = 64u << 20;
+  // Keys plus values of all jobs together; a write past it is refused with kOutOfMemory (0: none).
+  uint64_t max_total_bytes = uint64_t{1} << 30;
+  // A job namespace's keys are removed once its last connection has been gone this long.
+  std::chrono::milliseconds namespace_grace{5000};
   size_t max_key_bytes = 4096;
   // Lowered at start to the RLIMIT_NOFILE soft limit less a reserve (see max_connections()).
   size_t max_connections = 4096;

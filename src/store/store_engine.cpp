@@ -38,19 +38,34 @@ int64_t parse_counter(const std::string& key, const std::string& text) {
 
 }  // namespace
 
-StoreEngine::StoreEngine(boost::asio::any_io_executor executor, protocol::Limits limits,
-                         size_t max_waiters_per_peer)
+std::string scoped_key(const std::string& job_namespace, const std::string& key) {
+  std::string scoped;
+  scoped.reserve(job_namespace.size() + 1 + key.size());
+  scoped.append(job_namespace).push_back('\0');
+  scoped.append(key);
+  return scoped;
+}
+
+std::string visible_key(const std::string& scoped) {
+  size_t separator = scoped.find('\0');
+  return separator == std::string::npos ? scoped : scoped.substr(separator + 1);
+}
+
+StoreEngine::StoreEngine(boost::asio::any_io_executor executor, EngineLimits limits)
     : executor_(std::move(executor)),
-      limits_(limits),
-      max_waiters_per_peer_(max_waiters_per_peer) {}
+      limits_(limits.wire),
+      max_waiters_per_peer_(limits.max_waiters_per_peer),
+      max_total_bytes_(limits.max_total_bytes) {}
 
 StoreEngine::~StoreEngine() {
   clear();
 }
 
 void StoreEngine::check_key(const std::string& key) const {
-  if (key.size() > limits_.max_key_bytes) {
-    raise(Status::kInvalidInput, "store key of " + std::to_string(key.size()) +
+  size_t separator = key.find('\0');  // the limit is on the client's part of the scoped key
+  size_t bytes = separator == std::string::npos ? key.size() : key.size() - separator - 1;
+  if (bytes > limits_.max_key_bytes) {
+    raise(Status::kInvalidInput, "store key of " + std::to_string(bytes) +
                                      " bytes exceeds the limit of " +
                                      std::to_string(limits_.max_key_bytes));
   }
@@ -58,8 +73,8 @@ void StoreEngine::check_key(const std::string& key) const {
 
 void StoreEngine::check_value_size(size_t bytes, const std::string& key) const {
   if (bytes > limits_.max_value_bytes) {
-    raise(Status::kInvalidInput, "store value of " + std::to_string(bytes) + " bytes for '" + key +
-                                     "' exceeds the limit of " +
+    raise(Status::kInvalidInput, "store value of " + std::to_string(bytes) + " bytes for '" +
+                                     visible_key(key) + "' exceeds the limit of " +
                                      std::to_string(limits_.max_value_bytes));
   }
 }
@@ -77,6 +92,33 @@ void StoreEngine::check_waiter_room(const Peer& peer) {
   }
 }
 
+void StoreEngine::check_room(const std::string& key, uint64_t old_bytes, uint64_t new_bytes) const {
+  uint64_t after = total_bytes_ - old_bytes + new_bytes;
+  if (max_total_bytes_ != 0 && new_bytes > old_bytes && after > max_total_bytes_) {
+    raise(Status::kOutOfMemory,
+          "store is full: " + std::to_string(new_bytes - old_bytes) + " more bytes for '" +
+              visible_key(key) + "' would bring it to " + std::to_string(after) +
+              " bytes, over its max_total_bytes of " + std::to_string(max_total_bytes_) +
+              " (remove keys, or give memloom-store a larger --max-total-bytes)");
+  }
+}
+
+const std::string& StoreEngine::put(const std::string& key, std::string value) {
+  auto found = table_.find(key);
+  uint64_t old_bytes = found == table_.end() ? 0 : key.size() + found->second.size();
+  uint64_t new_bytes = key.size() + value.size();
+  check_room(key, old_bytes, new_bytes);
+  total_bytes_ = total_bytes_ - old_bytes + new_bytes;
+  if (found == table_.end()) return table_.emplace(key, std::move(value)).first->second;
+  found->second = std::move(value);
+  return found->second;
+}
+
+void StoreEngine::erase(std::map<std::string, std::string>::iterator entry) {
+  total_bytes_ -= entry->first.size() + entry->second.size();
+  table_.erase(entry);
+}
+
 std::string StoreEngine::get_reply(uint64_t request_id, const std::string* value) {
   return FrameWriter(protocol::reply_type(MessageType::kGet), request_id)
       .u8(value != nullptr)
@@ -87,9 +129,7 @@ std::string StoreEngine::get_reply(uint64_t request_id, const std::string* value
 void StoreEngine::set(const std::string& key, std::string value) {
   check_key(key);
   check_value_size(value.size(), key);
-  auto& slot = table_[key];
-  slot = std::move(value);
-  on_changed(key, slot);
+  on_changed(key, put(key, std::move(value)));
 }
 
 void StoreEngine::get(const std::shared_ptr<Peer>& peer, uint64_t request_id,
@@ -147,9 +187,7 @@ int64_t StoreEngine::add(const std::string& key, int64_t delta) {
     raise(Status::kInvalidValue, "store add: '" + key + "' would overflow int64 (" +
                                      std::to_string(current) + " + " + std::to_string(delta) + ")");
   }
-  auto& slot = table_[key];
-  slot = std::to_string(result);
-  on_changed(key, slot);
+  on_changed(key, put(key, std::to_string(result)));
   return result;
 }
 
@@ -167,12 +205,11 @@ CompareAndSwapResult StoreEngine::compare_and_swap(const std::string& key,
     if (result.current_exists) result.current = found->second;
     return result;
   }
-  auto& slot = table_[key];
-  slot = std::move(desired);
+  const std::string& stored = put(key, std::move(desired));
   result.swapped = true;
   result.current_exists = true;
-  result.current = slot;
-  on_changed(key, slot);
+  result.current = stored;
+  on_changed(key, stored);
   return result;
 }
 
@@ -181,15 +218,23 @@ size_t StoreEngine::append(const std::string& key, const std::string& value) {
   auto found = table_.find(key);
   size_t old_size = found == table_.end() ? 0 : found->second.size();
   check_value_size(old_size + value.size(), key);
-  auto& slot = table_[key];
-  slot.append(value);
-  on_changed(key, slot);
-  return slot.size();
+  if (found == table_.end()) {
+    on_changed(key, put(key, value));
+    return value.size();
+  }
+  uint64_t old_bytes = key.size() + old_size;
+  check_room(key, old_bytes, old_bytes + value.size());
+  total_bytes_ += value.size();
+  found->second.append(value);
+  on_changed(key, found->second);
+  return found->second.size();
 }
 
 bool StoreEngine::remove(const std::string& key) {
   check_key(key);
-  if (table_.erase(key) == 0) return false;
+  auto found = table_.find(key);
+  if (found == table_.end()) return false;
+  erase(found);
   on_removed(key);
   return true;
 }
@@ -200,7 +245,7 @@ size_t StoreEngine::remove_prefix(const std::string& prefix) {
   auto it = table_.lower_bound(prefix);
   while (it != table_.end() && it->first.compare(0, prefix.size(), prefix) == 0) {
     removed.push_back(it->first);
-    it = table_.erase(it);
+    erase(it++);
   }
   for (const auto& key : removed) on_removed(key);
   return removed.size();
@@ -222,7 +267,8 @@ void StoreEngine::on_changed(const std::string& key, const std::string& value) {
   auto watches = key_watches_.find(key);
   if (watches == key_watches_.end()) return;
   for (const auto& [index, watch] : watches->second) {
-    watch.peer->send(event_frame(watch.watch_id, WatchEventKind::kChanged, key, value, -1, ""));
+    watch.peer->send(
+        event_frame(watch.watch_id, WatchEventKind::kChanged, visible_key(key), value, -1, ""));
   }
 }
 
@@ -230,7 +276,8 @@ void StoreEngine::on_removed(const std::string& key) {
   auto watches = key_watches_.find(key);
   if (watches == key_watches_.end()) return;
   for (const auto& [index, watch] : watches->second) {
-    watch.peer->send(event_frame(watch.watch_id, WatchEventKind::kRemoved, key, "", -1, ""));
+    watch.peer->send(
+        event_frame(watch.watch_id, WatchEventKind::kRemoved, visible_key(key), "", -1, ""));
   }
 }
 
@@ -280,7 +327,8 @@ void StoreEngine::announce_rank_down(int64_t rank, const std::string& group) {
   auto watches = group_watches_.find(group);
   if (watches == group_watches_.end()) return;
   for (const auto& [index, watch] : watches->second) {
-    watch.peer->send(event_frame(watch.watch_id, WatchEventKind::kRankDown, "", "", rank, group));
+    watch.peer->send(
+        event_frame(watch.watch_id, WatchEventKind::kRankDown, "", "", rank, visible_key(group)));
   }
 }
 

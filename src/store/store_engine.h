@@ -19,6 +19,20 @@
 
 namespace memloom::store {
 
+// Keys are scoped to a job namespace by the server: the engine's key is "<namespace>\0<key>"
+// (namespaces never contain '\0', so one namespace's keys are never a prefix of another's, and a
+// client's own key may contain anything). Limits apply to the client's part (see visible_key()),
+// and events carry it only: clients never see or name the namespace part.
+std::string scoped_key(const std::string& job_namespace, const std::string& key);
+std::string visible_key(const std::string& scoped);
+
+// What one engine allows besides the wire limits.
+struct EngineLimits {
+  protocol::Limits wire;
+  size_t max_waiters_per_peer = 0;  // parked gets plus watches per peer (0: no cap)
+  uint64_t max_total_bytes = 0;     // keys plus values of every namespace (0: no cap)
+};
+
 // One connected client, as the engine sees it: something frames can be sent to.
 class Peer {
  public:
@@ -35,9 +49,7 @@ struct CompareAndSwapResult {
 
 class StoreEngine {
  public:
-  // max_waiters_per_peer: parked gets plus watches one peer may hold (0: no cap).
-  StoreEngine(boost::asio::any_io_executor executor, protocol::Limits limits,
-              size_t max_waiters_per_peer);
+  StoreEngine(boost::asio::any_io_executor executor, EngineLimits limits);
   ~StoreEngine();
   StoreEngine(const StoreEngine&) = delete;
   StoreEngine& operator=(const StoreEngine&) = delete;
@@ -68,6 +80,7 @@ class StoreEngine {
   void clear();
 
   size_t key_count() const { return table_.size(); }
+  uint64_t total_bytes() const { return total_bytes_; }
   size_t parked_count() const { return parked_.size(); }
 
   static std::string get_reply(uint64_t request_id, const std::string* value);
@@ -97,6 +110,11 @@ class StoreEngine {
 
   void check_key(const std::string& key) const;
   void check_value_size(size_t bytes, const std::string& key) const;
+  // Stores `value` under `key` (creating it) within max_total_bytes; throws kOutOfMemory if the
+  // store would grow past it. Returns the stored value.
+  const std::string& put(const std::string& key, std::string value);
+  void check_room(const std::string& key, uint64_t old_bytes, uint64_t new_bytes) const;
+  void erase(std::map<std::string, std::string>::iterator entry);
   // Called after every write: answers parked gets and notifies key watchers.
   void on_changed(const std::string& key, const std::string& value);
   void on_removed(const std::string& key);
@@ -113,6 +131,8 @@ class StoreEngine {
   std::map<std::string, std::string> table_;  // ordered, for remove_prefix
   uint64_t next_parked_id_ = 1;
   size_t max_waiters_per_peer_;
+  uint64_t max_total_bytes_;
+  uint64_t total_bytes_ = 0;  // sum of key and value sizes in table_
   std::unordered_map<uint64_t, ParkedGet> parked_;
   // Ordered sets and maps: removing one waiter is O(log n) however many share its key (a vector
   // or multimap scan made a disconnect quadratic in the waiters of one key).
