@@ -158,6 +158,7 @@ void ClientImpl::open() {
                .i64(options_.rank)
                .str(options_.group)
                .u64(static_cast<uint64_t>(options_.heartbeat_timeout.count()))
+               .str(options_.job_namespace ? *options_.job_namespace : default_job_namespace())
                .finish(),
            Deadline::after(std::max(deadline.remaining(), milliseconds(1000))), "hello");
   PayloadReader reader(reply, "hello reply");

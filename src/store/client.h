@@ -25,7 +25,15 @@ struct ClientOptions {
   std::string group;
   // TLS (default: the process-wide setting). The handshake is bounded by connect_timeout.
   TlsSetting tls;
+  // The job namespace every key of this client lives in on the server (clients of other
+  // namespaces cannot see or touch them). Unset: default_job_namespace().
+  std::optional<std::string> job_namespace;
 };
+
+// The job this process belongs to, from the environment: MEMLOOM_JOB_ID if set, else the job id
+// of a common launcher (Slurm job and step, PMIx namespace, Open MPI job, torchrun run id), else
+// "" (a namespace shared by every client that names no job).
+std::string default_job_namespace();
 
 enum class WatchEventKind { kChanged, kRemoved, kRankDown };
 

@@ -1,7 +1,9 @@
 // memloom-store: the config store as a standalone program, for jobs whose ranks should not embed
 // it. Serves until SIGINT or SIGTERM.
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -26,10 +28,28 @@ options:
                              it announced its own timeout (default 3000)
   --max-frame-bytes N        close connections that send a larger frame (default 64M; units
                              K, M, G accepted)
-  --max-value-bytes N        refuse values larger than this (default 64M)
+  --max-value-bytes N        refuse values larger than this (default 64M, or
+                             $MEMLOOM_STORE_MAX_VALUE_BYTES)
+  --max-total-bytes N        refuse writes that would grow all keys and values past this
+                             (default 1G, or $MEMLOOM_STORE_MAX_TOTAL_BYTES; 0: no limit)
   --max-key-bytes N          refuse keys and group names longer than this (default 4096)
-  --max-connections N        refuse connections beyond this many (default 4096)
+  --max-connections N        refuse connections beyond this many (default 4096, lowered to
+                             fit the RLIMIT_NOFILE soft limit; the cap in force is printed)
+  --max-unauthenticated-connections N
+                             connections still in the TLS handshake or before their first
+                             frame may hold at most this many (default: a quarter of the cap);
+                             the oldest is evicted for a new one
+  --auth-timeout-ms N        close plain connections that send no valid first frame within
+                             N ms (default 5000)
+  --max-waiters-per-connection N
+                             refuse waiting gets and watches beyond this many per connection
+                             (default 1024; 0: no limit)
+  --namespace-grace-ms N     remove a job's keys N ms after its last connection left
+                             (default 5000)
   --help                     print this text
+
+Every client works in its job's namespace (MEMLOOM_JOB_ID, or its launcher's job id): clients of
+another job cannot read, write or remove its keys.
 )";
 
 constexpr uint64_t kMaxHeartbeatMs = 24ull * 3600 * 1000;
@@ -44,6 +64,24 @@ uint64_t parse_count(const std::string& option, const std::string& text) {
     return memloom::base::parse_byte_size(text);
   } catch (const memloom::Error& error) {
     usage_error(option + ": " + error.what());
+  }
+}
+
+std::chrono::milliseconds parse_ms(const std::string& option, const std::string& text) {
+  uint64_t ms = parse_count(option, text);
+  if (ms == 0 || ms > kMaxHeartbeatMs) {
+    usage_error(option + " must be in 1.." + std::to_string(kMaxHeartbeatMs));
+  }
+  return std::chrono::milliseconds(ms);
+}
+
+// Environment defaults, so a store started by a launcher can be sized without new flags.
+void apply_environment(memloom::store::ServerOptions& options) {
+  if (const char* value = std::getenv("MEMLOOM_STORE_MAX_VALUE_BYTES")) {
+    options.max_value_bytes = parse_count("MEMLOOM_STORE_MAX_VALUE_BYTES", value);
+  }
+  if (const char* value = std::getenv("MEMLOOM_STORE_MAX_TOTAL_BYTES")) {
+    options.max_total_bytes = parse_count("MEMLOOM_STORE_MAX_TOTAL_BYTES", value);
   }
 }
 
@@ -75,9 +113,31 @@ memloom::store::ServerOptions parse_options(int argc, char** argv) {
        [](auto& options, const auto& value) {
          options.max_connections = parse_count("--max-connections", value);
        }},
+      {"--max-total-bytes",
+       [](auto& options, const auto& value) {
+         options.max_total_bytes = parse_count("--max-total-bytes", value);
+       }},
+      {"--max-unauthenticated-connections",
+       [](auto& options, const auto& value) {
+         options.max_unauthenticated_connections =
+             parse_count("--max-unauthenticated-connections", value);
+       }},
+      {"--auth-timeout-ms",
+       [](auto& options, const auto& value) {
+         options.auth_timeout = parse_ms("--auth-timeout-ms", value);
+       }},
+      {"--max-waiters-per-connection",
+       [](auto& options, const auto& value) {
+         options.max_waiters_per_connection = parse_count("--max-waiters-per-connection", value);
+       }},
+      {"--namespace-grace-ms",
+       [](auto& options, const auto& value) {
+         options.namespace_grace = parse_ms("--namespace-grace-ms", value);
+       }},
   };
 
   memloom::store::ServerOptions options;
+  apply_environment(options);
   bool have_listen = false;
   for (int i = 1; i < argc; ++i) {
     std::string option = argv[i];
@@ -126,6 +186,8 @@ int main(int argc, char** argv) {
   }
   std::printf("memloom-store listening on %s\n", server->url().c_str());
   std::fflush(stdout);
+  std::fprintf(stderr, "memloom-store: serving at most %zu connections\n",
+               server->max_connections());
 
   int received = 0;
   sigwait(&signals, &received);

@@ -18,9 +18,13 @@
 // A reader that runs past the payload, or finds bytes left after the last field, rejects it.
 //
 // Requests and their replies (reply payloads after "->"):
-//   kHello          i64 rank, str group, u64 heartbeat_timeout_ms (0: the server's default)
+//   kHello          i64 rank, str group, u64 heartbeat_timeout_ms (0: the server's default),
+//                   [str job_namespace] (optional; absent = "")
 //                   -> u16 version, u64 max_frame_bytes, u64 max_key_bytes, u64 max_value_bytes
-//                   It must be the first frame of a connection.
+//                   It must be the first frame of a connection. Every key, prefix and group name
+//                   the connection sends is confined to its job namespace on the server: clients
+//                   of other namespaces cannot read, write, watch or remove it, and an empty
+//                   prefix removes only the caller's own keys.
 //   kHeartbeat      (empty) -> (empty)
 //   kSet            str key, str value -> (empty)
 //   kGet            str key, u64 timeout_ms -> u8 found, str value   (parked up to timeout_ms)
@@ -41,8 +45,10 @@
 // Limits (ServerOptions): a frame larger than max_frame_bytes (header included) closes the
 // connection as soon as its header is read. Keys and group names longer than max_key_bytes and
 // values longer than max_value_bytes (also the result of append) are refused with kError, and the
-// connection stays open. Values can grow past max_frame_bytes through append, so the largest
-// frame the server sends is bounded by max_reply_bytes() of the hello reply's limits.
+// connection stays open; so are writes that would grow the store past its max_total_bytes
+// (kOutOfMemory) and parked gets or watches beyond max_waiters_per_connection (kInvalidValue).
+// Values can grow past max_frame_bytes through append, so the largest frame the server sends is
+// bounded by max_reply_bytes() of the hello reply's limits.
 //
 // Malformed frames (bad magic, wrong version, unknown type, nonzero reserved field, truncated or
 // over-long payload, a first frame that is not kHello) close that connection only.
@@ -146,6 +152,8 @@ class PayloadReader {
   int64_t i64() { return static_cast<int64_t>(u64()); }
   bool boolean();
   std::string str();
+  // True when every byte was read (for optional trailing fields).
+  bool at_end() const { return rest_.empty(); }
   // Throws if bytes are left over.
   void finish();
 

@@ -2,7 +2,9 @@
 // needs no locks and requests from one connection are answered in order.
 #include "src/store/server.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -10,7 +12,10 @@
 #include "memloom/error.h"
 #include "src/base/log.h"
 #include "src/store/asio.h"
+#include "src/store/connection_admission.h"
 #include "src/store/frame_channel.h"
+#include "src/store/job_namespaces.h"
+#include "src/store/log_throttle.h"
 #include "src/store/protocol.h"
 #include "src/store/store_engine.h"
 #include "src/store/tls_handshake.h"
@@ -22,6 +27,7 @@ namespace {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
+constexpr size_t kMaxJobNamespaceBytes = 256;
 
 class ServerImpl;
 
@@ -61,8 +67,12 @@ class Session : public Peer, public std::enable_shared_from_this<Session> {
 
   const std::string& remote() const { return channel_->remote(); }
   bool hello_done = false;
+  uint64_t admission_ticket = 0;  // 0: authenticated (see connection_admission.h)
   int64_t rank = -1;
-  std::string group;
+  std::string group;          // scoped to the job namespace, like every key
+  std::string job_namespace;  // from the hello; "" for clients that do not declare one
+  // This session's key in the engine: confined to its job's namespace (store_engine.h).
+  std::string scoped(const std::string& key) const { return scoped_key(job_namespace, key); }
 
  private:
   void arm_heartbeat_timer();
@@ -83,6 +93,7 @@ class ServerImpl : public Server {
   std::string url() const override { return url_; }
   uint16_t port() const override { return port_; }
   size_t connection_count() const override { return connection_count_.load(); }
+  size_t max_connections() const override { return admission_.limits().max_connections; }
   void stop() override;
 
   void dispatch(const std::shared_ptr<Session>& session, const protocol::FrameHeader& header,
@@ -91,9 +102,13 @@ class ServerImpl : public Server {
 
  private:
   void accept_next();
+  void on_accept_error(const boost::system::error_code& error);
   void accept_plain(tcp::socket socket);
   void accept_tls(tcp::socket socket);
-  void add_session(std::shared_ptr<FrameConnection> connection);
+  void add_session(std::shared_ptr<FrameConnection> connection, bool authenticated);
+  void evict_session(uint64_t session_id, const std::string& reason);
+  void sweep_unauthenticated();
+  size_t open_connections() const { return sessions_.size() + handshakes_.size(); }
   void handle_request(const std::shared_ptr<Session>& session, uint16_t type, uint64_t id,
                       protocol::PayloadReader& reader);
   void run_io();
@@ -104,6 +119,12 @@ class ServerImpl : public Server {
   tcp::acceptor acceptor_{io_};
   std::shared_ptr<asio::ssl::context> tls_context_;  // null: plain TCP
   StoreEngine engine_;
+  ConnectionAdmission admission_;
+  JobNamespaces namespaces_;
+  asio::steady_timer accept_backoff_{io_};
+  asio::steady_timer auth_sweep_{io_};
+  LogThrottle accept_error_log_{std::chrono::seconds(10)};
+  LogThrottle refusal_log_{std::chrono::seconds(10)};
   std::map<uint64_t, std::shared_ptr<Session>> sessions_;
   std::map<uint64_t, std::shared_ptr<TlsHandshake>> handshakes_;  // connections not yet sessions
   uint64_t next_handshake_id_ = 1;
@@ -143,10 +164,28 @@ void Session::arm_heartbeat_timer() {
   });
 }
 
+AdmissionLimits admission_limits(const ServerOptions& options, std::string* why) {
+  AdmissionLimits limits;
+  limits.max_connections = connection_cap_for_fd_limit(options.max_connections, why);
+  size_t budget = options.max_unauthenticated_connections;
+  if (budget == 0) budget = limits.max_connections / 4;
+  limits.max_unauthenticated = std::clamp<size_t>(budget, 1, limits.max_connections);
+  return limits;
+}
+
 ServerImpl::ServerImpl(const ServerOptions& options)
     : options_(options),
       limits_{options.max_frame_bytes, options.max_key_bytes, options.max_value_bytes},
-      engine_(io_.get_executor(), limits_) {
+      engine_(io_.get_executor(),
+              EngineLimits{limits_, options.max_waiters_per_connection, options.max_total_bytes}),
+      admission_(AdmissionLimits{}),
+      namespaces_(io_.get_executor(), options.namespace_grace, [this](const std::string& name) {
+        size_t removed = engine_.remove_prefix(scoped_key(name, ""));
+        MEMLOOM_LOG(kInfo, "store server: job namespace '" << name << "' ended (no connection for "
+                                                           << options_.namespace_grace.count()
+                                                           << " ms): removed " << removed
+                                                           << " keys");
+      }) {
   MEMLOOM_CHECK_ARG(options.max_frame_bytes >= 1024 && options.max_frame_bytes <= (1u << 30),
                     "ServerOptions.max_frame_bytes must be in [1 KiB, 1 GiB]");
   MEMLOOM_CHECK_ARG(options.max_value_bytes <= (1u << 30),
@@ -158,6 +197,10 @@ ServerImpl::ServerImpl(const ServerOptions& options)
                     "ServerOptions.heartbeat_timeout must be positive");
   MEMLOOM_CHECK_ARG(options.tls_handshake_timeout.count() > 0,
                     "ServerOptions.tls_handshake_timeout must be positive");
+  MEMLOOM_CHECK_ARG(options.auth_timeout.count() > 0,
+                    "ServerOptions.auth_timeout must be positive");
+  std::string why;
+  admission_ = ConnectionAdmission(admission_limits(options, &why));
   if (auto tls = options.tls.resolve()) tls_context_ = make_tls_context(*tls, TlsRole::kServer);
 
   TcpUrl listen = parse_tcp_url(options.listen_url);
@@ -177,8 +220,17 @@ ServerImpl::ServerImpl(const ServerOptions& options)
   if (error) fail("read the bound address of");
   port_ = bound.port();
   url_ = format_tcp_url(bound.address().to_string(), port_);
+  const AdmissionLimits& admitted = admission_.limits();
+  if (admitted.max_connections < options.max_connections) {
+    MEMLOOM_LOG(kWarn, "store server " << url_ << ": at most " << admitted.max_connections
+                                       << " connections (" << why << ")");
+  } else {
+    MEMLOOM_LOG(kInfo, "store server " << url_ << ": at most " << admitted.max_connections
+                                       << " connections (" << why << ")");
+  }
 
   accept_next();
+  sweep_unauthenticated();
   thread_ = std::thread([this] { run_io(); });
 }
 
@@ -197,12 +249,17 @@ void ServerImpl::run_io() {
 void ServerImpl::accept_next() {
   acceptor_.async_accept([this](const boost::system::error_code& error, tcp::socket socket) {
     if (error == asio::error::operation_aborted || !acceptor_.is_open()) return;
-    if (error) {
-      MEMLOOM_LOG(kWarn, "store server: accept failed: " << error.message());
-    } else if (sessions_.size() + handshakes_.size() >= options_.max_connections) {
-      MEMLOOM_LOG(kWarn, "store server: refusing a connection, already "
-                             << sessions_.size() + handshakes_.size()
-                             << " (ServerOptions.max_connections)");
+    if (error) return on_accept_error(error);
+    std::string suppressed;
+    if (!admission_.admit(open_connections())) {
+      // The socket closes as it goes out of scope.
+      if (refusal_log_.admit(&suppressed)) {
+        MEMLOOM_LOG(kWarn, "store server: refusing a connection: all "
+                               << open_connections()
+                               << " connections are held by authenticated clients "
+                                  "(max_connections)"
+                               << suppressed);
+      }
     } else if (tls_context_) {
       accept_tls(std::move(socket));
     } else {
@@ -212,59 +269,125 @@ void ServerImpl::accept_next() {
   });
 }
 
+// Out of descriptors (or kernel memory), the connection stays in the backlog and accept fails
+// again at once: retrying without a pause spun a core and flooded the log, so wait a little.
+void ServerImpl::on_accept_error(const boost::system::error_code& error) {
+  const int code = error.value();
+  const bool exhausted = error.category() == boost::system::system_category() &&
+                         (code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM);
+  constexpr auto kBackoff = std::chrono::milliseconds(100);
+  std::string suppressed;
+  if (accept_error_log_.admit(&suppressed)) {
+    MEMLOOM_LOG(kWarn, "store server: accept failed: "
+                           << error.message() << (exhausted ? "; pausing accepts for 100 ms" : "")
+                           << suppressed);
+  }
+  if (!exhausted) return accept_next();
+  accept_backoff_.expires_after(kBackoff);
+  accept_backoff_.async_wait([this](const boost::system::error_code& wait) {
+    if (!wait && acceptor_.is_open()) accept_next();
+  });
+}
+
+void ServerImpl::sweep_unauthenticated() {
+  admission_.evict_overdue(Clock::now());
+  auth_sweep_.expires_after(std::chrono::milliseconds(250));
+  auth_sweep_.async_wait([this](const boost::system::error_code& error) {
+    if (!error) sweep_unauthenticated();
+  });
+}
+
 void ServerImpl::accept_plain(tcp::socket socket) {
-  add_session(make_tcp_connection(std::move(socket), options_.max_frame_bytes));
+  add_session(make_tcp_connection(std::move(socket), options_.max_frame_bytes), false);
 }
 
 // The connection becomes a session only once the peer proved its certificate, so a client that
 // is refused (or never handshakes) never reaches the engine or the rank-down watchers.
 void ServerImpl::accept_tls(tcp::socket socket) {
   uint64_t id = next_handshake_id_++;
+  // The handshake's own timer ends it at tls_handshake_timeout; the admission deadline is a
+  // backstop a little later.
+  uint64_t ticket = admission_.add_unauthenticated(
+      Clock::now() + options_.tls_handshake_timeout + std::chrono::seconds(1),
+      [this, id](const std::string& reason) {
+        auto found = handshakes_.find(id);
+        if (found == handshakes_.end()) return;
+        MEMLOOM_LOG(kDebug, "store server: TLS handshake " << id << " " << reason);
+        found->second->cancel();
+        handshakes_.erase(found);
+      });
   try {
     auto handshake = TlsHandshake::start(
         std::move(socket), tls_context_, TlsRole::kServer, options_.tls_handshake_timeout,
         options_.max_frame_bytes,
-        [this, id](std::shared_ptr<FrameConnection> connection, const std::string& error) {
+        [this, id, ticket](std::shared_ptr<FrameConnection> connection, const std::string& error) {
+          admission_.remove(ticket);
           handshakes_.erase(id);
           if (!connection) {
-            MEMLOOM_LOG(kWarn, "store server: refused a connection: " << error);
+            std::string suppressed;
+            if (refusal_log_.admit(&suppressed)) {
+              MEMLOOM_LOG(kWarn, "store server: refused a connection: " << error << suppressed);
+            }
             return;
           }
-          add_session(std::move(connection));
+          add_session(std::move(connection), true);
         });
     handshakes_.emplace(id, std::move(handshake));
   } catch (const std::exception& error) {
+    admission_.remove(ticket);
     MEMLOOM_LOG(kWarn, "store server: cannot start a TLS handshake: " << error.what());
   }
 }
 
-void ServerImpl::add_session(std::shared_ptr<FrameConnection> connection) {
+// A plain connection counts as unauthenticated until its first valid frame (the hello); a TLS one
+// arrives here authenticated (its handshake proved the certificate).
+void ServerImpl::add_session(std::shared_ptr<FrameConnection> connection, bool authenticated) {
   size_t max_queued = std::max<size_t>(4 * limits_.max_reply_bytes(), size_t{64} << 20);
   auto session =
       std::make_shared<Session>(*this, next_session_id_++, std::move(connection),
                                 io_.get_executor(), options_.heartbeat_timeout, max_queued);
   sessions_.emplace(session->peer_id(), session);
   connection_count_.store(sessions_.size());
+  if (!authenticated) {
+    session->admission_ticket = admission_.add_unauthenticated(
+        Clock::now() + options_.auth_timeout,
+        [this, id = session->peer_id()](const std::string& reason) { evict_session(id, reason); });
+  }
   session->start();
+}
+
+// Only for sessions that never sent a hello: they hold nothing in the engine and no one watches
+// them, so forgetting them here is all the close handler would have done.
+void ServerImpl::evict_session(uint64_t session_id, const std::string& reason) {
+  auto found = sessions_.find(session_id);
+  if (found == sessions_.end()) return;
+  std::shared_ptr<Session> session = std::move(found->second);
+  sessions_.erase(found);
+  connection_count_.store(sessions_.size());
+  MEMLOOM_LOG(kDebug, "store server: " << session->remote() << " " << reason);
+  session->close(reason);
 }
 
 void ServerImpl::on_session_closed(const std::shared_ptr<Session>& session,
                                    const std::string& reason) {
+  admission_.remove(session->admission_ticket);
   if (sessions_.erase(session->peer_id()) == 0) return;
   connection_count_.store(sessions_.size());
   engine_.forget(*session);
+  if (session->hello_done) namespaces_.leave(session->job_namespace);
   if (!session->hello_done) {
     MEMLOOM_LOG(kDebug, "store server: closed " << session->remote() << ": " << reason);
     return;
   }
-  if (session->rank >= 0 || !session->group.empty()) {
-    MEMLOOM_LOG(kInfo, "store server: rank " << session->rank << " of group '" << session->group
-                                             << "' (" << session->remote()
+  if (session->rank >= 0 || !visible_key(session->group).empty()) {
+    MEMLOOM_LOG(kInfo, "store server: rank " << session->rank << " of group '"
+                                             << visible_key(session->group) << "' of job '"
+                                             << session->job_namespace << "' (" << session->remote()
                                              << ") is down: " << reason);
   } else {
     MEMLOOM_LOG(kDebug, "store server: client " << session->remote() << " left: " << reason);
   }
-  engine_.announce_rank_down(session->rank, session->group);
+  engine_.announce_rank_down(session->rank, session->group);  // scoped at the hello
 }
 
 void ServerImpl::dispatch(const std::shared_ptr<Session>& session,
@@ -307,15 +430,27 @@ void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_
       int64_t rank = reader.i64();
       std::string group = reader.str();
       uint64_t heartbeat_ms = reader.u64();
+      // Optional (clients before job namespaces omit it): they share the namespace "".
+      std::string job_namespace = reader.at_end() ? std::string() : reader.str();
       reader.finish();
       if (group.size() > limits_.max_key_bytes) {
         raise(Status::kCommunication,
               "store protocol violation: the hello's group name is longer "
               "than max_key_bytes");
       }
+      if (job_namespace.size() > kMaxJobNamespaceBytes ||
+          job_namespace.find('\0') != std::string::npos) {
+        raise(Status::kCommunication,
+              "store protocol violation: the hello's job namespace is longer than " +
+                  std::to_string(kMaxJobNamespaceBytes) + " bytes or contains a NUL byte");
+      }
       session->hello_done = true;
+      admission_.remove(session->admission_ticket);  // a valid first frame: authenticated
+      session->admission_ticket = 0;
       session->rank = rank;
-      session->group = std::move(group);
+      session->job_namespace = std::move(job_namespace);
+      session->group = session->scoped(group);
+      namespaces_.join(session->job_namespace);
       if (heartbeat_ms > 0) {
         session->set_heartbeat_timeout(std::chrono::milliseconds(
             std::min<uint64_t>(heartbeat_ms, uint64_t{24} * 3600 * 1000)));
@@ -336,7 +471,7 @@ void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_
       std::string value = reader.str();
       reader.finish();
       return run([&] {
-        engine_.set(key, std::move(value));
+        engine_.set(session->scoped(key), std::move(value));
         session->send(reply(protocol::MessageType::kSet).finish());
       });
     }
@@ -345,14 +480,16 @@ void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_
       uint64_t timeout_ms = reader.u64();
       reader.finish();
       auto timeout = std::chrono::milliseconds(std::min<uint64_t>(timeout_ms, INT32_MAX));
-      return run([&] { engine_.get(session, id, key, timeout); });
+      return run([&] { engine_.get(session, id, session->scoped(key), timeout); });
     }
     case protocol::MessageType::kAdd: {
       std::string key = reader.str();
       int64_t delta = reader.i64();
       reader.finish();
       return run([&] {
-        session->send(reply(protocol::MessageType::kAdd).i64(engine_.add(key, delta)).finish());
+        session->send(reply(protocol::MessageType::kAdd)
+                          .i64(engine_.add(session->scoped(key), delta))
+                          .finish());
       });
     }
     case protocol::MessageType::kCompareAndSwap: {
@@ -362,7 +499,8 @@ void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_
       bool expected_missing = reader.boolean();
       reader.finish();
       return run([&] {
-        auto result = engine_.compare_and_swap(key, expected, std::move(desired), expected_missing);
+        auto result = engine_.compare_and_swap(session->scoped(key), expected, std::move(desired),
+                                               expected_missing);
         session->send(reply(protocol::MessageType::kCompareAndSwap)
                           .u8(result.swapped)
                           .u8(result.current_exists)
@@ -375,15 +513,18 @@ void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_
       std::string value = reader.str();
       reader.finish();
       return run([&] {
-        session->send(
-            reply(protocol::MessageType::kAppend).u64(engine_.append(key, value)).finish());
+        session->send(reply(protocol::MessageType::kAppend)
+                          .u64(engine_.append(session->scoped(key), value))
+                          .finish());
       });
     }
     case protocol::MessageType::kRemove: {
       std::string key = reader.str();
       reader.finish();
       return run([&] {
-        session->send(reply(protocol::MessageType::kRemove).u8(engine_.remove(key)).finish());
+        session->send(reply(protocol::MessageType::kRemove)
+                          .u8(engine_.remove(session->scoped(key)))
+                          .finish());
       });
     }
     case protocol::MessageType::kRemovePrefix: {
@@ -391,7 +532,7 @@ void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_
       reader.finish();
       return run([&] {
         session->send(reply(protocol::MessageType::kRemovePrefix)
-                          .u64(engine_.remove_prefix(prefix))
+                          .u64(engine_.remove_prefix(session->scoped(prefix)))
                           .finish());
       });
     }
@@ -402,9 +543,9 @@ void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_
       reader.finish();
       return run([&] {
         if (type == static_cast<uint16_t>(protocol::MessageType::kWatchKey)) {
-          engine_.watch_key(session, watch_id, name);
+          engine_.watch_key(session, watch_id, session->scoped(name));
         } else {
-          engine_.watch_rank_down(session, watch_id, name);
+          engine_.watch_rank_down(session, watch_id, session->scoped(name));
         }
         session->send(reply(static_cast<protocol::MessageType>(type)).finish());
       });
@@ -430,9 +571,12 @@ void ServerImpl::stop() {
   asio::post(io_, [this] {
     boost::system::error_code ignored;
     acceptor_.close(ignored);
+    accept_backoff_.cancel();
+    auth_sweep_.cancel();
     for (auto& [id, session] : sessions_) session->close("the server is stopping");
     for (auto& [id, handshake] : handshakes_) handshake->cancel();
     engine_.clear();
+    namespaces_.clear();
     io_.stop();
   });
   if (thread_.joinable()) thread_.join();
@@ -441,6 +585,7 @@ void ServerImpl::stop() {
   sessions_.clear();
   handshakes_.clear();
   engine_.clear();
+  namespaces_.clear();
   connection_count_.store(0);
 }
 

@@ -38,16 +38,34 @@ int64_t parse_counter(const std::string& key, const std::string& text) {
 
 }  // namespace
 
-StoreEngine::StoreEngine(boost::asio::any_io_executor executor, protocol::Limits limits)
-    : executor_(std::move(executor)), limits_(limits) {}
+std::string scoped_key(const std::string& job_namespace, const std::string& key) {
+  std::string scoped;
+  scoped.reserve(job_namespace.size() + 1 + key.size());
+  scoped.append(job_namespace).push_back('\0');
+  scoped.append(key);
+  return scoped;
+}
+
+std::string visible_key(const std::string& scoped) {
+  size_t separator = scoped.find('\0');
+  return separator == std::string::npos ? scoped : scoped.substr(separator + 1);
+}
+
+StoreEngine::StoreEngine(boost::asio::any_io_executor executor, EngineLimits limits)
+    : executor_(std::move(executor)),
+      limits_(limits.wire),
+      max_waiters_per_peer_(limits.max_waiters_per_peer),
+      max_total_bytes_(limits.max_total_bytes) {}
 
 StoreEngine::~StoreEngine() {
   clear();
 }
 
 void StoreEngine::check_key(const std::string& key) const {
-  if (key.size() > limits_.max_key_bytes) {
-    raise(Status::kInvalidInput, "store key of " + std::to_string(key.size()) +
+  size_t separator = key.find('\0');  // the limit is on the client's part of the scoped key
+  size_t bytes = separator == std::string::npos ? key.size() : key.size() - separator - 1;
+  if (bytes > limits_.max_key_bytes) {
+    raise(Status::kInvalidInput, "store key of " + std::to_string(bytes) +
                                      " bytes exceeds the limit of " +
                                      std::to_string(limits_.max_key_bytes));
   }
@@ -55,10 +73,50 @@ void StoreEngine::check_key(const std::string& key) const {
 
 void StoreEngine::check_value_size(size_t bytes, const std::string& key) const {
   if (bytes > limits_.max_value_bytes) {
-    raise(Status::kInvalidInput, "store value of " + std::to_string(bytes) + " bytes for '" + key +
-                                     "' exceeds the limit of " +
+    raise(Status::kInvalidInput, "store value of " + std::to_string(bytes) + " bytes for '" +
+                                     visible_key(key) + "' exceeds the limit of " +
                                      std::to_string(limits_.max_value_bytes));
   }
+}
+
+void StoreEngine::check_waiter_room(const Peer& peer) {
+  if (max_waiters_per_peer_ == 0) return;
+  auto found = waiters_by_peer_.find(peer.peer_id());
+  if (found == waiters_by_peer_.end()) return;
+  size_t held = found->second.parked.size() + found->second.watches;
+  if (held >= max_waiters_per_peer_) {
+    raise(Status::kInvalidValue, "store: this connection already holds " + std::to_string(held) +
+                                     " waiting gets and watches (max_waiters_per_connection " +
+                                     std::to_string(max_waiters_per_peer_) +
+                                     "); wait for some or unwatch first");
+  }
+}
+
+void StoreEngine::check_room(const std::string& key, uint64_t old_bytes, uint64_t new_bytes) const {
+  uint64_t after = total_bytes_ - old_bytes + new_bytes;
+  if (max_total_bytes_ != 0 && new_bytes > old_bytes && after > max_total_bytes_) {
+    raise(Status::kOutOfMemory,
+          "store is full: " + std::to_string(new_bytes - old_bytes) + " more bytes for '" +
+              visible_key(key) + "' would bring it to " + std::to_string(after) +
+              " bytes, over its max_total_bytes of " + std::to_string(max_total_bytes_) +
+              " (remove keys, or give memloom-store a larger --max-total-bytes)");
+  }
+}
+
+const std::string& StoreEngine::put(const std::string& key, std::string value) {
+  auto found = table_.find(key);
+  uint64_t old_bytes = found == table_.end() ? 0 : key.size() + found->second.size();
+  uint64_t new_bytes = key.size() + value.size();
+  check_room(key, old_bytes, new_bytes);
+  total_bytes_ = total_bytes_ - old_bytes + new_bytes;
+  if (found == table_.end()) return table_.emplace(key, std::move(value)).first->second;
+  found->second = std::move(value);
+  return found->second;
+}
+
+void StoreEngine::erase(std::map<std::string, std::string>::iterator entry) {
+  total_bytes_ -= entry->first.size() + entry->second.size();
+  table_.erase(entry);
 }
 
 std::string StoreEngine::get_reply(uint64_t request_id, const std::string* value) {
@@ -71,9 +129,7 @@ std::string StoreEngine::get_reply(uint64_t request_id, const std::string* value
 void StoreEngine::set(const std::string& key, std::string value) {
   check_key(key);
   check_value_size(value.size(), key);
-  auto& slot = table_[key];
-  slot = std::move(value);
-  on_changed(key, slot);
+  on_changed(key, put(key, std::move(value)));
 }
 
 void StoreEngine::get(const std::shared_ptr<Peer>& peer, uint64_t request_id,
@@ -82,6 +138,7 @@ void StoreEngine::get(const std::shared_ptr<Peer>& peer, uint64_t request_id,
   auto found = table_.find(key);
   if (found != table_.end()) return peer->send(get_reply(request_id, &found->second));
   if (timeout.count() <= 0) return peer->send(get_reply(request_id, nullptr));
+  check_waiter_room(*peer);
 
   uint64_t id = next_parked_id_++;
   ParkedGet parked{peer, request_id, key, std::make_unique<boost::asio::steady_timer>(executor_)};
@@ -90,22 +147,35 @@ void StoreEngine::get(const std::shared_ptr<Peer>& peer, uint64_t request_id,
     if (!error) expire(id);
   });
   parked_.emplace(id, std::move(parked));
-  parked_by_key_.emplace(key, id);
+  parked_by_key_[key].insert(id);
+  waiters_by_peer_[peer->peer_id()].parked.insert(id);
+}
+
+void StoreEngine::unpark(uint64_t parked_id) {
+  auto found = parked_.find(parked_id);
+  if (found == parked_.end()) return;
+  auto by_key = parked_by_key_.find(found->second.key);
+  if (by_key != parked_by_key_.end()) {
+    by_key->second.erase(parked_id);
+    if (by_key->second.empty()) parked_by_key_.erase(by_key);
+  }
+  auto by_peer = waiters_by_peer_.find(found->second.peer->peer_id());
+  if (by_peer != waiters_by_peer_.end()) {
+    by_peer->second.parked.erase(parked_id);
+    if (by_peer->second.parked.empty() && by_peer->second.watches == 0) {
+      waiters_by_peer_.erase(by_peer);
+    }
+  }
+  parked_.erase(found);  // destroying the timer cancels it
 }
 
 void StoreEngine::expire(uint64_t parked_id) {
   auto found = parked_.find(parked_id);
   if (found == parked_.end()) return;  // answered by a write in the meantime
-  ParkedGet& parked = found->second;
-  auto [begin, end] = parked_by_key_.equal_range(parked.key);
-  for (auto it = begin; it != end; ++it) {
-    if (it->second == parked_id) {
-      parked_by_key_.erase(it);
-      break;
-    }
-  }
-  parked.peer->send(get_reply(parked.request_id, nullptr));
-  parked_.erase(found);
+  std::shared_ptr<Peer> peer = found->second.peer;
+  uint64_t request_id = found->second.request_id;
+  unpark(parked_id);
+  peer->send(get_reply(request_id, nullptr));
 }
 
 int64_t StoreEngine::add(const std::string& key, int64_t delta) {
@@ -117,9 +187,7 @@ int64_t StoreEngine::add(const std::string& key, int64_t delta) {
     raise(Status::kInvalidValue, "store add: '" + key + "' would overflow int64 (" +
                                      std::to_string(current) + " + " + std::to_string(delta) + ")");
   }
-  auto& slot = table_[key];
-  slot = std::to_string(result);
-  on_changed(key, slot);
+  on_changed(key, put(key, std::to_string(result)));
   return result;
 }
 
@@ -137,12 +205,11 @@ CompareAndSwapResult StoreEngine::compare_and_swap(const std::string& key,
     if (result.current_exists) result.current = found->second;
     return result;
   }
-  auto& slot = table_[key];
-  slot = std::move(desired);
+  const std::string& stored = put(key, std::move(desired));
   result.swapped = true;
   result.current_exists = true;
-  result.current = slot;
-  on_changed(key, slot);
+  result.current = stored;
+  on_changed(key, stored);
   return result;
 }
 
@@ -151,15 +218,23 @@ size_t StoreEngine::append(const std::string& key, const std::string& value) {
   auto found = table_.find(key);
   size_t old_size = found == table_.end() ? 0 : found->second.size();
   check_value_size(old_size + value.size(), key);
-  auto& slot = table_[key];
-  slot.append(value);
-  on_changed(key, slot);
-  return slot.size();
+  if (found == table_.end()) {
+    on_changed(key, put(key, value));
+    return value.size();
+  }
+  uint64_t old_bytes = key.size() + old_size;
+  check_room(key, old_bytes, old_bytes + value.size());
+  total_bytes_ += value.size();
+  found->second.append(value);
+  on_changed(key, found->second);
+  return found->second.size();
 }
 
 bool StoreEngine::remove(const std::string& key) {
   check_key(key);
-  if (table_.erase(key) == 0) return false;
+  auto found = table_.find(key);
+  if (found == table_.end()) return false;
+  erase(found);
   on_removed(key);
   return true;
 }
@@ -170,34 +245,39 @@ size_t StoreEngine::remove_prefix(const std::string& prefix) {
   auto it = table_.lower_bound(prefix);
   while (it != table_.end() && it->first.compare(0, prefix.size(), prefix) == 0) {
     removed.push_back(it->first);
-    it = table_.erase(it);
+    erase(it++);
   }
   for (const auto& key : removed) on_removed(key);
   return removed.size();
 }
 
 void StoreEngine::on_changed(const std::string& key, const std::string& value) {
-  auto [begin, end] = parked_by_key_.equal_range(key);
-  for (auto it = begin; it != end; ++it) {
-    auto parked = parked_.find(it->second);
-    if (parked == parked_.end()) continue;
-    parked->second.peer->send(get_reply(parked->second.request_id, &value));
-    parked_.erase(parked);  // destroying the timer cancels it
+  auto waiting = parked_by_key_.find(key);
+  if (waiting != parked_by_key_.end()) {
+    std::set<uint64_t> ids = std::move(waiting->second);
+    parked_by_key_.erase(waiting);
+    for (uint64_t id : ids) {
+      auto parked = parked_.find(id);
+      if (parked == parked_.end()) continue;
+      parked->second.peer->send(get_reply(parked->second.request_id, &value));
+      unpark(id);
+    }
   }
-  parked_by_key_.erase(key);
 
   auto watches = key_watches_.find(key);
   if (watches == key_watches_.end()) return;
-  for (const Watch& watch : watches->second) {
-    watch.peer->send(event_frame(watch.watch_id, WatchEventKind::kChanged, key, value, -1, ""));
+  for (const auto& [index, watch] : watches->second) {
+    watch.peer->send(
+        event_frame(watch.watch_id, WatchEventKind::kChanged, visible_key(key), value, -1, ""));
   }
 }
 
 void StoreEngine::on_removed(const std::string& key) {
   auto watches = key_watches_.find(key);
   if (watches == key_watches_.end()) return;
-  for (const Watch& watch : watches->second) {
-    watch.peer->send(event_frame(watch.watch_id, WatchEventKind::kRemoved, key, "", -1, ""));
+  for (const auto& [index, watch] : watches->second) {
+    watch.peer->send(
+        event_frame(watch.watch_id, WatchEventKind::kRemoved, visible_key(key), "", -1, ""));
   }
 }
 
@@ -208,9 +288,11 @@ void StoreEngine::register_watch(const std::shared_ptr<Peer>& peer, uint64_t wat
   if (watch_index_.count(index_key) != 0) {
     raise(Status::kInvalidInput, "store watch id " + std::to_string(watch_id) + " is in use");
   }
+  check_waiter_room(*peer);
   auto& watches = target == WatchTarget::kKey ? key_watches_ : group_watches_;
-  watches[name].push_back(Watch{peer, watch_id});
+  watches[name].emplace(index_key, Watch{peer, watch_id});
   watch_index_.emplace(index_key, WatchIndexEntry{target, name});
+  ++waiters_by_peer_[peer->peer_id()].watches;
 }
 
 void StoreEngine::watch_key(const std::shared_ptr<Peer>& peer, uint64_t watch_id,
@@ -229,37 +311,33 @@ void StoreEngine::unwatch(const Peer& peer, uint64_t watch_id) {
   auto& watches = index->second.target == WatchTarget::kKey ? key_watches_ : group_watches_;
   auto list = watches.find(index->second.name);
   if (list != watches.end()) {
-    std::erase_if(list->second, [&](const Watch& watch) {
-      return watch.watch_id == watch_id && watch.peer->peer_id() == peer.peer_id();
-    });
+    list->second.erase(index->first);
     if (list->second.empty()) watches.erase(list);
   }
   watch_index_.erase(index);
+  auto by_peer = waiters_by_peer_.find(peer.peer_id());
+  if (by_peer != waiters_by_peer_.end() && by_peer->second.watches > 0) {
+    if (--by_peer->second.watches == 0 && by_peer->second.parked.empty()) {
+      waiters_by_peer_.erase(by_peer);
+    }
+  }
 }
 
 void StoreEngine::announce_rank_down(int64_t rank, const std::string& group) {
   auto watches = group_watches_.find(group);
   if (watches == group_watches_.end()) return;
-  for (const Watch& watch : watches->second) {
-    watch.peer->send(event_frame(watch.watch_id, WatchEventKind::kRankDown, "", "", rank, group));
+  for (const auto& [index, watch] : watches->second) {
+    watch.peer->send(
+        event_frame(watch.watch_id, WatchEventKind::kRankDown, "", "", rank, visible_key(group)));
   }
 }
 
 void StoreEngine::forget(const Peer& peer) {
   uint64_t id = peer.peer_id();
-  for (auto it = parked_.begin(); it != parked_.end();) {
-    if (it->second.peer->peer_id() != id) {
-      ++it;
-      continue;
-    }
-    auto [begin, end] = parked_by_key_.equal_range(it->second.key);
-    for (auto entry = begin; entry != end; ++entry) {
-      if (entry->second == it->first) {
-        parked_by_key_.erase(entry);
-        break;
-      }
-    }
-    it = parked_.erase(it);
+  auto held = waiters_by_peer_.find(id);
+  if (held != waiters_by_peer_.end()) {
+    std::set<uint64_t> parked = held->second.parked;  // unpark() edits the original
+    for (uint64_t parked_id : parked) unpark(parked_id);
   }
   auto first = watch_index_.lower_bound({id, 0});
   std::vector<uint64_t> watch_ids;
@@ -275,6 +353,7 @@ void StoreEngine::clear() {
   key_watches_.clear();
   group_watches_.clear();
   watch_index_.clear();
+  waiters_by_peer_.clear();
 }
 
 }  // namespace memloom::store

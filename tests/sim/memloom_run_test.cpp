@@ -238,6 +238,7 @@ TEST(MemloomRun, EmbeddedStoreAnswersTheRanks) {
 TEST(MemloomRun, UsesAnExternalStore) {
   store::ServerOptions server_options;
   server_options.listen_url = "tcp://127.0.0.1:0";
+  server_options.namespace_grace = std::chrono::minutes(1);  // the job's keys outlive its ranks
   auto server = store::Server::start(server_options);
   LauncherRun run = run_memloom_run(sh_job({"-n", "3", "--store", server->url()},
                                            std::string("exec ") + SIM_STORE_COUNTER_RANK_PATH));
@@ -250,7 +251,10 @@ TEST(MemloomRun, UsesAnExternalStore) {
   // The ranks' increments are in the test's own store.
   std::vector<RankAnnouncement> ranks = announcements(run);
   ASSERT_EQ(ranks.size(), 3u);
-  auto client = store::Client::connect(server->url());
+  // They are in the job's namespace (MEMLOOM_JOB_ID), which the test joins to read them.
+  store::ClientOptions client_options;
+  client_options.job_namespace = ranks[0].job_id;
+  auto client = store::Client::connect(server->url(), client_options);
   EXPECT_EQ(client->get(ranks[0].job_id + "/counter", std::chrono::milliseconds(0)), "3");
   expect_job_cleaned_up(run, 3);
 }

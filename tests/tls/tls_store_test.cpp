@@ -192,6 +192,23 @@ TEST_F(TlsStore, PeerThatNeverHandshakesIsDroppedAtTheDeadline) {
   expect_bystander_unaffected(bystander, events);
 }
 
+// Connections still in the handshake count as unauthenticated: filling the whole cap with them
+// must not lock out a client with a good certificate (the oldest of them is evicted for it).
+TEST_F(TlsStore, PeersStuckInTheHandshakeDoNotLockOutClients) {
+  ServerOptions options;
+  options.max_connections = 64;
+  start_server(pki_->config(pki_->server(), true), options);
+  std::vector<std::unique_ptr<RawConnection>> stuck;
+  for (int i = 0; i < 64; ++i) {
+    stuck.push_back(std::make_unique<RawConnection>("127.0.0.1", server_->port()));
+  }
+  Client& client = connect(pki_->config(pki_->client(), true));
+  client.set("k", "v");
+  EXPECT_EQ(client.get("k", 0ms), "v");
+  // Everyone the budget (a quarter of the cap) could not hold was evicted at once.
+  EXPECT_TRUE(stuck.front()->closed_by_peer_within(1000ms));
+}
+
 TEST_F(TlsStore, TlsClientCannotTalkToAPlainServer) {
   start_server(nullptr);
   Deadline quick = Deadline::after(3000ms);

@@ -1,0 +1,164 @@
+// Limits on data and per-job namespaces: one job's clients cannot fill the store for everyone,
+// nor read, overwrite or delete another job's keys, and two jobs on one store do not collide.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "memloom/error.h"
+#include "tests/store/store_test_support.h"
+
+namespace memloom::store::testing {
+namespace {
+
+std::unique_ptr<Client> connect_as(const Server& server, const std::string& job) {
+  ClientOptions options = quick_client_options();
+  options.job_namespace = job;
+  return Client::connect(server.url(), options);
+}
+
+Status status_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const Error& error) {
+    return error.status();
+  }
+  return Status::kSuccess;
+}
+
+TEST(StoreLimits, OverSizeValueIsRefused) {
+  ServerOptions options;
+  options.max_value_bytes = 1024;
+  auto server = Server::start(options);
+  auto client = connect_as(*server, "job");
+  EXPECT_EQ(status_of([&] { client->set("big", std::string(2048, 'x')); }), Status::kInvalidInput);
+  client->set("small", std::string(1000, 'x'));
+  EXPECT_EQ(status_of([&] { client->append("small", std::string(100, 'x')); }),
+            Status::kInvalidInput);
+}
+
+TEST(StoreLimits, OverTotalIsRefusedWithOutOfMemoryUntilKeysGo) {
+  ServerOptions options;
+  options.max_total_bytes = 64 * 1024;
+  auto server = Server::start(options);
+  auto client = connect_as(*server, "job");
+  const std::string value(8 * 1024, 'v');
+  for (int i = 0; i < 7; ++i) client->set("k" + std::to_string(i), value);
+  try {
+    client->set("k7", value + value);
+    FAIL() << "the store grew past max_total_bytes";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.status(), Status::kOutOfMemory);
+    EXPECT_NE(std::string(error.what()).find("max_total_bytes"), std::string::npos) << error.what();
+  }
+  EXPECT_EQ(status_of([&] { client->append("k0", value); }), Status::kOutOfMemory);
+  client->set("k0", "short");  // shrinking a value is always allowed
+  EXPECT_TRUE(client->remove("k1"));
+  EXPECT_NO_THROW(client->set("k7", value + value));
+  // Another job is refused too: the cap is the store's, not a job's.
+  auto other = connect_as(*server, "other");
+  EXPECT_EQ(status_of([&] { other->set("x", value); }), Status::kOutOfMemory);
+}
+
+TEST(StoreNamespaces, AnotherJobCannotReadWriteOrDeleteKeys) {
+  ServerOptions options;
+  auto server = Server::start(options);
+  auto a = connect_as(*server, "job-a");
+  auto b = connect_as(*server, "job-b");
+  a->set("secret", "a1");
+  a->set("group/member/0", "a-rank0");
+  EXPECT_EQ(b->get("secret", 0ms), std::nullopt);
+  EXPECT_EQ(b->get("secret", 100ms), std::nullopt);
+  b->set("secret", "b1");
+  EXPECT_FALSE(b->compare_and_swap("group/member/0", "a-rank0", "stolen", false, nullptr));
+  EXPECT_EQ(b->add("counter", 5), 5);
+  EXPECT_TRUE(b->remove("secret"));  // its own key of the same name
+  EXPECT_FALSE(b->remove("group/member/0"));
+  EXPECT_EQ(b->remove_prefix(""), 1u);  // only b's "counter"
+  EXPECT_EQ(a->get("secret", 0ms), "a1");
+  EXPECT_EQ(a->get("group/member/0", 0ms), "a-rank0");
+  EXPECT_EQ(a->get("counter", 0ms), std::nullopt);
+
+  EventLog b_events;
+  b->watch_key("secret", b_events.callback());
+  a->set("secret", "a2");
+  a->remove("secret");
+  EventLog a_events;
+  a->watch_key("secret", a_events.callback());
+  b->set("secret", "b2");
+  EXPECT_TRUE(b_events.wait_for(1, 2000ms).size() == 1);  // its own write only
+  EXPECT_EQ(b_events.events()[0].value, "b2");
+  EXPECT_EQ(b_events.events()[0].key, "secret");  // the namespace never shows
+  EXPECT_TRUE(a_events.wait_for(1, 200ms).empty());
+}
+
+TEST(StoreNamespaces, KeysOfAnEndedJobAreRemovedAfterTheGrace) {
+  ServerOptions options;
+  options.namespace_grace = 200ms;
+  auto server = Server::start(options);
+  auto other = connect_as(*server, "other-job");
+  other->set("kept", "1");
+  {
+    auto a = connect_as(*server, "job-a");
+    a->set("group/member/0", "crashed");
+  }
+  {
+    auto again = connect_as(*server, "job-a");  // within the grace: still there
+    EXPECT_EQ(again->get("group/member/0", 0ms), "crashed");
+  }
+  std::this_thread::sleep_for(600ms);
+  auto next = connect_as(*server, "job-a");
+  EXPECT_EQ(next->get("group/member/0", 0ms), std::nullopt);
+  EXPECT_TRUE(next->compare_and_swap("group/member/0", "", "next", true, nullptr));
+  EXPECT_EQ(other->get("kept", 0ms), "1");
+}
+
+// Two jobs, two ranks each, started the usual way (the launcher's job id in the environment, no
+// MEMLOOM_JOB_ID), claim the same rank keys on one store at the same time: all four succeed
+// (the second job used to fail with "rank 0 ... was already taken").
+TEST(StoreNamespaces, TwoJobsWithDefaultSettingsBothRun) {
+  auto server = Server::start(ServerOptions{});
+  const std::string url = server->url();
+  std::vector<pid_t> children;
+  for (const char* job : {"4711", "4712"}) {
+    for (int rank = 0; rank < 2; ++rank) {
+      pid_t pid = ::fork();
+      if (pid == 0) {
+        ::alarm(20);
+        ::unsetenv("MEMLOOM_JOB_ID");
+        ::setenv("SLURM_JOB_ID", job, 1);
+        int code = 0;
+        try {
+          auto client = Client::connect(url, quick_client_options());
+          const std::string prefix = "smem/shm/w0/world/member/";
+          std::string mine = std::string(job) + "/" + std::to_string(rank);
+          if (!client->compare_and_swap(prefix + std::to_string(rank), "", mine, true, nullptr)) {
+            code = 1;  // "already taken"
+          } else if (client->get(prefix + std::to_string(1 - rank), 5000ms) !=
+                     std::string(job) + "/" + std::to_string(1 - rank)) {
+            code = 2;  // a peer of the other job answered, or none
+          } else {
+            client->add("done", 1);
+            client->get("never", 300ms);  // stay connected while the peer reads my key
+          }
+        } catch (...) {
+          code = 3;
+        }
+        ::_exit(code);
+      }
+      children.push_back(pid);
+    }
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "rank process exited with " << status;
+  }
+}
+
+}  // namespace
+}  // namespace memloom::store::testing
