@@ -188,7 +188,7 @@ void FdBroker::serve() {
     for (size_t i = 0; i < connections.size(); ++i) {
       Connection& connection = connections[i];
       const bool keep =
-          fds[i + 2].revents != 0 ? advance(connection) : !connection.deadline.expired();
+          (fds[i + 2].revents == 0 || advance(connection)) && !connection.deadline.expired();
       if (!keep) connection.fd.reset();
     }
     connections.erase(std::remove_if(connections.begin(), connections.end(),
