@@ -6,19 +6,26 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
-#include <random>
 
 #include "memloom/error.h"
 #include "src/base/fd_wait.h"
 #include "src/base/log.h"
+#include "src/base/unique_fd.h"
 
 namespace memloom::core {
 namespace {
 
-constexpr uint32_t kRequestMagic = 0x4d4c4644;  // "MLFD"
+using Clock = Deadline::Clock;
+
+constexpr uint32_t kRequestMagic = 0x324c4644;  // "DFL2": the request carries a secret
+constexpr int kAcceptBurst = 64;                // accepts per wake-up: the others get their turn
+constexpr std::chrono::seconds kWarningInterval{10};
+constexpr std::chrono::milliseconds kAcceptPause{100};
 
 sockaddr_un abstract_address(const std::string& name, socklen_t* length) {
   sockaddr_un address{};
@@ -35,13 +42,41 @@ struct Request {
   uint32_t magic;
   uint32_t reserved;
   uint64_t id;
+  FdSecret secret;
 };
+static_assert(sizeof(Request) == 32);
+
+// The uid of the process at the other end of a connected Unix socket, or -1.
+int64_t peer_uid(int connection) {
+  ucred credentials{};
+  socklen_t size = sizeof(credentials);
+  if (::getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &credentials, &size) != 0) return -1;
+  return credentials.uid;
+}
+
+// True when a warning is due (at most one per interval); counts the ones it suppresses.
+bool warning_due(Clock::time_point* next, uint64_t* unreported) {
+  const auto now = Clock::now();
+  if (now < *next) {
+    ++*unreported;
+    return false;
+  }
+  *next = now + kWarningInterval;
+  return true;
+}
 
 std::mutex g_instance_mutex;
 std::unique_ptr<FdBroker>* g_instance = nullptr;
 pid_t g_instance_pid = 0;
 
 }  // namespace
+
+struct FdBroker::Connection {
+  base::UniqueFd fd;
+  Deadline deadline;
+  Request request{};
+  size_t received = 0;
+};
 
 FdBroker& FdBroker::instance() {
   std::lock_guard<std::mutex> lock(g_instance_mutex);
@@ -60,10 +95,13 @@ FdBroker& FdBroker::instance() {
   return **g_instance;
 }
 
-FdBroker::FdBroker() {
-  std::random_device random;
-  socket_name_ = "memloom-fd." + std::to_string(getpid()) + "." + std::to_string(random());
-  listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+FdBroker::FdBroker() : uid_(::geteuid()) {
+  uint32_t salt = 0;  // tells this process's socket from a dead one's of the same pid
+  fill_random(&salt, sizeof(salt));
+  char suffix[16];
+  std::snprintf(suffix, sizeof(suffix), "%08x", salt);
+  socket_name_ = "memloom-fd." + std::to_string(getpid()) + "." + suffix;
+  listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) raise_errno("fd broker socket", errno);
   socklen_t length = 0;
   sockaddr_un address = abstract_address(socket_name_, &length);
@@ -87,108 +125,212 @@ FdBroker::~FdBroker() {
   ::close(listen_fd_);
   ::close(wake_pipe_[0]);
   ::close(wake_pipe_[1]);
-  for (auto& entry : published_) ::close(entry.second);
+  for (auto& entry : published_) ::close(entry.second.fd);
 }
 
 std::string FdBroker::publish(int fd) {
-  int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (copy < 0) raise_errno("fd broker dup", errno);
+  FdToken token;
+  token.socket = socket_name_;
+  fill_random(token.secret.data(), token.secret.size());
+  base::UniqueFd copy(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+  if (!copy.valid()) raise_errno("fd broker dup", errno);
   std::lock_guard<std::mutex> lock(mutex_);
-  uint64_t id = next_id_++;
-  published_[id] = copy;
-  return socket_name_ + "#" + std::to_string(id);
+  // Random ids too, so that one publication's id says nothing about another's.
+  do {
+    fill_random(&token.id, sizeof(token.id));
+  } while (published_.count(token.id) != 0);
+  std::string text = token.format();
+  if (text.size() > kMaxTokenLength) raise(Status::kLogic, "fd broker token too long: " + text);
+  published_[token.id] = Publication{copy.release(), token.secret};
+  return text;
 }
 
-void FdBroker::withdraw(const std::string& token) {
-  auto hash = token.rfind('#');
-  if (hash == std::string::npos || token.compare(0, hash, socket_name_) != 0) return;
-  uint64_t id = std::stoull(token.substr(hash + 1));
+void FdBroker::withdraw(const std::string& text) {
+  const auto token = FdToken::parse(text);
+  if (!token || token->socket != socket_name_) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = published_.find(id);
-  if (it != published_.end()) {
-    ::close(it->second);
+  auto it = published_.find(token->id);
+  if (it != published_.end() && same_secret(it->second.secret, token->secret)) {
+    ::close(it->second.fd);
     published_.erase(it);
   }
 }
 
 void FdBroker::serve() {
+  std::vector<Connection> connections;
+  connections.reserve(kMaxConnections);
+  std::vector<pollfd> fds;
   while (true) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
-    int rc = ::poll(fds, 2, -1);
+    const auto now = Clock::now();
+    const bool accepting = now >= accept_paused_until_;
+    auto wake_at = accepting ? Clock::time_point::max() : accept_paused_until_;
+    fds.clear();
+    fds.push_back({wake_pipe_[0], POLLIN, 0});
+    fds.push_back({accepting ? listen_fd_ : -1, POLLIN, 0});  // poll skips a negative fd
+    for (const auto& connection : connections) {
+      fds.push_back({connection.fd.get(), POLLIN, 0});
+      wake_at = std::min(wake_at, connection.deadline.time_point());
+    }
+    int timeout_ms = -1;
+    if (wake_at != Clock::time_point::max()) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake_at - now).count();
+      timeout_ms = static_cast<int>(std::max<int64_t>(left, 0));
+    }
+    const int rc = ::poll(fds.data(), fds.size(), timeout_ms);
     if (rc < 0) {
       if (errno == EINTR) continue;
       MEMLOOM_LOG(kError, "fd broker poll failed: " << std::strerror(errno));
       return;
     }
-    if (fds[1].revents != 0) return;
-    if (fds[0].revents & POLLIN) {
-      int connection = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (connection < 0) continue;
-      answer(connection);
-      ::close(connection);
+    if (fds[0].revents != 0) return;
+    // Each connection moves on its own: read what it sent, answer it once complete, or drop it at
+    // its own deadline. None waits for another.
+    for (size_t i = 0; i < connections.size(); ++i) {
+      Connection& connection = connections[i];
+      const bool keep =
+          (fds[i + 2].revents == 0 || advance(connection)) && !connection.deadline.expired();
+      if (!keep) connection.fd.reset();
     }
+    connections.erase(std::remove_if(connections.begin(), connections.end(),
+                                     [](const Connection& c) { return !c.fd.valid(); }),
+                      connections.end());
+    if (fds[1].revents != 0) accept_pending(connections);
   }
 }
 
-// One request per connection; a slow or broken client only costs its own short timeout.
-void FdBroker::answer(int connection) {
-  Request request{};
-  if (!base::wait_ready(connection, POLLIN, Deadline::after(std::chrono::milliseconds(2000))))
-    return;
-  if (::recv(connection, &request, sizeof(request), MSG_WAITALL) != sizeof(request)) return;
-  if (request.magic != kRequestMagic) return;
-  int fd = -1;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = published_.find(request.id);
-    if (it != published_.end()) fd = it->second;
+void FdBroker::accept_pending(std::vector<Connection>& connections) {
+  for (int i = 0; i < kAcceptBurst; ++i) {
+    base::UniqueFd fd(::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd.valid()) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      // Out of descriptors or memory: the pending connection stays queued and would wake poll at
+      // once, so stop accepting for a moment instead of spinning.
+      MEMLOOM_LOG(kWarn, "fd broker accept failed: " << std::strerror(errno));
+      accept_paused_until_ = Clock::now() + kAcceptPause;
+      return;
+    }
+    if (!allowed(fd.get())) continue;  // closed at once: another user holds nothing here
+    if (connections.size() >= static_cast<size_t>(kMaxConnections)) {
+      if (warning_due(&next_overflow_warning_, &overflows_unreported_)) {
+        MEMLOOM_LOG(kWarn, "fd broker " << socket_name_ << ": " << kMaxConnections
+                                        << " connections open, closing new ones ("
+                                        << overflows_unreported_ << " more since the last report)");
+        overflows_unreported_ = 0;
+      }
+      continue;
+    }
+    Connection connection{std::move(fd), Deadline::after(kRequestTimeout)};
+    // The request usually arrived with the connection: answer it now without another poll round.
+    if (advance(connection)) connections.push_back(std::move(connection));
   }
-  char status = fd >= 0 ? 1 : 0;
+}
+
+// Only our own user may fetch descriptors. Root is refused too unless we are root ourselves: the
+// rule stays "same account", and a root peer needs no broker to reach our memory anyway.
+bool FdBroker::allowed(int connection) {
+  const int64_t uid = peer_uid(connection);
+  if (uid == static_cast<int64_t>(uid_)) return true;
+  if (warning_due(&next_refusal_warning_, &refusals_unreported_)) {
+    MEMLOOM_LOG(kWarn, "fd broker " << socket_name_ << " refused a connection from uid " << uid
+                                    << " (only uid " << uid_ << " may fetch descriptors; "
+                                    << refusals_unreported_ << " more since the last report)");
+    refusals_unreported_ = 0;
+  }
+  return false;
+}
+
+// Reads what the connection has sent; false when it is finished (answered, closed or broken).
+bool FdBroker::advance(Connection& connection) {
+  auto* bytes = reinterpret_cast<char*>(&connection.request);
+  while (connection.received < sizeof(Request)) {
+    const ssize_t got = ::recv(connection.fd.get(), bytes + connection.received,
+                               sizeof(Request) - connection.received, MSG_DONTWAIT);
+    if (got > 0) {
+      connection.received += static_cast<size_t>(got);
+      continue;
+    }
+    if (got < 0 && errno == EINTR) continue;
+    return got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+  answer(connection);
+  return false;
+}
+
+// One request per connection. A wrong secret and an unknown id get the same answer, "not
+// published", so the reply tells a guesser nothing.
+void FdBroker::answer(const Connection& connection) {
+  const Request& request = connection.request;
+  if (request.magic != kRequestMagic) return;
+  char status = 0;
   iovec io{&status, 1};
   msghdr message{};
   message.msg_iov = &io;
   message.msg_iovlen = 1;
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
+  // The lock covers the send so that withdraw() cannot close the descriptor while it is in flight;
+  // the send does not block (one byte on a fresh socket; MSG_DONTWAIT all the same).
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = published_.find(request.id);
+  static const FdSecret kNoSecret{};
+  const bool known = it != published_.end();
+  // Compare even when the id is unknown, so both failures take the same time.
+  const bool match = same_secret(known ? it->second.secret : kNoSecret, request.secret) && known;
+  if (match) {
+    status = 1;
     message.msg_control = control;
     message.msg_controllen = sizeof(control);
     cmsghdr* header = CMSG_FIRSTHDR(&message);
     header->cmsg_level = SOL_SOCKET;
     header->cmsg_type = SCM_RIGHTS;
     header->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(header), &fd, sizeof(int));
+    std::memcpy(CMSG_DATA(header), &it->second.fd, sizeof(int));
   }
-  (void)::sendmsg(connection, &message, MSG_NOSIGNAL);
+  (void)::sendmsg(connection.fd.get(), &message, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-int FdBroker::fetch(const std::string& token, Deadline deadline) {
-  auto hash = token.rfind('#');
-  if (hash == std::string::npos || hash == 0)
-    raise(Status::kInvalidInput, "malformed fd token '" + token + "'");
-  std::string name = token.substr(0, hash);
-  Request request{kRequestMagic, 0, 0};
-  try {
-    request.id = std::stoull(token.substr(hash + 1));
-  } catch (const std::exception&) {
-    raise(Status::kInvalidInput, "malformed fd token '" + token + "'");
+int FdBroker::fetch(const std::string& text, Deadline deadline) {
+  const auto token = FdToken::parse(text);
+  if (!token) {
+    // The text may hold a secret: show only the socket it names.
+    raise(Status::kInvalidInput,
+          "malformed fd token for '" + text.substr(0, text.rfind('#')) + "'");
   }
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) raise_errno("fd broker socket", errno);
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  const std::string name = token->redacted();
+  base::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) raise_errno("fd broker socket", errno);
   socklen_t length = 0;
-  sockaddr_un address = abstract_address(name, &length);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), length) != 0) {
-    raise(Status::kCommunication,
-          "cannot reach the process owning '" + token + "': " + std::strerror(errno));
+  sockaddr_un address = abstract_address(token->socket, &length);
+  // A non-blocking connect to a Unix socket answers EAGAIN while the owner's backlog is full.
+  while (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), length) != 0) {
+    const int error = errno;
+    if (error != EAGAIN && error != EINTR) {
+      raise(Status::kCommunication,
+            "cannot reach the process owning fd '" + name + "': " + std::strerror(error));
+    }
+    if (deadline.expired()) raise(Status::kTimeout, "timed out connecting for fd '" + name + "'");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  if (::send(fd, &request, sizeof(request), MSG_NOSIGNAL) != sizeof(request)) {
-    raise(Status::kCommunication, "fd request to '" + name + "' failed");
+  // The secret goes only to a process of our own user, not to whoever took a dead owner's name.
+  const int64_t owner = peer_uid(fd.get());
+  if (owner != static_cast<int64_t>(::geteuid())) {
+    raise(Status::kCommunication, "fd '" + name + "' is served by uid " + std::to_string(owner) +
+                                      ", not ours (" + std::to_string(::geteuid()) + ")");
   }
-  if (!base::wait_ready(fd, POLLIN, deadline))
-    raise(Status::kTimeout, "timed out fetching fd '" + token + "'");
+  Request request{kRequestMagic, 0, token->id, token->secret};
+  const char* bytes = reinterpret_cast<const char*>(&request);
+  size_t sent = 0;
+  while (sent < sizeof(request)) {
+    if (!base::wait_ready(fd.get(), POLLOUT, deadline))
+      raise(Status::kTimeout, "timed out requesting fd '" + name + "'");
+    const ssize_t put = ::send(fd.get(), bytes + sent, sizeof(request) - sent, MSG_NOSIGNAL);
+    if (put > 0) {
+      sent += static_cast<size_t>(put);
+    } else if (errno != EAGAIN && errno != EINTR) {
+      raise(Status::kCommunication,
+            "fd request for '" + name + "' failed: " + std::strerror(errno));
+    }
+  }
   char status = 0;
   iovec io{&status, 1};
   msghdr message{};
@@ -197,17 +339,29 @@ int FdBroker::fetch(const std::string& token, Deadline deadline) {
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   message.msg_control = control;
   message.msg_controllen = sizeof(control);
-  ssize_t got = ::recvmsg(fd, &message, MSG_CMSG_CLOEXEC);
-  if (got != 1)
-    raise(Status::kCommunication, "the process owning '" + token + "' closed the connection");
-  if (status != 1) raise(Status::kNotFound, "fd '" + token + "' is no longer published");
+  ssize_t got = -1;
+  do {
+    if (!base::wait_ready(fd.get(), POLLIN, deadline))
+      raise(Status::kTimeout, "timed out fetching fd '" + name + "'");
+    got = ::recvmsg(fd.get(), &message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  } while (got < 0 && (errno == EAGAIN || errno == EINTR));
+  base::UniqueFd received;
   cmsghdr* header = CMSG_FIRSTHDR(&message);
-  if (header == nullptr || header->cmsg_type != SCM_RIGHTS) {
-    raise(Status::kCommunication, "fd broker reply without a descriptor");
+  if (got > 0 && header != nullptr && header->cmsg_level == SOL_SOCKET &&
+      header->cmsg_type == SCM_RIGHTS && header->cmsg_len == CMSG_LEN(sizeof(int))) {
+    int value = -1;
+    std::memcpy(&value, CMSG_DATA(header), sizeof(int));
+    received.reset(value);
   }
-  int received = -1;
-  std::memcpy(&received, CMSG_DATA(header), sizeof(int));
-  return received;
+  if (got != 1) {
+    raise(Status::kCommunication, "the process owning fd '" + name +
+                                      "' closed the connection without an answer (it refuses "
+                                      "other users, and connections beyond its cap)");
+  }
+  if (status != 1) raise(Status::kNotFound, "fd '" + name + "' is not published by its owner");
+  if (!received.valid() || (message.msg_flags & MSG_CTRUNC) != 0)
+    raise(Status::kCommunication, "fd broker reply for '" + name + "' without a descriptor");
+  return received.release();
 }
 
 }  // namespace memloom::core

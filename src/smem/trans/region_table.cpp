@@ -24,6 +24,9 @@ void* map_table(int fd, size_t bytes) {
   return mapping;
 }
 
+// A token cut short would fetch nothing (its secret incomplete): the slot must hold the longest.
+static_assert(core::FdBroker::kMaxTokenLength < kTokenWords * sizeof(uint64_t));
+
 void store_token(TableSlot& slot, const std::string& token) {
   uint64_t words[kTokenWords] = {};
   std::memcpy(words, token.data(), std::min(token.size(), sizeof(words) - 1));
