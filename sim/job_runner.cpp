@@ -82,6 +82,9 @@ int run_job_or_throw(const LaunchOptions& options) {
   LauncherSignals signals;
   JobIdentity identity;
   identity.job_id = make_job_id();
+  // Always a new one, even if the caller set MEMLOOM_JOB_SECRET: the job id is new too, and the
+  // secret only has to be shared by this run's ranks.
+  identity.job_secret = make_job_secret();
   identity.devices_per_node = options.devices_per_node;
   // Destruction order is the cleanup order: ranks (supervisor), store, /dev/shm, directory.
   RuntimeDirectory runtime_dir(runtime_parent_directory(), identity.job_id);

@@ -266,6 +266,9 @@ Environment of each rank (on top of memloom-run's own):
   MEMLOOM_EMU_DEVICES     D, the emulated devices per node
   MEMLOOM_STORE_URL       the config store, tcp://HOST:PORT
   MEMLOOM_JOB_ID          an identifier unique to this run
+  MEMLOOM_JOB_SECRET      128 random bits (hex), new per run: the ranks' store clients prove
+                          with it that they belong to the job (any MEMLOOM_JOB_SECRET of
+                          memloom-run's own environment is replaced)
   MEMLOOM_RUNTIME_DIR     a private directory for this job under $XDG_RUNTIME_DIR (or /tmp),
                           removed when the job ends
 

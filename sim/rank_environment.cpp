@@ -1,5 +1,8 @@
 #include "sim/rank_environment.h"
 
+#include <sys/random.h>
+
+#include <cerrno>
 #include <unordered_map>
 
 #include "memloom/error.h"
@@ -35,6 +38,24 @@ RankPlacement place_rank(int rank, int world_size, int nodes, int devices_per_no
   return placement;
 }
 
+std::string make_job_secret() {
+  unsigned char bytes[16];
+  size_t filled = 0;
+  while (filled < sizeof(bytes)) {
+    ssize_t got = ::getrandom(bytes + filled, sizeof(bytes) - filled, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) raise_errno("getrandom (the job secret)", errno);
+    filled += static_cast<size_t>(got);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string secret;
+  for (unsigned char byte : bytes) {
+    secret.push_back(kHex[byte >> 4]);
+    secret.push_back(kHex[byte & 0xF]);
+  }
+  return secret;
+}
+
 std::string node_name(const std::string& job_id, int node_index) {
   return job_id + "-node" + std::to_string(node_index);
 }
@@ -51,6 +72,7 @@ std::vector<std::pair<std::string, std::string>> rank_variables(const RankPlacem
       {"MEMLOOM_EMU_DEVICES", std::to_string(job.devices_per_node)},
       {"MEMLOOM_STORE_URL", job.store_url},
       {"MEMLOOM_JOB_ID", job.job_id},
+      {"MEMLOOM_JOB_SECRET", job.job_secret},
       {"MEMLOOM_RUNTIME_DIR", job.runtime_dir},
   };
 }

@@ -27,7 +27,13 @@ struct JobIdentity {
   std::string store_url;
   std::string runtime_dir;
   int devices_per_node = 8;
+  // 128 random bits in hex, new per job: keys the job's store namespace (MEMLOOM_JOB_SECRET), so
+  // another local user who learns the job id still cannot join it.
+  std::string job_secret;
 };
+
+// 128 bits from the kernel's CSPRNG (getrandom), as 32 lowercase hex digits.
+std::string make_job_secret();
 
 // "<job id>-node<k>": unique per job so two jobs on one machine never share an emulated node.
 std::string node_name(const std::string& job_id, int node_index);

@@ -16,6 +16,7 @@
 #include "src/store/asio.h"
 #include "src/store/event_dispatcher.h"
 #include "src/store/frame_channel.h"
+#include "src/store/namespace_key.h"
 #include "src/store/protocol.h"
 #include "src/store/tls_handshake.h"
 #include "src/store/url.h"
@@ -152,14 +153,15 @@ void ClientImpl::open() {
   connected.get();
 
   uint64_t id = next_id();
+  protocol::Hello hello;
+  hello.rank = options_.rank;
+  hello.group = options_.group;
+  hello.heartbeat_timeout_ms = static_cast<uint64_t>(options_.heartbeat_timeout.count());
+  hello.job_namespace = options_.job_namespace.value_or(default_job_namespace());
+  hello.namespace_key =
+      namespace_key(options_.job_secret.value_or(default_job_secret()), hello.job_namespace);
   std::string reply =
-      call(MessageType::kHello, id,
-           FrameWriter(MessageType::kHello, id)
-               .i64(options_.rank)
-               .str(options_.group)
-               .u64(static_cast<uint64_t>(options_.heartbeat_timeout.count()))
-               .str(options_.job_namespace ? *options_.job_namespace : default_job_namespace())
-               .finish(),
+      call(MessageType::kHello, id, protocol::encode_hello(id, hello),
            Deadline::after(std::max(deadline.remaining(), milliseconds(1000))), "hello");
   PayloadReader reader(reply, "hello reply");
   uint16_t version = reader.u16();

@@ -28,12 +28,19 @@ struct ClientOptions {
   // The job namespace every key of this client lives in on the server (clients of other
   // namespaces cannot see or touch them). Unset: default_job_namespace().
   std::optional<std::string> job_namespace;
+  // The job's secret, which proves to the server that this client belongs to the job: the first
+  // connection of a namespace binds it to a key derived from the secret, and later connections
+  // must present the same key. Unset: MEMLOOM_JOB_SECRET; empty: no key (the namespace is only
+  // named, so any local user who knows its name may join it).
+  std::optional<std::string> job_secret;
 };
 
 // The job this process belongs to, from the environment: MEMLOOM_JOB_ID if set, else the job id
 // of a common launcher (Slurm job and step, PMIx namespace, Open MPI job, torchrun run id), else
 // "" (a namespace shared by every client that names no job).
 std::string default_job_namespace();
+// MEMLOOM_JOB_SECRET, or "" (memloom-run sets a new one per job; other launchers may set one).
+std::string default_job_secret();
 
 enum class WatchEventKind { kChanged, kRemoved, kRankDown };
 

@@ -1,9 +1,40 @@
 #include "src/store/job_namespaces.h"
 
+#include <openssl/crypto.h>
+
+#include "memloom/error.h"
+
 namespace memloom::store {
 
-void JobNamespaces::join(const std::string& job_namespace) {
-  Entry& entry = namespaces_[job_namespace];
+namespace {
+
+// Constant time in the keys' contents, so timing does not reveal how much of a guess was right.
+// Their lengths are not secret: 0 or protocol::kNamespaceKeyBytes.
+bool same_key(const std::string& bound, const std::string& presented) {
+  return bound.size() == presented.size() &&
+         CRYPTO_memcmp(bound.data(), presented.data(), bound.size()) == 0;
+}
+
+}  // namespace
+
+void JobNamespaces::join(const std::string& job_namespace, const std::string& key) {
+  auto [found, created] = namespaces_.try_emplace(job_namespace);
+  Entry& entry = found->second;
+  if (created) {
+    entry.key = key;
+  } else if (!same_key(entry.key, key)) {
+    const std::string name = "job namespace '" + job_namespace + "'";
+    if (entry.key.empty()) {
+      raise(Status::kInvalidValue, name + " was opened by clients without a job secret; this " +
+                                       "client has one (MEMLOOM_JOB_SECRET) and does not join " +
+                                       "them (is another job, or an old client, using its name?)");
+    }
+    raise(Status::kInvalidValue,
+          name + " belongs to a job with " +
+              (key.empty() ? "a job secret, and this client has none: set MEMLOOM_JOB_SECRET "
+                             "to the job's secret"
+                           : "another job secret than this client's (MEMLOOM_JOB_SECRET)"));
+  }
   ++entry.connections;
   entry.end_timer.reset();  // destroying the timer cancels a pending end
 }

@@ -172,4 +172,35 @@ void PayloadReader::malformed(const std::string& why) const {
   violation(std::string("malformed ") + what_ + " frame: " + why);
 }
 
+std::string encode_hello(uint64_t request_id, const Hello& hello) {
+  FrameWriter writer(MessageType::kHello, request_id);
+  writer.i64(hello.rank).str(hello.group).u64(hello.heartbeat_timeout_ms).str(hello.job_namespace);
+  if (!hello.namespace_key.empty()) writer.str(hello.namespace_key);
+  return writer.finish();
+}
+
+Hello read_hello(PayloadReader& reader, size_t max_group_bytes) {
+  Hello hello;
+  hello.rank = reader.i64();
+  hello.group = reader.str();
+  hello.heartbeat_timeout_ms = reader.u64();
+  // Both optional (older clients omit them): they share the namespace "", without a key.
+  if (!reader.at_end()) hello.job_namespace = reader.str();
+  if (!reader.at_end()) hello.namespace_key = reader.str();
+  reader.finish();
+  if (hello.group.size() > max_group_bytes) {
+    violation("the hello's group name is longer than max_key_bytes");
+  }
+  if (hello.job_namespace.size() > kMaxJobNamespaceBytes ||
+      hello.job_namespace.find('\0') != std::string::npos) {
+    violation("the hello's job namespace is longer than " + std::to_string(kMaxJobNamespaceBytes) +
+              " bytes or contains a NUL byte");
+  }
+  if (!hello.namespace_key.empty() && hello.namespace_key.size() != kNamespaceKeyBytes) {
+    violation("the hello's namespace key is " + std::to_string(hello.namespace_key.size()) +
+              " bytes, not " + std::to_string(kNamespaceKeyBytes));
+  }
+  return hello;
+}
+
 }  // namespace memloom::store::protocol

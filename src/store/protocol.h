@@ -19,12 +19,19 @@
 //
 // Requests and their replies (reply payloads after "->"):
 //   kHello          i64 rank, str group, u64 heartbeat_timeout_ms (0: the server's default),
-//                   [str job_namespace] (optional; absent = "")
+//                   [str job_namespace [str namespace_key]] (optional; absent = "")
 //                   -> u16 version, u64 max_frame_bytes, u64 max_key_bytes, u64 max_value_bytes
 //                   It must be the first frame of a connection. Every key, prefix and group name
 //                   the connection sends is confined to its job namespace on the server: clients
 //                   of other namespaces cannot read, write, watch or remove it, and an empty
-//                   prefix removes only the caller's own keys.
+//                   prefix removes only the caller's own keys. namespace_key (namespace_key.h,
+//                   kNamespaceKeyBytes or empty) proves the client knows the job's secret: the
+//                   first hello of a namespace binds it to its key (or to none) until the
+//                   namespace ends, and a hello with another key (or none, or one where the
+//                   namespace has none) is answered with kError (kInvalidValue); the connection
+//                   stays without a hello. Clients without a key omit the field, so servers from
+//                   before it still take them. Both fields are optional additions, not a new
+//                   version: an old client's hello means "namespace "" (or the one named), no key".
 //   kHeartbeat      (empty) -> (empty)
 //   kSet            str key, str value -> (empty)
 //   kGet            str key, u64 timeout_ms -> u8 found, str value   (parked up to timeout_ms)
@@ -163,5 +170,20 @@ class PayloadReader {
   std::string_view rest_;
   const char* what_;
 };
+
+// The hello, the first frame of every connection (see kHello above).
+constexpr size_t kMaxJobNamespaceBytes = 256;
+constexpr size_t kNamespaceKeyBytes = 32;  // HMAC-SHA256
+struct Hello {
+  int64_t rank = -1;
+  std::string group;
+  uint64_t heartbeat_timeout_ms = 0;
+  std::string job_namespace;
+  std::string namespace_key;  // empty: none
+};
+std::string encode_hello(uint64_t request_id, const Hello& hello);
+// Reads the rest of a hello payload; throws kCommunication on a malformed one, a group name longer
+// than max_group_bytes, or a namespace or key of the wrong size.
+Hello read_hello(PayloadReader& reader, size_t max_group_bytes);
 
 }  // namespace memloom::store::protocol

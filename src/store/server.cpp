@@ -27,7 +27,6 @@ namespace {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
-constexpr size_t kMaxJobNamespaceBytes = 256;
 
 class ServerImpl;
 
@@ -427,33 +426,33 @@ void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_
 
   switch (static_cast<protocol::MessageType>(type)) {
     case protocol::MessageType::kHello: {
-      int64_t rank = reader.i64();
-      std::string group = reader.str();
-      uint64_t heartbeat_ms = reader.u64();
-      // Optional (clients before job namespaces omit it): they share the namespace "".
-      std::string job_namespace = reader.at_end() ? std::string() : reader.str();
-      reader.finish();
-      if (group.size() > limits_.max_key_bytes) {
-        raise(Status::kCommunication,
-              "store protocol violation: the hello's group name is longer "
-              "than max_key_bytes");
-      }
-      if (job_namespace.size() > kMaxJobNamespaceBytes ||
-          job_namespace.find('\0') != std::string::npos) {
-        raise(Status::kCommunication,
-              "store protocol violation: the hello's job namespace is longer than " +
-                  std::to_string(kMaxJobNamespaceBytes) + " bytes or contains a NUL byte");
+      protocol::Hello hello = protocol::read_hello(reader, limits_.max_key_bytes);
+      bool joined = false;
+      run([&] {
+        namespaces_.join(hello.job_namespace, hello.namespace_key);
+        joined = true;
+      });
+      if (!joined) {
+        // Refused (not the job's secret): the kError went out; the connection stays without a
+        // hello, so it can do nothing else, and is closed at auth_timeout (TLS: the heartbeat
+        // timeout) if it does not leave.
+        std::string suppressed;
+        if (refusal_log_.admit(&suppressed)) {
+          MEMLOOM_LOG(kWarn, "store server: refused " << session->remote() << " in job '"
+                                                      << hello.job_namespace
+                                                      << "': not the job's secret" << suppressed);
+        }
+        return;
       }
       session->hello_done = true;
       admission_.remove(session->admission_ticket);  // a valid first frame: authenticated
       session->admission_ticket = 0;
-      session->rank = rank;
-      session->job_namespace = std::move(job_namespace);
-      session->group = session->scoped(group);
-      namespaces_.join(session->job_namespace);
-      if (heartbeat_ms > 0) {
+      session->rank = hello.rank;
+      session->job_namespace = std::move(hello.job_namespace);
+      session->group = session->scoped(hello.group);
+      if (hello.heartbeat_timeout_ms > 0) {
         session->set_heartbeat_timeout(std::chrono::milliseconds(
-            std::min<uint64_t>(heartbeat_ms, uint64_t{24} * 3600 * 1000)));
+            std::min<uint64_t>(hello.heartbeat_timeout_ms, uint64_t{24} * 3600 * 1000)));
       }
       session->send(reply(protocol::MessageType::kHello)
                         .u16(protocol::kVersion)

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "memloom/error.h"
 #include "src/store/client.h"
 #include "src/store/server.h"
 #include "tests/sim/launcher_harness.h"
@@ -38,7 +39,7 @@ TEST(MemloomRun, HelpDocumentsOptionsEnvironmentAndExitCodes) {
   for (const char* word :
        {"-n N", "--nodes", "--devices-per-node", "--store", "--timeout", "--grace", "--kill-rank",
         "--kill-after", "--tag-output", "--no-tag-output", "MEMLOOM_RANK", "MEMLOOM_RUNTIME_DIR",
-        "MEMLOOM_EMU_DEVICES", "Exit status", "124"}) {
+        "MEMLOOM_EMU_DEVICES", "MEMLOOM_JOB_SECRET", "Exit status", "124"}) {
     EXPECT_NE(run.out.find(word), std::string::npos) << word;
   }
   EXPECT_TRUE(run.err.empty());
@@ -235,28 +236,68 @@ TEST(MemloomRun, EmbeddedStoreAnswersTheRanks) {
   expect_job_cleaned_up(run, 4);
 }
 
+std::set<std::string> job_secrets(const LauncherRun& run, int ranks) {
+  std::set<std::string> secrets;
+  for (int rank = 0; rank < ranks; ++rank) {
+    for (const std::string& line : rank_lines(run.out, rank)) {
+      if (line.rfind("secret ", 0) == 0) secrets.insert(line.substr(7));
+    }
+  }
+  return secrets;
+}
+
 TEST(MemloomRun, UsesAnExternalStore) {
   store::ServerOptions server_options;
   server_options.listen_url = "tcp://127.0.0.1:0";
   server_options.namespace_grace = std::chrono::minutes(1);  // the job's keys outlive its ranks
   auto server = store::Server::start(server_options);
-  LauncherRun run = run_memloom_run(sh_job({"-n", "3", "--store", server->url()},
-                                           std::string("exec ") + SIM_STORE_COUNTER_RANK_PATH));
+  LauncherRun run = run_memloom_run(sh_job(
+      {"-n", "3", "--store", server->url()},
+      std::string("echo \"secret $MEMLOOM_JOB_SECRET\"; exec ") + SIM_STORE_COUNTER_RANK_PATH));
   ASSERT_EQ(run.exit_code, 0) << describe(run);
   for (int rank = 0; rank < 3; ++rank) {
     std::vector<std::string> lines = rank_lines(run.out, rank);
-    ASSERT_GE(lines.size(), 2u) << run.out;
-    EXPECT_EQ(lines[1], "store=" + server->url());
+    ASSERT_GE(lines.size(), 3u) << run.out;
+    EXPECT_EQ(lines[2], "store=" + server->url());
   }
   // The ranks' increments are in the test's own store.
   std::vector<RankAnnouncement> ranks = announcements(run);
   ASSERT_EQ(ranks.size(), 3u);
-  // They are in the job's namespace (MEMLOOM_JOB_ID), which the test joins to read them.
+  // They are in the job's namespace (MEMLOOM_JOB_ID), bound to the job's secret: knowing the
+  // name is not enough to join it, the secret the ranks got is.
   store::ClientOptions client_options;
+  client_options.connect_timeout = std::chrono::seconds(2);
   client_options.job_namespace = ranks[0].job_id;
+  client_options.job_secret = "";
+  EXPECT_THROW(store::Client::connect(server->url(), client_options), Error);
+  std::set<std::string> secrets = job_secrets(run, 3);
+  ASSERT_EQ(secrets.size(), 1u) << run.out;
+  client_options.job_secret = *secrets.begin();
   auto client = store::Client::connect(server->url(), client_options);
   EXPECT_EQ(client->get(ranks[0].job_id + "/counter", std::chrono::milliseconds(0)), "3");
   expect_job_cleaned_up(run, 3);
+}
+
+// Every rank of a run gets the same MEMLOOM_JOB_SECRET (it keys the job's store namespace), a
+// fresh 128-bit one per run; one the launcher's caller set does not reach the ranks.
+TEST(MemloomRun, EveryRankGetsTheSameJobSecretNewPerRun) {
+  LauncherRunOptions options;
+  options.env["MEMLOOM_JOB_SECRET"] = "from-the-callers-environment";
+  const std::string print = "echo \"secret $MEMLOOM_JOB_SECRET\"";
+  LauncherRun first = run_memloom_run(sh_job({"-n", "3", "--nodes", "2"}, print), options);
+  LauncherRun second = run_memloom_run(sh_job({"-n", "3", "--nodes", "2"}, print), options);
+  ASSERT_EQ(first.exit_code, 0) << describe(first);
+  ASSERT_EQ(second.exit_code, 0) << describe(second);
+  std::set<std::string> first_secrets = job_secrets(first, 3);
+  std::set<std::string> second_secrets = job_secrets(second, 3);
+  ASSERT_EQ(first_secrets.size(), 1u) << first.out;
+  ASSERT_EQ(second_secrets.size(), 1u) << second.out;
+  const std::string& secret = *first_secrets.begin();
+  EXPECT_EQ(secret.size(), 32u) << secret;  // 128 bits in hex
+  EXPECT_EQ(secret.find_first_not_of("0123456789abcdef"), std::string::npos) << secret;
+  EXPECT_NE(secret, *second_secrets.begin());
+  expect_job_cleaned_up(first, 3);
+  expect_job_cleaned_up(second, 3);
 }
 
 TEST(MemloomRun, RanksGetInheritedDescriptorsButNotTheLaunchersOwn) {

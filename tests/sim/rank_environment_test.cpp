@@ -68,7 +68,8 @@ TEST(RankPlacement, RejectsImpossibleLayouts) {
 }
 
 TEST(RankEnvironment, VariablesOfOneRank) {
-  JobIdentity job{"jabc", "tcp://127.0.0.1:9", "/tmp/memloom-jabc", 4};
+  JobIdentity job{"jabc", "tcp://127.0.0.1:9", "/tmp/memloom-jabc", 4,
+                  "00112233445566778899aabbccddeeff"};
   auto variables = rank_variables(place_rank(3, 4, 2, 4), job);
   std::map<std::string, std::string> map(variables.begin(), variables.end());
   EXPECT_EQ(map.size(), variables.size());
@@ -82,6 +83,7 @@ TEST(RankEnvironment, VariablesOfOneRank) {
   EXPECT_EQ(map["MEMLOOM_STORE_URL"], "tcp://127.0.0.1:9");
   EXPECT_EQ(map["MEMLOOM_JOB_ID"], "jabc");
   EXPECT_EQ(map["MEMLOOM_RUNTIME_DIR"], "/tmp/memloom-jabc");
+  EXPECT_EQ(map["MEMLOOM_JOB_SECRET"], "00112233445566778899aabbccddeeff");
 }
 
 TEST(RankEnvironment, MergeReplacesAndAppends) {

@@ -113,5 +113,29 @@ TEST(StoreProtocol, RequestAndReplyTypes) {
   EXPECT_STREQ(type_name(reply_type(MessageType::kGet)), "get reply");
 }
 
+// The namespace key is optional on the wire (absent for clients without a job secret, and
+// servers from before it refuse what they do not know), and it has one size.
+TEST(StoreProtocol, HelloCarriesAnOptionalNamespaceKey) {
+  auto read_back = [](const std::string& frame) {
+    PayloadReader reader(std::string_view(frame).substr(kHeaderBytes), "hello");
+    return read_hello(reader, 64);
+  };
+  Hello hello{3, "group", 1000, "job", ""};
+  std::string keyless = encode_hello(7, hello);
+  Hello decoded = read_back(keyless);
+  EXPECT_EQ(decoded.job_namespace, "job");
+  EXPECT_EQ(decoded.namespace_key, "");
+  hello.namespace_key = std::string(kNamespaceKeyBytes, 'k');
+  std::string keyed = encode_hello(7, hello);
+  EXPECT_EQ(keyed.size(), keyless.size() + 4 + kNamespaceKeyBytes);
+  decoded = read_back(keyed);
+  EXPECT_EQ(decoded.rank, 3);
+  EXPECT_EQ(decoded.group, "group");
+  EXPECT_EQ(decoded.heartbeat_timeout_ms, 1000u);
+  EXPECT_EQ(decoded.namespace_key, hello.namespace_key);
+  hello.namespace_key = "short";
+  expect_violation([&] { read_back(encode_hello(7, hello)); }, "namespace key");
+}
+
 }  // namespace
 }  // namespace memloom::store::protocol

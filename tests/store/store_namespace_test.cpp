@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "memloom/error.h"
@@ -18,6 +19,29 @@ std::unique_ptr<Client> connect_as(const Server& server, const std::string& job)
   ClientOptions options = quick_client_options();
   options.job_namespace = job;
   return Client::connect(server.url(), options);
+}
+
+std::unique_ptr<Client> connect_keyed(const Server& server, const std::string& job,
+                                      const std::string& secret) {
+  ClientOptions options = quick_client_options();
+  options.job_namespace = job;
+  options.job_secret = secret;  // "": no key
+  return Client::connect(server.url(), options);
+}
+
+// Expects the hello to be refused with a message about the job secret. A client the server let
+// in must at least not see `key` (the job's own): that is the leak the key prevents.
+void expect_refused(const Server& server, const std::string& job, const std::string& secret,
+                    const std::string& key) {
+  try {
+    auto intruder = connect_keyed(server, job, secret);
+    ADD_FAILURE() << "a client with " << (secret.empty() ? "no key" : "a wrong key")
+                  << " joined job namespace '" << job << "'";
+    EXPECT_EQ(intruder->get(key, 0ms), std::nullopt) << "and read the job's key " << key;
+  } catch (const Error& error) {
+    EXPECT_EQ(error.status(), Status::kInvalidValue) << error.what();
+    EXPECT_NE(std::string(error.what()).find("job secret"), std::string::npos) << error.what();
+  }
 }
 
 Status status_of(const std::function<void()>& call) {
@@ -158,6 +182,71 @@ TEST(StoreNamespaces, TwoJobsWithDefaultSettingsBothRun) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
         << "rank process exited with " << status;
   }
+}
+
+// A local user of another account knows (or guesses) the job's namespace name but not its
+// secret: it must neither join the namespace nor read the TRANS job secret stored there.
+TEST(StoreNamespaceKeys, WrongOrMissingKeyIsRefusedAndCannotRead) {
+  auto server = Server::start(ServerOptions{});
+  auto job = connect_keyed(*server, "j42", "secret-of-j42");
+  job->set("memloom/smem/trans/job_secret", "trans-secret");
+  expect_refused(*server, "j42", "another-secret", "memloom/smem/trans/job_secret");
+  expect_refused(*server, "j42", "", "memloom/smem/trans/job_secret");
+  // The refusals cost the job nothing: its connection and keys are as they were.
+  EXPECT_EQ(job->get("memloom/smem/trans/job_secret", 0ms), "trans-secret");
+}
+
+// The other way round: a namespace opened without a key (by an old client, or by someone who
+// got there first) must not take in the job's keyed clients, or they would hand it their keys.
+TEST(StoreNamespaceKeys, KeylessNamespaceRefusesKeyedClients) {
+  auto server = Server::start(ServerOptions{});
+  auto squatter = connect_keyed(*server, "j43", "");
+  squatter->set("planted", "1");
+  expect_refused(*server, "j43", "secret-of-j43", "planted");
+  EXPECT_NO_THROW(connect_keyed(*server, "j43", ""));  // keyless clients still share it
+}
+
+// Ranks of one job share the namespace, and the binding outlives its connections for as long as
+// the keys do (the grace): nobody can slip in between two processes of the job.
+TEST(StoreNamespaceKeys, SameSecretSharesTheNamespaceThroughTheGrace) {
+  ServerOptions options;
+  options.namespace_grace = 200ms;
+  auto server = Server::start(options);
+  {
+    auto rank0 = connect_keyed(*server, "j44", "secret-of-j44");
+    auto rank1 = connect_keyed(*server, "j44", "secret-of-j44");
+    rank0->set("k", "v");
+    EXPECT_EQ(rank1->get("k", 0ms), "v");
+  }
+  expect_refused(*server, "j44", "another-secret", "k");  // within the grace
+  EXPECT_EQ(connect_keyed(*server, "j44", "secret-of-j44")->get("k", 0ms), "v");
+  std::this_thread::sleep_for(600ms);
+  // The namespace ended with its keys: the name is free again, for a new job with a new secret.
+  EXPECT_EQ(connect_keyed(*server, "j44", "next-secret")->get("k", 0ms), std::nullopt);
+}
+
+// The default: the secret comes from MEMLOOM_JOB_SECRET, as memloom-run sets it for its ranks.
+TEST(StoreNamespaceKeys, SecretFromTheEnvironment) {
+  auto server = Server::start(ServerOptions{});
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::alarm(20);
+    ::setenv("MEMLOOM_JOB_ID", "j45", 1);
+    ::setenv("MEMLOOM_JOB_SECRET", "secret-of-j45", 1);
+    int code = 0;
+    try {
+      Client::connect(server->url(), quick_client_options())->set("k", "from-env");
+    } catch (...) {
+      code = 1;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  // The child is gone; its keys and its binding stay for the grace.
+  EXPECT_EQ(connect_keyed(*server, "j45", "secret-of-j45")->get("k", 0ms), "from-env");
+  expect_refused(*server, "j45", "", "k");
 }
 
 }  // namespace
