@@ -16,7 +16,7 @@
 #include "src/base/log.h"
 #include "src/core/fd_broker.h"
 #include "tests/fd_broker/fd_broker_test_support.h"
-#include "tests/support/other_user.h"
+#include "tests/support/forked_child.h"
 
 namespace memloom::testing {
 namespace {
@@ -54,7 +54,7 @@ TEST(FdBrokerAccess, OtherUserCannotFetchWithTheRightToken) {
     ASSERT_TRUE(holds_payload(mine.get()));
   }
   const std::string token = published.token;
-  const OtherUserResult result = run_as_other_user(
+  const ChildResult result = run_as_other_user(
       [&token] {
         try {
           base::UniqueFd fd(FdBroker::fetch(token, Deadline::after(2s)));
@@ -78,7 +78,7 @@ TEST(FdBrokerAccess, OtherUsersConnectionsAreClosedAtOnce) {
   log::set_sink([&warnings](log::Level level, const std::string& message) {
     if (level == log::Level::kWarn && message.find("65534") != std::string::npos) ++warnings;
   });
-  const OtherUserResult result = run_as_other_user(
+  const ChildResult result = run_as_other_user(
       [&socket, &published] {
         const auto start = std::chrono::steady_clock::now();
         std::vector<base::UniqueFd> connections;

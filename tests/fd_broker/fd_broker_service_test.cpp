@@ -15,6 +15,7 @@
 #include "memloom/error.h"
 #include "src/core/fd_broker.h"
 #include "tests/fd_broker/fd_broker_test_support.h"
+#include "tests/support/forked_child.h"
 
 namespace memloom::testing {
 namespace {
@@ -84,7 +85,8 @@ TEST(FdBrokerService, ParentAndForkedChildFetchEachOthersDescriptors) {
                   base::UniqueFd fetched(FdBroker::fetch(token, Deadline::after(2s)));
                   return holds_payload(fetched.get()) ? 0 : 1;
                 },
-                10s),
+                10s)
+                .exit_code,
             0)
       << "a forked child fetches its parent's descriptor";
 
@@ -98,16 +100,17 @@ TEST(FdBrokerService, ParentAndForkedChildFetchEachOthersDescriptors) {
   int child_code = -1;
   std::thread waiter([&] {
     child_code = run_in_child(
-        [&] {
-          base::UniqueFd own = make_payload_fd();
-          const std::string mine = FdBroker::instance().publish(own.get());
-          if (::write(parent_write.get(), mine.data(), mine.size()) !=
-              static_cast<ssize_t>(mine.size()))
-            return 1;
-          pollfd done{child_read.get(), POLLIN, 0};
-          return ::poll(&done, 1, 5000) == 1 ? 0 : 2;
-        },
-        10s);
+                     [&] {
+                       base::UniqueFd own = make_payload_fd();
+                       const std::string mine = FdBroker::instance().publish(own.get());
+                       if (::write(parent_write.get(), mine.data(), mine.size()) !=
+                           static_cast<ssize_t>(mine.size()))
+                         return 1;
+                       pollfd done{child_read.get(), POLLIN, 0};
+                       return ::poll(&done, 1, 5000) == 1 ? 0 : 2;
+                     },
+                     10s)
+                     .exit_code;
   });
   std::string child_token;
   char buffer[256];

@@ -73,30 +73,4 @@ bool closed_within(int fd, std::chrono::milliseconds timeout) {
   }
 }
 
-int run_in_child(const std::function<int()>& body, std::chrono::milliseconds timeout) {
-  const pid_t child = ::fork();
-  if (child < 0) return -1;
-  if (child == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    int code = 99;
-    try {
-      code = body();
-    } catch (const std::exception&) {
-      code = 99;
-    }
-    ::_exit(code);
-  }
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  int status = 0;
-  while (::waitpid(child, &status, WNOHANG) != child) {
-    if (std::chrono::steady_clock::now() >= end) {
-      ::kill(child, SIGKILL);
-      ::waitpid(child, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 }  // namespace memloom::testing

@@ -33,8 +33,4 @@ base::UniqueFd connect_raw(const std::string& socket, std::chrono::milliseconds 
 // True when the peer closed `fd` (end of file or reset) within `timeout`.
 bool closed_within(int fd, std::chrono::milliseconds timeout);
 
-// Forks a child (same user) that runs body() and exits with its value (an exception: 99). A child
-// still running at `timeout` is SIGKILLed; returns its exit code, or -1 when it did not exit.
-int run_in_child(const std::function<int()>& body, std::chrono::milliseconds timeout);
-
 }  // namespace memloom::testing

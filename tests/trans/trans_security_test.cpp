@@ -27,6 +27,7 @@
 #include "src/smem/trans/job_auth.h"
 #include "src/smem/trans/socket_io.h"
 #include "src/smem/trans/wire_format.h"
+#include "tests/support/forked_child.h"
 #include "tests/trans/trans_test_support.h"
 
 namespace memloom::trans_test {
@@ -35,6 +36,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using smem::trans::EndpointAddress;
 using smem::trans::UniqueFd;
+using testing::ChildResult;
+using testing::ChildUser;
+using testing::fork_child;
+using testing::wait_child;
 
 // The frame format, spelled out here so the adversary speaks both protocol versions.
 constexpr uint32_t kFrameMagicV1 = 0x5254'4c4d;  // "MLTR": no authentication
@@ -162,55 +167,6 @@ int outsider_attack(const std::string& id, uint64_t address, uint64_t size) {
   return 0;
 }
 
-struct ChildResult {
-  int exit_code = -1;
-  int signal = 0;
-  bool timed_out = false;
-  std::string describe() const {
-    if (timed_out) return "the child timed out";
-    if (signal != 0) return "the child died of signal " + std::to_string(signal);
-    return "the child exited with " + std::to_string(exit_code);
-  }
-};
-
-// Waits for a forked child, SIGKILLing it at the timeout.
-ChildResult wait_child(pid_t child, std::chrono::milliseconds timeout) {
-  ChildResult result;
-  const auto end = Clock::now() + timeout;
-  int status = 0;
-  while (::waitpid(child, &status, WNOHANG) != child) {
-    if (Clock::now() >= end) {
-      ::kill(child, SIGKILL);
-      ::waitpid(child, &status, 0);
-      result.timed_out = true;
-      return result;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
-  return result;
-}
-
-// Forks a child that runs body() and exits with its result (an exception: 99). drop_root: as
-// root, the child becomes `nobody` first (root ignores RLIMIT_NPROC).
-pid_t fork_child(const std::function<int()>& body, bool drop_root = false) {
-  const pid_t child = ::fork();
-  if (child != 0) return child;
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  ::alarm(60);  // never outlives a broken test
-  if (drop_root && ::geteuid() == 0 &&
-      (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0)) {
-    ::_exit(98);
-  }
-  int code = 99;
-  try {
-    code = body();
-  } catch (const std::exception&) {
-  }
-  ::_exit(code);
-}
-
 smem_trans_t create(const std::string& store_url, const std::string& id, smem_trans_role_t role,
                     uint32_t ops = SMEMB_DATA_OP_HOST_TCP) {
   smem_trans_config_t config = make_config(role, ops, 10);
@@ -248,8 +204,10 @@ TEST(TransSecurity, OutsiderWithoutTheJobSecretCannotReadOrWrite) {
   TransEnvironment environment;
   Target target(environment.store_url());
   ASSERT_NE(target.handle, nullptr);
-  const pid_t child =
-      fork_child([&] { return outsider_attack(target.id, target.address(), kRegion); });
+  const pid_t child = fork_child([&] {
+    ::alarm(60);  // never outlives a broken test
+    return outsider_attack(target.id, target.address(), kRegion);
+  });
   const ChildResult result = wait_child(child, std::chrono::seconds(40));
   EXPECT_EQ(result.exit_code, 0) << result.describe()
                                  << " (nonzero: attempt * 4 + 1 read served, + 2 write served)";
@@ -440,8 +398,12 @@ TEST(TransSecurity, ThreadExhaustionRefusesConnectionsWithoutAborting) {
   const std::string store_address = free_unique_id();
   const std::string store_url = "tcp://" + store_address;
   const std::string id = free_unique_id();
-  const pid_t child = fork_child([&] { return exhausted_receiver(store_url, id); },
-                                 /*drop_root=*/true);
+  const pid_t child = fork_child(
+      [&] {
+        ::alarm(60);  // never outlives a broken test
+        return exhausted_receiver(store_url, id);
+      },
+      ChildUser::kNobody);  // root ignores RLIMIT_NPROC
   store::ServerOptions options;
   options.listen_url = store_url;
   auto server = store::Server::start(options);
