@@ -19,6 +19,7 @@
 #include "hw/hal/transport.h"
 #include "memloom/error.h"
 #include "tests/support/multi_process.h"
+#include "tests/support/status_of.h"
 
 namespace memloom {
 namespace {
@@ -47,14 +48,7 @@ std::vector<std::byte> random_bytes(size_t n, uint32_t seed) {
   return out;
 }
 
-Status status_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const Error& error) {
-    return error.status();
-  }
-  return Status::kSuccess;
-}
+using ::memloom::testing::status_of;
 
 class TransportPair : public ::testing::Test {
  protected:

@@ -4,6 +4,7 @@
 #include "memloom/error.h"
 #include "src/smem/bm/bm_copy_engine.h"
 #include "src/smem/gva_layout.h"
+#include "tests/support/status_of.h"
 
 namespace memloom::smem {
 namespace {
@@ -14,14 +15,7 @@ void* at(uintptr_t address) {
   return reinterpret_cast<void*>(address);
 }
 
-Status status_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& error) {
-    return error.status();
-  }
-  return Status::kSuccess;
-}
+using ::memloom::testing::status_of;
 
 TEST(GvaLayout, SlotsAndRanksFollowOneStride) {
   GvaLayout layout("device", kBase, 4096, {4096, 4096, 1024});

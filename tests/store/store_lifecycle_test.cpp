@@ -17,20 +17,14 @@
 #include "memloom/error.h"
 #include "src/store/protocol.h"
 #include "tests/store/store_test_support.h"
+#include "tests/support/status_of.h"
 
 namespace memloom::store::testing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Status status_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const Error& error) {
-    return error.status();
-  }
-  return Status::kSuccess;
-}
+using ::memloom::testing::status_of;
 
 // A port nobody listens on right now (bound, read back, released).
 uint16_t unused_port() {

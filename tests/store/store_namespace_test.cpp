@@ -11,6 +11,7 @@
 
 #include "memloom/error.h"
 #include "tests/store/store_test_support.h"
+#include "tests/support/status_of.h"
 
 namespace memloom::store::testing {
 namespace {
@@ -44,14 +45,7 @@ void expect_refused(const Server& server, const std::string& job, const std::str
   }
 }
 
-Status status_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const Error& error) {
-    return error.status();
-  }
-  return Status::kSuccess;
-}
+using ::memloom::testing::status_of;
 
 TEST(StoreLimits, OverSizeValueIsRefused) {
   ServerOptions options;

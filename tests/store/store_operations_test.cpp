@@ -3,6 +3,7 @@
 
 #include "memloom/error.h"
 #include "tests/store/store_test_support.h"
+#include "tests/support/status_of.h"
 
 namespace memloom::store::testing {
 namespace {
@@ -11,14 +12,7 @@ using Clock = std::chrono::steady_clock;
 
 class StoreOperations : public StoreTest {};
 
-Status status_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const Error& error) {
-    return error.status();
-  }
-  return Status::kSuccess;
-}
+using ::memloom::testing::status_of;
 
 TEST_F(StoreOperations, SetThenGetReturnsTheValueIncludingBinaryBytes) {
   auto client = connect();
