@@ -78,16 +78,24 @@ std::string Runtime::store_url_for_new_id() {
   return server_->url();
 }
 
-std::shared_ptr<store::Client> Runtime::store_client(const std::string& url) {
+std::shared_ptr<store::Client> Runtime::store_client(const std::string& url,
+                                                     const std::string& token_hex) {
+  store::ClientOptions options;
+  if (store::default_job_namespace().empty()) {
+    options.job_namespace = "wholememory." + token_hex;
+    if (store::default_job_secret().empty()) options.job_secret = token_hex;
+  }
+  const std::string key =
+      url + " " + options.job_namespace.value_or(store::default_job_namespace());
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto found = clients_.find(url);
+    auto found = clients_.find(key);
     if (found != clients_.end() && found->second->connected()) return found->second;
   }
   // Connecting may wait for the store; do not hold the lock meanwhile.
-  std::shared_ptr<store::Client> client = store::Client::connect(url);
+  std::shared_ptr<store::Client> client = store::Client::connect(url, options);
   std::lock_guard<std::mutex> lock(mutex_);
-  clients_[url] = client;
+  clients_[key] = client;
   return client;
 }
 

@@ -58,7 +58,12 @@ class Runtime {
   // The store a new unique id names: MEMLOOM_STORE_URL, else a store this process starts (once)
   // at MEMLOOM_HOST_ADDR (default 127.0.0.1), any free port, and keeps until finalize.
   std::string store_url_for_new_id();
-  std::shared_ptr<store::Client> store_client(const std::string& url);
+  // A connection to the store at `url` for the communicators of the unique id whose token is
+  // `token_hex` (one per store and job namespace, shared by those communicators). When no launcher
+  // names the job (store::default_job_namespace() is ""), the unique id does: its random token,
+  // which only the job's ranks hold, names the namespace and, unless MEMLOOM_JOB_SECRET is set,
+  // serves as the job secret, so other clients of the store can neither see nor join it.
+  std::shared_ptr<store::Client> store_client(const std::string& url, const std::string& token_hex);
 
   wholememory_comm_t add_comm(std::shared_ptr<Communicator> comm);
   // Throws kInvalidInput for a handle that is not a live communicator.
@@ -80,7 +85,7 @@ class Runtime {
   mutable std::mutex mutex_;
   bool initialized_ = false;
   std::unique_ptr<store::Server> server_;
-  std::map<std::string, std::shared_ptr<store::Client>> clients_;
+  std::map<std::string, std::shared_ptr<store::Client>> clients_;  // by url and namespace
   uintptr_t last_id_ = 0;
   std::map<uintptr_t, std::shared_ptr<Communicator>> comms_;
   std::map<uintptr_t, Allocation> allocations_;

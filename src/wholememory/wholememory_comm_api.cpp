@@ -92,7 +92,7 @@ wholememory_error_code_t wholememory_create_communicator(wholememory_comm_t* com
         rank >= 0 && rank < size,
         "rank " + std::to_string(rank) + " is out of range [0, " + std::to_string(size) + ")");
     const auto id = wm::decode_unique_id(unique_id);
-    auto client = runtime.store_client(id.store_url);
+    auto client = runtime.store_client(id.store_url, id.token_hex());
     auto group = memloom::core::Group::create(
         client, memloom::store::KeyPrefix("wm/" + id.token_hex() + "/"), rank, size,
         wm::collective_deadline());

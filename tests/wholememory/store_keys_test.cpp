@@ -3,6 +3,9 @@
 // their keys go when every rank has freed the allocation.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <optional>
+
 #include "src/store/client.h"
 #include "src/wholememory/communicator.h"
 #include "src/wholememory/runtime.h"
@@ -51,6 +54,49 @@ TEST(WholeMemoryStoreKeys, ASplitOfAnAllocationsCommunicatorOutlivesTheAllocatio
                                         WHOLEMEMORY_ML_HOST, 8));
         WM_ASSERT_OK(wholememory_free(on_child));
         WM_ASSERT_OK(wholememory_destroy_communicator(child));
+      });
+  EXPECT_ALL_RANKS_PASS(results);
+}
+
+// Without a launcher's job id the unique id names the job on the store: other clients of the store
+// (the shared namespace "") can neither see nor remove a communicator's keys, and one that names
+// the communicator's namespace without its token is refused.
+TEST(WholeMemoryStoreKeys, WithoutAJobIdTheUniqueIdKeepsOtherClientsOut) {
+  testing::MultiProcessOptions options = ranks_on_nodes(2, 1);
+  options.env["MEMLOOM_JOB_ID"] = "";  // as under a launcher that sets none
+  options.env["MEMLOOM_JOB_SECRET"] = "";
+  auto results =
+      run_with_comm(options, [](const testing::RankContext& me, wholememory_comm_t comm) {
+        auto communicator = wholememory::Runtime::instance().comm(comm);
+        const std::string prefix = communicator->group().prefix().prefix();  // "wm/<token>/"
+        const std::string token = prefix.substr(3, prefix.size() - 4);
+        if (me.rank == 0) {
+          const std::string probe = prefix + "probe";
+          communicator->group().store().set(probe, "the job's");
+          store::ClientOptions outsider;
+          outsider.job_namespace = "";
+          outsider.job_secret = "";
+          auto shared = store::Client::connect(me.store_url, outsider);
+          EXPECT_EQ(shared->get(probe, std::chrono::milliseconds(0)), std::nullopt);
+          shared->remove_prefix("");  // another job's clean-up must not reach this communicator
+          EXPECT_EQ(communicator->group().store().get(probe, std::chrono::milliseconds(0)),
+                    std::optional<std::string>("the job's"));
+          store::ClientOptions impostor;
+          impostor.job_namespace = "wholememory." + token;
+          impostor.job_secret = "";
+          try {
+            auto joined = store::Client::connect(me.store_url, impostor);
+            EXPECT_EQ(joined->get(probe, std::chrono::milliseconds(0)), std::nullopt)
+                << "a client without the unique id's token read its namespace";
+          } catch (const Error& refused) {
+            EXPECT_EQ(refused.status(), Status::kInvalidValue) << refused.what();
+          }
+        }
+        WM_ASSERT_OK(wholememory_communicator_barrier(comm));
+        wholememory_handle_t handle = nullptr;
+        WM_ASSERT_OK(wholememory_malloc(&handle, 1 << 20, comm, WHOLEMEMORY_MT_CONTINUOUS,
+                                        WHOLEMEMORY_ML_HOST, 8));
+        WM_ASSERT_OK(wholememory_free(handle));
       });
   EXPECT_ALL_RANKS_PASS(results);
 }
