@@ -46,6 +46,34 @@ struct Request {
 };
 static_assert(sizeof(Request) == 32);
 
+// The broker's answer on the wire: one status byte (1: published), with the descriptor beside it
+// as SCM_RIGHTS when there is one. Not copyable: the message points into the object itself.
+struct Reply {
+  char status = 0;
+  iovec io{&status, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr message{};
+
+  Reply() {
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+  }
+  Reply(const Reply&) = delete;
+  Reply& operator=(const Reply&) = delete;
+
+  // Makes room for a descriptor: to receive one, or (with fd >= 0) to send it.
+  void carry_descriptor(int fd = -1) {
+    message.msg_control = control;
+    message.msg_controllen = sizeof(control);
+    if (fd < 0) return;
+    cmsghdr* header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(header), &fd, sizeof(int));
+  }
+};
+
 // The uid of the process at the other end of a connected Unix socket, or -1.
 int64_t peer_uid(int connection) {
   ucred credentials{};
@@ -262,12 +290,7 @@ bool FdBroker::advance(Connection& connection) {
 void FdBroker::answer(const Connection& connection) {
   const Request& request = connection.request;
   if (request.magic != kRequestMagic) return;
-  char status = 0;
-  iovec io{&status, 1};
-  msghdr message{};
-  message.msg_iov = &io;
-  message.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  Reply reply;
   // The lock covers the send so that withdraw() cannot close the descriptor while it is in flight;
   // the send does not block (one byte on a fresh socket; MSG_DONTWAIT all the same).
   std::lock_guard<std::mutex> lock(mutex_);
@@ -277,16 +300,10 @@ void FdBroker::answer(const Connection& connection) {
   // Compare even when the id is unknown, so both failures take the same time.
   const bool match = same_secret(known ? it->second.secret : kNoSecret, request.secret) && known;
   if (match) {
-    status = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof(control);
-    cmsghdr* header = CMSG_FIRSTHDR(&message);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(header), &it->second.fd, sizeof(int));
+    reply.status = 1;
+    reply.carry_descriptor(it->second.fd);
   }
-  (void)::sendmsg(connection.fd.get(), &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+  (void)::sendmsg(connection.fd.get(), &reply.message, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 int FdBroker::fetch(const std::string& text, Deadline deadline) {
@@ -331,22 +348,16 @@ int FdBroker::fetch(const std::string& text, Deadline deadline) {
             "fd request for '" + name + "' failed: " + std::strerror(errno));
     }
   }
-  char status = 0;
-  iovec io{&status, 1};
-  msghdr message{};
-  message.msg_iov = &io;
-  message.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  message.msg_control = control;
-  message.msg_controllen = sizeof(control);
+  Reply reply;
+  reply.carry_descriptor();
   ssize_t got = -1;
   do {
     if (!base::wait_ready(fd.get(), POLLIN, deadline))
       raise(Status::kTimeout, "timed out fetching fd '" + name + "'");
-    got = ::recvmsg(fd.get(), &message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    got = ::recvmsg(fd.get(), &reply.message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
   } while (got < 0 && (errno == EAGAIN || errno == EINTR));
   base::UniqueFd received;
-  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  cmsghdr* header = CMSG_FIRSTHDR(&reply.message);
   if (got > 0 && header != nullptr && header->cmsg_level == SOL_SOCKET &&
       header->cmsg_type == SCM_RIGHTS && header->cmsg_len == CMSG_LEN(sizeof(int))) {
     int value = -1;
@@ -358,8 +369,9 @@ int FdBroker::fetch(const std::string& text, Deadline deadline) {
                                       "' closed the connection without an answer (it refuses "
                                       "other users, and connections beyond its cap)");
   }
-  if (status != 1) raise(Status::kNotFound, "fd '" + name + "' is not published by its owner");
-  if (!received.valid() || (message.msg_flags & MSG_CTRUNC) != 0)
+  if (reply.status != 1)
+    raise(Status::kNotFound, "fd '" + name + "' is not published by its owner");
+  if (!received.valid() || (reply.message.msg_flags & MSG_CTRUNC) != 0)
     raise(Status::kCommunication, "fd broker reply for '" + name + "' without a descriptor");
   return received.release();
 }

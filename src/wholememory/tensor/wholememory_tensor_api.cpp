@@ -24,6 +24,14 @@ wm::MemoryLease memory_of(const wm::Tensor& tensor) {
   return wm::Runtime::instance().lease(tensor.handle);
 }
 
+// One number per rank of the tensor's partition plan (`numbers`: its offsets or its sizes, in
+// bytes), written to `out` in entries. The memory is held over the loop.
+void write_plan_in_entries(size_t* out, const wm::Tensor& tensor, size_t entry,
+                           std::vector<size_t> wm::PartitionPlan::*numbers) {
+  const auto memory = memory_of(tensor);
+  for (size_t bytes : memory->plan().*numbers) *out++ = bytes / entry;
+}
+
 bool valid_dtype(wholememory_dtype_t dtype) {
   return dtype > WHOLEMEMORY_DT_UNKNOWN && dtype < WHOLEMEMORY_DT_COUNT;
 }
@@ -270,27 +278,22 @@ wholememory_error_code_t wholememory_tensor_get_entry_offsets(
                          entry_offsets[1] = static_cast<size_t>(tensor.desc.sizes[0]);
                          return;
                        }
-                       const auto memory = memory_of(tensor);  // held over the loop
-                       for (size_t offset : memory->plan().offsets) {
-                         *entry_offsets++ = offset / entry;
-                       }
+                       write_plan_in_entries(entry_offsets, tensor, entry,
+                                             &wm::PartitionPlan::offsets);
                      });
 }
 
 wholememory_error_code_t wholememory_tensor_get_entry_partition_sizes(
     size_t* entry_partition, wholememory_tensor_t wholememory_tensor) {
-  return entry_query("wholememory_tensor_get_entry_partition_sizes", entry_partition,
-                     "entry_partition", wholememory_tensor,
-                     [&](const wm::Tensor& tensor, size_t entry) {
-                       if (!tensor.is_wholememory) {
-                         entry_partition[0] = static_cast<size_t>(tensor.desc.sizes[0]);
-                         return;
-                       }
-                       const auto memory = memory_of(tensor);  // held over the loop
-                       for (size_t size : memory->plan().sizes) {
-                         *entry_partition++ = size / entry;
-                       }
-                     });
+  return entry_query(
+      "wholememory_tensor_get_entry_partition_sizes", entry_partition, "entry_partition",
+      wholememory_tensor, [&](const wm::Tensor& tensor, size_t entry) {
+        if (!tensor.is_wholememory) {
+          entry_partition[0] = static_cast<size_t>(tensor.desc.sizes[0]);
+          return;
+        }
+        write_plan_in_entries(entry_partition, tensor, entry, &wm::PartitionPlan::sizes);
+      });
 }
 
 wholememory_error_code_t wholememory_tensor_get_local_entry_count(
