@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <thread>
 
 #include "hw/host/host_address.h"
 #include "memloom/error.h"
@@ -23,6 +24,8 @@ constexpr uint32_t kMagic = 0x4d4c5458;  // "MLTX"
 constexpr uint32_t kRead = 1, kWrite = 2;
 // How long the serving side waits for a client in the middle of an op before dropping it.
 constexpr auto kServerIoTimeout = std::chrono::seconds(120);
+// How long a closing transport lets its serving threads finish the requests they are in.
+constexpr auto kShutdownGrace = std::chrono::seconds(2);
 constexpr size_t kMaxMessage = 1024;
 
 struct RequestHeader {
@@ -66,6 +69,21 @@ StagedTcpTransport::~StagedTcpTransport() {
   // A full pipe already wakes the acceptor, so the result does not matter.
   [[maybe_unused]] ssize_t woken = ::write(wake_pipe_[1], "x", 1);
   if (acceptor_.joinable()) acceptor_.join();
+  // A request in flight gets its answer: a peer whose write already landed here must not see the
+  // connection cut, or it reports a failed write that happened (a rank that saw the write and
+  // exited at once did that to its writer). Serving threads notice stopping_ within one poll
+  // interval once their request is done; only those still busy after the grace (a peer stalled in
+  // the middle of a request) are cut.
+  const auto grace_end = std::chrono::steady_clock::now() + kShutdownGrace;
+  auto all_finished = [this] {
+    for (const Served& served : served_) {
+      if (!served.finished) return false;
+    }
+    return true;
+  };
+  while (!all_finished() && std::chrono::steady_clock::now() < grace_end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   {
     std::lock_guard<std::mutex> lock(served_mutex_);
     for (Served& served : served_) served.socket.shutdown();

@@ -14,6 +14,7 @@
 #include "hw/host/host_address.h"
 #include "memloom/error.h"
 #include "src/base/log.h"
+#include "src/base/range_map.h"
 #include "src/base/tcp_address.h"
 
 namespace memloom::emulated {
@@ -71,13 +72,8 @@ void TcpTransportServer::expose(void* address, size_t size) {
   auto start = reinterpret_cast<uintptr_t>(address);
   MEMLOOM_CHECK_ARG(start + size > start, "exposed range wraps around the address space");
   std::unique_lock<std::shared_mutex> lock(ranges_mutex_);
-  auto next = ranges_.lower_bound(start);
-  bool overlaps = (next != ranges_.end() && next->first < start + size);
-  if (next != ranges_.begin()) {
-    auto previous = std::prev(next);
-    overlaps = overlaps || previous->first + previous->second > start;
-  }
-  MEMLOOM_CHECK_ARG(!overlaps, "the range to expose overlaps a range already exposed");
+  MEMLOOM_CHECK_ARG(base::first_overlap(ranges_, start, size) == ranges_.end(),
+                    "the range to expose overlaps a range already exposed");
   ranges_.emplace(start, size);
 }
 
@@ -95,11 +91,7 @@ std::string TcpTransportServer::check_range(uint64_t address, uint64_t bytes) co
     return std::string(text);
   };
   if (address + bytes < address) return "range " + describe() + " wraps around";
-  auto it = ranges_.upper_bound(static_cast<uintptr_t>(address));
-  if (it != ranges_.begin()) {
-    --it;
-    if (address + bytes <= it->first + it->second) return "";
-  }
+  if (base::find_containing(ranges_, address, bytes) != ranges_.end()) return "";
   return "range " + describe() + " is not inside memory exposed by " + address_;
 }
 
