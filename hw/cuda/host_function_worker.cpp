@@ -112,13 +112,18 @@ void HostFunctionWorker::run() {
     } catch (...) {
       error = std::current_exception();
     }
+    // The error is kept before the stream is released: once released, the stream may reach a
+    // synchronize() that returns and asks take_error() at once (seen on an H200 under load).
+    if (error) {
+      std::lock_guard<std::mutex> relock(mutex_);
+      if (!first_error_) first_error_ = error;
+    }
     {
       std::lock_guard<std::mutex> call_lock(call->mutex);
       call->done = true;
     }
     call->done_signal.notify_all();
     lock.lock();
-    if (error && !first_error_) first_error_ = error;
     --pending_;
   }
 }
