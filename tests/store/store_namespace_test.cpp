@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -138,14 +139,21 @@ TEST(StoreNamespaces, KeysOfAnEndedJobAreRemovedAfterTheGrace) {
 // MEMLOOM_JOB_ID), claim the same rank keys on one store at the same time: all four succeed
 // (the second job used to fail with "rank 0 ... was already taken").
 TEST(StoreNamespaces, TwoJobsWithDefaultSettingsBothRun) {
-  auto server = Server::start(ServerOptions{});
-  const std::string url = server->url();
+  // The ranks are forked before the server starts any thread (a child of a threaded process may
+  // find an allocator lock held forever, as under ASan); they learn its URL through a pipe.
+  int url_pipe[2];
+  ASSERT_EQ(::pipe(url_pipe), 0);
   std::vector<pid_t> children;
   for (const char* job : {"4711", "4712"}) {
     for (int rank = 0; rank < 2; ++rank) {
       pid_t pid = ::fork();
       if (pid == 0) {
         ::alarm(20);
+        ::close(url_pipe[1]);
+        char url[64] = {};
+        if (::read(url_pipe[0], url, sizeof(url)) != static_cast<ssize_t>(sizeof(url))) {
+          ::_exit(4);
+        }
         ::unsetenv("MEMLOOM_JOB_ID");
         ::setenv("SLURM_JOB_ID", job, 1);
         int code = 0;
@@ -170,6 +178,16 @@ TEST(StoreNamespaces, TwoJobsWithDefaultSettingsBothRun) {
       children.push_back(pid);
     }
   }
+  ::close(url_pipe[0]);
+  auto server = Server::start(ServerOptions{});
+  char url[64] = {};
+  ASSERT_LT(server->url().size(), sizeof(url));
+  std::memcpy(url, server->url().data(), server->url().size());
+  for (size_t i = 0; i < children.size(); ++i) {
+    // Writes of this size are atomic on a pipe: each child reads one whole URL.
+    ASSERT_EQ(::write(url_pipe[1], url, sizeof(url)), static_cast<ssize_t>(sizeof(url)));
+  }
+  ::close(url_pipe[1]);
   for (pid_t pid : children) {
     int status = 0;
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
