@@ -91,7 +91,11 @@ if [[ " $sanitizers " == *" tsan "* ]]; then
   # ci/tsan_suppressions.txt: libzmq is not instrumented.
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/ci/tsan_suppressions.txt"
   ctest --test-dir build-tsan --output-on-failure -j "$jobs" --timeout 300 -L store
-  ctest --test-dir build-tsan --output-on-failure -j "$jobs" --timeout 300 -L hal -R Collectives
+  # The CPU budget of SixteenRanksDoManyBarriersWithoutBurningCpu (1.5 s for 16 ranks) measures
+  # the barrier's waiting policy, not races; TSan's instrumentation spends 2.0-2.1 s there
+  # (0.3 s in the plain build, which runs it, as does the ASan stage).
+  ctest --test-dir build-tsan --output-on-failure -j "$jobs" --timeout 300 -L hal -R Collectives \
+    -E 'WithoutBurningCpu'
   check_no_shm_left "the tsan tests"
   stage_done "the tsan tests"
 fi
