@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "memloom/error.h"
+#include "src/base/hex.h"
 
 namespace memloom::sim {
 namespace {
@@ -47,13 +48,7 @@ std::string make_job_secret() {
     if (got < 0) raise_errno("getrandom (the job secret)", errno);
     filled += static_cast<size_t>(got);
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string secret;
-  for (unsigned char byte : bytes) {
-    secret.push_back(kHex[byte >> 4]);
-    secret.push_back(kHex[byte & 0xF]);
-  }
-  return secret;
+  return base::hex_bytes(bytes, sizeof(bytes));
 }
 
 std::string node_name(const std::string& job_id, int node_index) {

@@ -13,6 +13,7 @@
 #include "hw/cuda/staged_tcp_transport.h"
 #include "hw/host/collectives_factory.h"
 #include "memloom/error.h"
+#include "src/base/hex.h"
 #include "src/base/log.h"
 
 namespace memloom::cuda {
@@ -120,13 +121,7 @@ std::string CudaPlatform::gpu_identity() const {
   CUuuid uuid{};
   check_cu(cuDeviceGet(&handle, current_device_), "cuDeviceGet");
   check_cu(cuDeviceGetUuid(&uuid, handle), "cuDeviceGetUuid");
-  static const char digits[] = "0123456789abcdef";
-  std::string text = physical_host() + "/";
-  for (unsigned char byte : uuid.bytes) {
-    text += digits[byte >> 4];
-    text += digits[byte & 15];
-  }
-  return text;
+  return physical_host() + "/" + base::hex_bytes(uuid.bytes, sizeof(uuid.bytes));
 }
 
 std::unique_ptr<hal::Collectives> CudaPlatform::create_collectives(const hal::GroupSpec& group,

@@ -5,49 +5,25 @@
 #include <cerrno>
 
 #include "memloom/error.h"
+#include "src/base/hex.h"
 
 namespace memloom::core {
 namespace {
 
-constexpr char kDigits[] = "0123456789abcdef";
 constexpr size_t kIdDigits = 16;
 
-void append_hex(std::string& out, const uint8_t* bytes, size_t size) {
-  for (size_t i = 0; i < size; ++i) {
-    out += kDigits[bytes[i] >> 4];
-    out += kDigits[bytes[i] & 0xf];
-  }
-}
-
-int digit_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
-// Reads exactly 2 * size lowercase hex digits into bytes.
-bool parse_hex(const std::string& text, size_t from, uint8_t* bytes, size_t size) {
-  if (text.size() - from != 2 * size) return false;
-  for (size_t i = 0; i < size; ++i) {
-    const int high = digit_value(text[from + 2 * i]);
-    const int low = digit_value(text[from + 2 * i + 1]);
-    if (high < 0 || low < 0) return false;
-    bytes[i] = static_cast<uint8_t>(high << 4 | low);
-  }
-  return true;
-}
-
+// The id as 16 hex digits, most significant first.
 std::string id_text(uint64_t id) {
-  std::string out;
-  for (int shift = 60; shift >= 0; shift -= 4) out += kDigits[(id >> shift) & 0xf];
-  return out;
+  uint8_t bytes[kIdDigits / 2];
+  for (size_t i = 0; i < sizeof(bytes); ++i) bytes[i] = static_cast<uint8_t>(id >> (56 - 8 * i));
+  return base::hex_bytes(bytes, sizeof(bytes));
 }
 
 }  // namespace
 
 std::string FdToken::format() const {
   std::string out = socket + "#" + id_text(id) + ".";
-  append_hex(out, secret.data(), secret.size());
+  out += base::hex_bytes(secret.data(), secret.size());
   return out;
 }
 
@@ -63,9 +39,14 @@ std::optional<FdToken> FdToken::parse(const std::string& text) {
   FdToken token;
   token.socket = text.substr(0, hash);
   uint8_t id_bytes[kIdDigits / 2];
-  if (!parse_hex(text.substr(0, dot), hash + 1, id_bytes, sizeof(id_bytes))) return std::nullopt;
+  const std::string_view view(text);
+  if (!base::parse_hex_bytes(view.substr(hash + 1, kIdDigits), id_bytes, sizeof(id_bytes))) {
+    return std::nullopt;
+  }
   for (uint8_t byte : id_bytes) token.id = token.id << 8 | byte;
-  if (!parse_hex(text, dot + 1, token.secret.data(), token.secret.size())) return std::nullopt;
+  if (!base::parse_hex_bytes(view.substr(dot + 1), token.secret.data(), token.secret.size())) {
+    return std::nullopt;
+  }
   return token;
 }
 

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "memloom/error.h"
+#include "src/base/hex.h"
 
 namespace memloom::wholememory {
 namespace {
@@ -41,13 +42,7 @@ UniqueId UniqueId::generate(const std::string& store_url) {
 }
 
 std::string UniqueId::token_hex() const {
-  static const char digits[] = "0123456789abcdef";
-  std::string text;
-  for (uint8_t byte : token) {
-    text.push_back(digits[byte >> 4]);
-    text.push_back(digits[byte & 15]);
-  }
-  return text;
+  return base::hex_bytes(token.data(), token.size());
 }
 
 wholememory_unique_id_t encode_unique_id(const UniqueId& id) {

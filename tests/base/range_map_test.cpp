@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -77,6 +78,18 @@ TEST(Hex, WritesLowercaseWithPrefix) {
   EXPECT_EQ(hex(uint64_t{0}), "0x0");
   EXPECT_EQ(hex(UINT64_MAX), "0xffffffffffffffff");
   EXPECT_EQ(hex(reinterpret_cast<const void*>(uintptr_t{0xdead0})), "0xdead0");
+}
+
+TEST(Hex, BytesRoundTripInOneSpelling) {
+  const uint8_t bytes[] = {0x00, 0x0f, 0xa5, 0xff};
+  EXPECT_EQ(hex_bytes(bytes, sizeof(bytes)), "000fa5ff");
+  uint8_t back[4] = {};
+  ASSERT_TRUE(parse_hex_bytes("000fa5ff", back, sizeof(back)));
+  EXPECT_EQ(std::memcmp(back, bytes, sizeof(bytes)), 0);
+  EXPECT_FALSE(parse_hex_bytes("000FA5FF", back, sizeof(back)));   // uppercase: another spelling
+  EXPECT_FALSE(parse_hex_bytes("000fa5f", back, sizeof(back)));    // too short
+  EXPECT_FALSE(parse_hex_bytes("000fa5ff0", back, sizeof(back)));  // too long
+  EXPECT_FALSE(parse_hex_bytes("000fa5fg", back, sizeof(back)));   // not a digit
 }
 
 }  // namespace

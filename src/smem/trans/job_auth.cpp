@@ -9,12 +9,11 @@
 #include <vector>
 
 #include "memloom/error.h"
+#include "src/base/hex.h"
 #include "src/store/client.h"
 
 namespace memloom::smem::trans {
 namespace {
-
-constexpr char kHexDigits[] = "0123456789abcdef";
 
 void fill_random(uint8_t* data, size_t bytes) {
   if (RAND_bytes(data, static_cast<int>(bytes)) != 1) {
@@ -24,29 +23,12 @@ void fill_random(uint8_t* data, size_t bytes) {
 
 // The store's values are text: the secret travels as hex.
 std::string to_hex(const JobSecret& secret) {
-  std::string text;
-  text.reserve(2 * secret.size());
-  for (uint8_t byte : secret) {
-    text.push_back(kHexDigits[byte >> 4]);
-    text.push_back(kHexDigits[byte & 15]);
-  }
-  return text;
-}
-
-int hex_value(char digit) {
-  const char* found = std::strchr(kHexDigits, digit);
-  return digit == '\0' || found == nullptr ? -1 : static_cast<int>(found - kHexDigits);
+  return base::hex_bytes(secret.data(), secret.size());
 }
 
 JobSecret from_hex(const std::string& text) {
   JobSecret secret{};
-  bool valid = text.size() == 2 * secret.size();
-  for (size_t i = 0; valid && i < secret.size(); ++i) {
-    const int high = hex_value(text[2 * i]);
-    const int low = hex_value(text[2 * i + 1]);
-    valid = high >= 0 && low >= 0;
-    secret[i] = static_cast<uint8_t>((high << 4) | low);
-  }
+  const bool valid = base::parse_hex_bytes(text, secret.data(), secret.size());
   if (!valid) {
     raise(Status::kCommunication,
           "the config store holds a malformed TRANS job secret under '" + job_secret_key() + "'");
