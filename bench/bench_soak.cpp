@@ -117,6 +117,7 @@ int run_rank(int rank, int ranks, const std::string& url, int minutes, int out) 
   smem_bm_config_t config;
   smem_bm_config_init(&config);
   config.rankId = static_cast<uint16_t>(rank);
+  config.autoRanking = false;
   config.initTimeout = config.createTimeout = config.controlOperationTimeout = 60;
   config.startConfigStoreServer = true;  // rank 0 hosts the store
   if (smem_bm_init(url.c_str(), ranks, static_cast<uint16_t>(rank % 2), &config) != SMEM_SUCCESS) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bench/bench_timing.h"
+#include "src/base/log.h"
 
 namespace memloom::bench {
 
@@ -244,6 +245,14 @@ ReferenceRun run_reference_program(Launcher launcher, const std::string& program
   return run;
 }
 
+namespace {
+
+// What report_against printed last, for VerdictTally::add: the verdict line names its figures.
+thread_local std::string t_last_missed, t_last_unavailable;
+thread_local int t_figures_reported = 0;
+
+}  // namespace
+
 Verdict report_against(const std::string& name, double value, const std::string& unit,
                        std::optional<double> speedup, const std::string& reference_name,
                        std::optional<double> target, const std::string& why) {
@@ -254,25 +263,50 @@ Verdict report_against(const std::string& name, double value, const std::string&
     std::printf("%-36s %10.3f %-5s  %-30s unavailable (%s)\n", name.c_str(), value, unit.c_str(),
                 reference_name.c_str(), why.c_str());
     verdict = target ? Verdict::kUnavailable : Verdict::kNoTarget;
+    t_last_unavailable = name + " (" + why + ")";
   } else {
     if (target) verdict = *speedup >= *target ? Verdict::kPass : Verdict::kMiss;
     const char* mark = verdict == Verdict::kPass ? "PASS" : verdict == Verdict::kMiss ? "MISS" : "";
     std::printf("%-36s %10.3f %-5s %7.2fx %-30s %-16s %s\n", name.c_str(), value, unit.c_str(),
                 *speedup, reference_name.c_str(), target_text, mark);
+    if (verdict == Verdict::kMiss) {
+      char numbers[96];
+      std::snprintf(numbers, sizeof(numbers), ": %.2fx of %s, %s", *speedup, reference_name.c_str(),
+                    target_text);
+      t_last_missed = name + numbers;
+    }
   }
   std::fflush(stdout);
+  ++t_figures_reported;
+  MEMLOOM_LOG(kInfo, "memloom-bench: figure " << t_figures_reported << " done (" << name << ")");
   return verdict;
 }
 
 void VerdictTally::add(Verdict verdict) {
   if (verdict == Verdict::kPass) ++pass;
-  if (verdict == Verdict::kMiss) ++miss;
-  if (verdict == Verdict::kUnavailable) ++unavailable;
+  if (verdict == Verdict::kMiss) {
+    ++miss;
+    missed.push_back(t_last_missed);
+  }
+  if (verdict == Verdict::kUnavailable) {
+    ++unavailable;
+    not_measured.push_back(t_last_unavailable);
+  }
 }
 
 void VerdictTally::print(const std::string& benchmark) const {
   std::printf("\n%s targets: %d PASS, %d MISS, %d unavailable\n", benchmark.c_str(), pass, miss,
               unavailable);
+  std::string verdict = benchmark + " verdict: ";
+  if (miss == 0 && unavailable == 0) {
+    verdict += pass > 0 ? "every target met (" + std::to_string(pass) + ")" : "no targets";
+  } else {
+    verdict += std::to_string(miss + unavailable) + " of " +
+               std::to_string(pass + miss + unavailable) + " targets not met";
+    for (const auto& name : missed) verdict += "; missed " + name;
+    for (const auto& name : not_measured) verdict += "; unavailable: " + name;
+  }
+  std::printf("%s\n", verdict.c_str());
   std::fflush(stdout);
 }
 

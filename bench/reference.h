@@ -60,7 +60,10 @@ Verdict report_against(const std::string& name, double value, const std::string&
 // Counts verdicts and prints the summary line at the end of a benchmark.
 struct VerdictTally {
   int pass = 0, miss = 0, unavailable = 0;
+  std::vector<std::string> missed, not_measured;  // "name: 0.71x, target >= 0.90x" / "name (why)"
+  // Counts `verdict`, which report_against just returned, with that figure's name and numbers.
   void add(Verdict verdict);
+  // The benchmark's last line: its verdict, and which figures missed and why.
   void print(const std::string& benchmark) const;
 };
 

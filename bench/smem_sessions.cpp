@@ -53,6 +53,7 @@ BmSession::BmSession(const RankInfo& info, uint64_t device_bytes, uint32_t timeo
   check_smem(smem_bm_config_init(&config), "smem_bm_config_init");
   config.startConfigStoreServer = false;  // the job's store process serves
   config.rankId = static_cast<uint16_t>(info.rank);
+  config.autoRanking = false;
   config.initTimeout = timeout_seconds;
   config.createTimeout = timeout_seconds;
   config.controlOperationTimeout = timeout_seconds;

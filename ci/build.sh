@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Configures and builds memloom into ${MEMLOOM_BUILD_DIR:-build}. Extra CMake arguments pass through.
+# MEMLOOM_TARGETS (space-separated) builds only those targets instead of everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${MEMLOOM_BUILD_DIR:-build}"
@@ -12,4 +13,6 @@ if command -v ccache >/dev/null; then
 fi
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${MEMLOOM_BUILD_TYPE:-RelWithDebInfo}" \
   "${launcher[@]}" "$@"
-cmake --build "$build_dir" -j "$jobs"
+targets=()
+for target in ${MEMLOOM_TARGETS:-}; do targets+=(--target "$target"); done
+cmake --build "$build_dir" -j "$jobs" "${targets[@]}"

@@ -9,7 +9,10 @@
 #         tests and the collectives tests;
 #   fuzz  ci/fuzz.sh: the libFuzzer targets (clang) replay their regression inputs, then fuzz for
 #         MEMLOOM_FUZZ_SECONDS each (30 here).
-# The sanitizer builds leave out the benchmarks, the examples and the CUDA module, and the tsan
+# The plain stage runs the Python tests too (ctest label "python": pytest files under python/tests,
+# among them the cmake --install and pip-into-a-venv checks). The sanitizer builds leave them out
+# (an extension built with sanitizers cannot load into Debian's python3), as they leave out
+# the benchmarks, the examples and the CUDA module, and the tsan
 # build compiles only the two test programs it runs. MEMLOOM_SANITIZERS picks the stages:
 # "asan tsan fuzz" (default), any subset of those words, or "none".
 set -euo pipefail
@@ -59,6 +62,8 @@ sanitizer_build() {
 bash ci/install-deps.sh
 # The layer table (LAYERS.md) first: an include it forbids fails the run before any compiling.
 python3 ci/check_layers.py
+# Every environment variable the code reads must be in README's Environment table.
+python3 ci/check_env_docs.py
 bash ci/build.sh
 stage_done "the build"
 build_dir="${MEMLOOM_BUILD_DIR:-build}"

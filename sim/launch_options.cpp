@@ -8,6 +8,7 @@
 
 #include "memloom/error.h"
 #include "sim/exit_codes.h"
+#include "src/store/url.h"
 
 namespace memloom::sim {
 namespace {
@@ -44,13 +45,6 @@ double parse_seconds(const std::string& option, const std::string& text, bool al
   return value;
 }
 
-bool parse_port(const std::string& text) {
-  int port = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, port);
-  return !text.empty() && ec == std::errc() && ptr == end && port >= 1 && port <= 65535;
-}
-
 // Walks the argument list; options take their value either as the next argument or after '='.
 class ArgumentReader {
  public:
@@ -77,21 +71,21 @@ class ArgumentReader {
 
 }  // namespace
 
-bool is_valid_store_url(const std::string& url) {
-  const std::string scheme = "tcp://";
-  if (url.rfind(scheme, 0) != 0) return false;
-  std::string address = url.substr(scheme.size());
-  if (!address.empty() && address.front() == '[') {
-    size_t close = address.find(']');
-    if (close == std::string::npos || close == 1) return false;
-    if (close + 1 >= address.size() || address[close + 1] != ':') return false;
-    return parse_port(address.substr(close + 2));
+std::string store_url_problem(const std::string& url) {
+  try {
+    if (store::is_etcd_url(url)) {
+      store::parse_etcd_url(url);
+      return "";
+    }
+    if (store::parse_tcp_url(url).port == 0) return "'" + url + "' names port 0";
+    return "";
+  } catch (const Error& error) {
+    return error.what();
   }
-  size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  std::string host = address.substr(0, colon);
-  if (host.find_first_of(":/[]") != std::string::npos) return false;
-  return parse_port(address.substr(colon + 1));
+}
+
+bool is_valid_store_url(const std::string& url) {
+  return store_url_problem(url).empty();
 }
 
 namespace {
@@ -164,6 +158,9 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
     if (name == "-h" || name == "--help") {
       options.show_help = true;
       return options;
+    } else if (name == "--version") {
+      options.show_version = true;
+      return options;
     } else if (name == "-n") {
       options.ranks = parse_int("-n", reader.value_of(name, inline_value), 1, kMaxRanks);
       have_ranks = true;
@@ -173,9 +170,8 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
       options.devices_per_node = parse_int(name, reader.value_of(name, inline_value), 1, 1024);
     } else if (name == "--store") {
       options.store_url = reader.value_of(name, inline_value);
-      if (!is_valid_store_url(options.store_url)) {
-        bad_option("--store expects tcp://HOST:PORT or tcp://[IPv6]:PORT, got '" +
-                   options.store_url + "'");
+      if (std::string problem = store_url_problem(options.store_url); !problem.empty()) {
+        bad_option("--store: " + problem);
       }
     } else if (name == "--timeout") {
       options.timeout_seconds = parse_seconds(name, reader.value_of(name, inline_value), false);
@@ -231,7 +227,8 @@ Options:
                           (rank r is on node floor(r*M/N)); 1 <= M <= N (default 1)
   --devices-per-node D    devices per node; a rank's device is its local rank modulo D
                           (default 8; with MEMLOOM_BACKEND=cuda, the GPUs visible)
-  --store tcp://HOST:PORT use this config store instead of starting an embedded one
+  --store URL             use this config store instead of starting an embedded one:
+                          tcp://HOST:PORT, or etcd://HOST:PORT[,HOST:PORT...] for etcd
                           (the embedded store listens on 127.0.0.1 on a free port)
   --timeout S             stop the job S seconds (fractions allowed) after every rank has
                           started and exit 124 (default: no limit)
@@ -247,6 +244,7 @@ Options:
                           never mix within a line
   --no-tag-output         let ranks write to the launcher's stdout/stderr unchanged
   -h, --help              print this help and exit
+  --version               print the version and build options and exit
 
 Options taking a value also accept --option=VALUE. The first word that is not an option starts
 the command, but writing '--' before it is clearer.
@@ -264,7 +262,7 @@ Environment of each rank (on top of memloom-run's own):
   MEMLOOM_NODE            the job-unique node name, "<job id>-node<k>"
   MEMLOOM_DEVICE          the emulated device: local rank modulo D
   MEMLOOM_EMU_DEVICES     D, the emulated devices per node
-  MEMLOOM_STORE_URL       the config store, tcp://HOST:PORT
+  MEMLOOM_STORE_URL       the config store, tcp://HOST:PORT or etcd://HOST:PORT[,...]
   MEMLOOM_JOB_ID          an identifier unique to this run
   MEMLOOM_JOB_SECRET      128 random bits (hex), new per run: the ranks' store clients prove
                           with it that they belong to the job (any MEMLOOM_JOB_SECRET of

@@ -24,6 +24,7 @@ struct LaunchOptions {
   std::vector<RankKill> kills;            // --kill-rank/--kill-after pairs, in command-line order
   bool tag_output = true;                 // --tag-output / --no-tag-output
   bool show_help = false;                 // --help: print usage and exit 0
+  bool show_version = false;              // --version: print the version and exit 0
   std::vector<std::string> command;       // everything after "--": the program and its arguments
 };
 
@@ -38,7 +39,11 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& args);
 // The --help text: every option, the environment each rank receives, and the exit codes.
 std::string launch_usage();
 
-// Accepts "tcp://HOST:PORT" and "tcp://[IPv6]:PORT" with a port in 1..65535.
+// What the ranks' store clients would refuse in `url` ("" for nothing), by the library's own
+// parsers so memloom-run and its ranks agree: "tcp://HOST:PORT" (a host name is resolved),
+// "tcp://IPv4:PORT", "tcp://[IPv6]:PORT", a port in 1..65535, or etcd's
+// "etcd://HOST:PORT[,HOST:PORT...]".
+std::string store_url_problem(const std::string& url);
 bool is_valid_store_url(const std::string& url);
 
 }  // namespace memloom::sim

@@ -11,6 +11,7 @@
 #include "sim/exit_codes.h"
 #include "sim/job_runner.h"
 #include "sim/launch_options.h"
+#include "src/base/version.h"
 
 namespace {
 
@@ -39,6 +40,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "memloom-run: %s\nTry 'memloom-run --help' for more information.\n",
                  error.what());
     return memloom::sim::kExitUsage;
+  }
+  if (options.show_version) {
+    std::puts(memloom::base::version_line("memloom-run").c_str());
+    return memloom::sim::kExitSuccess;
   }
   if (options.show_help) {
     std::fputs(memloom::sim::launch_usage().c_str(), stdout);

@@ -3,7 +3,7 @@
 // CUDA, so it can fork every job); a failing or hung job is reported and killed after its
 // timeout, and the program goes on with the next figure.
 //
-//   memloom-bench-gpu [--only ceilings|local|gather|shm|bm|trans] [--markdown PATH]
+//   memloom-bench-gpu [--only ceilings|local|embedding|gather|shm|bm|trans] [--markdown PATH]
 //
 // Exit code: 0 when every figure was measured and met its target, 1 otherwise, 2 when no CUDA
 // device can be used or the arguments are wrong.
@@ -26,7 +26,7 @@
 namespace memloom::bench::gpu {
 namespace {
 
-const char* const kGroups[] = {"ceilings", "local", "gather", "shm", "bm", "trans"};
+const char* const kGroups[] = {"ceilings", "local", "embedding", "gather", "shm", "bm", "trans"};
 constexpr std::chrono::seconds kJobTimeout{150};
 
 struct Options {
@@ -126,6 +126,16 @@ Ceilings measure_ceilings(Report& report, int devices) {
               {},
               "GPU 0 and GPU 1 each read 64 MiB of the other"});
   return ceilings;
+}
+
+// The bytes an apply must touch per row: the row and its two states read and written, the
+// gradient read (7 row sizes); the target is 0.7x of the D2D copy bandwidth over them.
+void embedding_apply(Report& report, const Ceilings& ceilings) {
+  const Figures figures = run_job("embedding apply", 1, embedding_apply_rank);
+  const auto seconds = figure(figures, "apply");
+  report.add({"embedding apply, lazy Adam, 1M x 512 B rows (row, grad, 2 states)",
+              rate(7.0 * kApplyRows * kRowBytes, seconds), "GB/s", ceilings.d2d, "D2D cudaMemcpy",
+              0.7, micros(seconds)});
 }
 
 void local_gather(Report& report, const Ceilings& ceilings) {
@@ -258,6 +268,7 @@ int run(const Options& options) {
   const Ceilings ceilings = measure_ceilings(report, devices);  // every other figure needs them
   auto wanted = [&](const char* group) { return options.only.empty() || options.only == group; };
   if (wanted("local")) local_gather(report, ceilings);
+  if (wanted("embedding")) embedding_apply(report, ceilings);
   for (const char* group : {"gather", "shm", "bm", "trans"}) {
     if (!wanted(group)) continue;
     if (devices < 2) {
@@ -291,7 +302,7 @@ int main(int argc, char** argv) {
   memloom::bench::gpu::Options options;
   if (!memloom::bench::gpu::parse(argc, argv, &options)) {
     std::fprintf(stderr,
-                 "usage: memloom-bench-gpu [--only ceilings|local|gather|shm|bm|trans]"
+                 "usage: memloom-bench-gpu [--only ceilings|local|embedding|gather|shm|bm|trans]"
                  " [--markdown PATH]\n");
     return 2;
   }

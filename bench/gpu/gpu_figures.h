@@ -17,6 +17,7 @@ constexpr size_t kRowBytes = 512;              // 128 floats
 constexpr size_t kRowFloats = kRowBytes / sizeof(float);
 constexpr size_t kGatherRows = size_t(1) << 20;  // rows each rank gathers
 constexpr size_t kTableRows = size_t(4) << 20;   // 2 GiB table (1 GiB per GPU over two)
+constexpr size_t kApplyRows = size_t(1) << 20;   // embedding rows of the apply figure
 
 // {"devices": count}; throws when CUDA sees no device.
 Figures probe_rank(const RankInfo& info);
@@ -37,6 +38,10 @@ Figures rank_zero_gather_rank(const RankInfo& info, wholememory_memory_type_t ty
 // "gather rank R": every rank gathering at once, each rank an emulated node of its own on GPU R
 // (a job of as many nodes as ranks), as HIERARCHY spans nodes.
 Figures node_per_gpu_gather_rank(const RankInfo& info, wholememory_memory_type_t type);
+
+// "apply": seconds of one wholememory_embedding_gather_gradient_apply (lazy Adam) of every row
+// of a kApplyRows x kRowFloats FLOAT embedding on GPU 0 (gpu_embedding.cpp).
+Figures embedding_apply_rank(const RankInfo& info);
 
 // "put", "get": rank 0's copies of kCopyBytes to / from rank 1's SHM slot (GPU 1).
 Figures shm_rank(const RankInfo& info);

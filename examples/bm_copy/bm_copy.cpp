@@ -2,7 +2,7 @@
 // space, then passes a message around a ring with copies — synchronous, batched and asynchronous.
 // Ranks on other nodes are reached through the transport, without any change to this code.
 //
-//   memloom-run -n 4 --nodes 2 -- build/bin/bm_copy
+//   memloom-run -n 4 --nodes 2 -- build/bin/bm_copy     (or mpirun -np 4, torchrun, srun)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "memloom/launch.h"
 #include "smem/host/smem_bm.h"
 
 namespace {
@@ -24,26 +25,9 @@ struct Message {
   char text[52];
 };
 
-int env_int(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? -1 : std::atoi(value);
-}
-
 int fail(const char* what) {
   std::fprintf(stderr, "bm_copy: %s failed: %s\n", what, smem_get_last_err_msg());
   return 1;
-}
-
-// Retries a copy while the peer has not joined yet (SMEM_NOT_FOUND), for up to 30 s.
-int32_t copy_when_joined(smem_bm_t bm, const void* src, void* dst, size_t bytes,
-                         smem_bm_copy_type type) {
-  smem_copy_params params{src, dst, bytes};
-  int32_t rc = SMEM_NOT_FOUND;
-  for (int i = 0; i < 3000 && rc == SMEM_NOT_FOUND; ++i) {
-    rc = smem_bm_copy(bm, &params, type, 0);
-    if (rc == SMEM_NOT_FOUND) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return rc;
 }
 
 // Reads `bytes` at `gva` (of this rank's own slot) until `arrived` accepts them, for up to 30 s.
@@ -61,18 +45,27 @@ bool wait_for(smem_bm_t bm, void* gva, T* value, Pred arrived) {
 }  // namespace
 
 int main(int, char** argv) {
-  const int rank = env_int("MEMLOOM_RANK");
-  const int world = env_int("MEMLOOM_WORLD_SIZE");
-  const int device = env_int("MEMLOOM_DEVICE") >= 0 ? env_int("MEMLOOM_DEVICE") : 0;
-  const char* store = std::getenv("MEMLOOM_STORE_URL");
-  if (rank < 0 || world < 1 || store == nullptr) {
-    std::fprintf(stderr, "run me with memloom-run: memloom-run -n 4 --nodes 2 -- %s\n", argv[0]);
+  // The rank layout and the store from whichever launcher started us (memloom/launch.h).
+  memloom_launch_info_t launch;
+  if (memloom_get_launch_info(&launch) != MEMLOOM_STATUS_SUCCESS || launch.store_url[0] == '\0') {
+    std::fprintf(stderr,
+                 "run me under a launcher: memloom-run -n 4 --nodes 2 -- %s (or mpirun -np 4, "
+                 "torchrun --no-python, srun)\n",
+                 argv[0]);
     return 2;
   }
+  const int rank = launch.rank, world = launch.world_size;
+  // MEMLOOM_DEVICE (memloom-run sets it), else one device per rank of the node.
+  const char* device_variable = std::getenv("MEMLOOM_DEVICE");
+  const int device = device_variable != nullptr ? std::atoi(device_variable)
+                                                : (launch.local_rank >= 0 ? launch.local_rank : 0);
+  const char* store = launch.store_url;
   smem_bm_config_t config;
   smem_bm_config_init(&config);
-  config.startConfigStoreServer = false;  // memloom-run runs the store
+  // memloom-run runs a store; under torchrun, mpirun or srun rank 0 serves one.
+  config.startConfigStoreServer = launch.rank0_serves_store != 0;
   config.rankId = static_cast<uint16_t>(rank);
+  config.autoRanking = false;
   config.controlOperationTimeout = 30;
   if (smem_init(0) != 0) return fail("smem_init");
   if (smem_bm_init(store, world, static_cast<uint16_t>(device), &config) != 0)
@@ -89,10 +82,10 @@ int main(int, char** argv) {
   std::printf("rank %d: my device slot %p (rank by gva: %u), next rank's %p\n", rank, mine,
               smem_bm_get_rank_id_by_gva(bm, mine), static_cast<void*>(next_device));
 
-  // 1. The next rank may not have joined yet: copies to it fail with SMEM_NOT_FOUND until it has.
+  // 1. smem_bm_join returned once every rank had joined, so every peer's slot takes copies now.
   Message message{};
-  if (copy_when_joined(bm, &message, next_device, sizeof(message), SMEMB_COPY_H2G) != 0)
-    return fail("H2G");
+  smem_copy_params clear{&message, next_device, sizeof(message)};
+  if (smem_bm_copy(bm, &clear, SMEMB_COPY_H2G, 0) != 0) return fail("H2G");
 
   // 2. Four blocks into its host slot in one asynchronous batch (contiguous: merged into one copy).
   std::vector<char> blocks(kBlocks * kBlock);
@@ -131,9 +124,8 @@ int main(int, char** argv) {
   auto* previous_device =
       static_cast<char*>(smem_bm_ptr_by_mem_type(bm, SMEM_MEM_TYPE_DEVICE, previous));
   const uint64_t ack = kMagic + 1;
-  if (copy_when_joined(bm, &ack, previous_device + sizeof(Message), sizeof(ack), SMEMB_COPY_H2G) !=
-      0)
-    return fail("ack");
+  smem_copy_params send_ack{&ack, previous_device + sizeof(Message), sizeof(ack)};
+  if (smem_bm_copy(bm, &send_ack, SMEMB_COPY_H2G, 0) != 0) return fail("ack");
 
   // 5. Stay joined until the next rank has read what this rank wrote.
   uint64_t my_ack = 0;

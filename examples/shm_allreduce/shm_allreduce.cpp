@@ -11,12 +11,13 @@
 // GPU a kernel would work on the slots in place). Symmetric memory maps the ranks of one node, so
 // all ranks must share a node.
 //
-//   memloom-run -n 4 -- build/bin/shm_allreduce [elements]
+//   memloom-run -n 4 -- build/bin/shm_allreduce [elements]     (or mpirun -np 4, torchrun, srun)
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "memloom/launch.h"
 #include "memloom/stream.h"
 #include "smem/host/smem_shm.h"
 
@@ -33,11 +34,6 @@ bool copy(void* destination, const void* source, size_t bytes, const char* what)
   return false;
 }
 
-int env_int(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? -1 : std::atoi(value);
-}
-
 int fail(const char* what) {
   std::fprintf(stderr, "shm_allreduce: %s failed: %s\n", what, smem_get_last_err_msg());
   return 1;
@@ -46,14 +42,21 @@ int fail(const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int rank = env_int("MEMLOOM_RANK");
-  const int world = env_int("MEMLOOM_WORLD_SIZE");
-  const int device = env_int("MEMLOOM_DEVICE") >= 0 ? env_int("MEMLOOM_DEVICE") : 0;
-  const char* store = std::getenv("MEMLOOM_STORE_URL");
-  if (rank < 0 || world < 1 || store == nullptr) {
-    std::fprintf(stderr, "run me with memloom-run: memloom-run -n 4 -- %s [elements]\n", argv[0]);
+  // The rank layout and the store from whichever launcher started us (memloom/launch.h).
+  memloom_launch_info_t launch;
+  if (memloom_get_launch_info(&launch) != MEMLOOM_STATUS_SUCCESS || launch.store_url[0] == '\0') {
+    std::fprintf(stderr,
+                 "run me under a launcher: memloom-run -n 4 -- %s [elements] (or mpirun -np 4, "
+                 "torchrun --no-python, srun)\n",
+                 argv[0]);
     return 2;
   }
+  const int rank = launch.rank, world = launch.world_size;
+  // MEMLOOM_DEVICE (memloom-run sets it), else one device per rank of the node.
+  const char* device_variable = std::getenv("MEMLOOM_DEVICE");
+  const int device = device_variable != nullptr ? std::atoi(device_variable)
+                                                : (launch.local_rank >= 0 ? launch.local_rank : 0);
+  const char* store = launch.store_url;
   const size_t elements = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1u << 16;
   const size_t chunk = (elements + world - 1) / world;
   const uint64_t symmetric_size =
@@ -61,7 +64,8 @@ int main(int argc, char** argv) {
 
   smem_shm_config_t config;
   smem_shm_config_init(&config);
-  config.startConfigStoreServer = false;  // memloom-run runs the store
+  // memloom-run runs a store; under torchrun, mpirun or srun rank 0 serves one.
+  config.startConfigStoreServer = launch.rank0_serves_store != 0;
   config.controlOperationTimeout = 30;
   if (smem_init(0) != 0) return fail("smem_init");
   if (smem_shm_init(store, world, rank, static_cast<uint16_t>(device), &config) != 0)

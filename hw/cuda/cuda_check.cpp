@@ -34,15 +34,15 @@ void raise_nccl(ncclResult_t result, const char* call, Status status) {
 }
 
 DeviceGuard::DeviceGuard(int device) {
-  check_cuda(cudaGetDevice(&previous_), "cudaGetDevice");
+  check_cu(cuCtxGetCurrent(&previous_), "cuCtxGetCurrent");
   // Always set: besides choosing the device, cudaSetDevice makes its primary context current on
   // this thread, which the driver API calls (cuMem*) need.
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
-  switched_ = previous_ != device;
 }
 
 DeviceGuard::~DeviceGuard() {
-  if (switched_) (void)cudaSetDevice(previous_);
+  CUcontext now = nullptr;
+  if (cuCtxGetCurrent(&now) == CUDA_SUCCESS && now != previous_) (void)cuCtxSetCurrent(previous_);
 }
 
 bool is_device_pointer(const void* pointer) {

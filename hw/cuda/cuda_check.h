@@ -36,7 +36,9 @@ inline void check_nccl(ncclResult_t result, const char* call) {
 std::string describe_cu(CUresult result);
 
 // Makes `device` current on this thread for the guard's lifetime (CUDA's current device is
-// per thread, and the HAL's objects are used from any thread).
+// per thread, and the HAL's objects are used from any thread). Restores the thread's own driver
+// context afterwards, none included: a thread that had chosen no device has chosen none after
+// memloom worked on it (the CUDA platform follows a device the thread chose itself).
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device);
@@ -45,8 +47,7 @@ class DeviceGuard {
   DeviceGuard& operator=(const DeviceGuard&) = delete;
 
  private:
-  int previous_ = -1;
-  bool switched_ = false;
+  CUcontext previous_ = nullptr;
 };
 
 // True when `pointer` is memory only a GPU can touch (a device allocation or a VMM mapping of

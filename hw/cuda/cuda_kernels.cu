@@ -9,8 +9,10 @@
 #include "hw/cuda/cuda_check.h"
 #include "memloom/error.h"
 #include "src/kernels/fill_kernel.h"
+#include "src/kernels/optimizer_kernel.h"
 #include "src/kernels/owner_routing_kernel.h"
 #include "src/kernels/row_copy_kernel.h"
+#include "src/kernels/sampling_kernel.h"
 
 namespace memloom::cuda {
 namespace {
@@ -185,6 +187,10 @@ constexpr std::array<CudaKernel, static_cast<size_t>(hal::KernelId::kCount)> kKe
                &load_row_copy<false>},
     make_cuda_kernel<kernels::CountByOwner>("count_by_owner"),
     make_cuda_kernel<kernels::PlaceByOwner>("place_by_owner"),
+    make_cuda_kernel<kernels::OptimizerApplyKernel>("optimizer_apply"),
+    make_cuda_kernel<kernels::SampleCountKernel>("sample_count"),
+    make_cuda_kernel<kernels::SampleNeighboursKernel>("sample_neighbours"),
+    make_cuda_kernel<kernels::SelfLoopKernel>("add_self_loop"),
 };
 static_assert(kKernels.size() == static_cast<size_t>(hal::KernelId::kCount),
               "every KernelId needs a CUDA launcher");

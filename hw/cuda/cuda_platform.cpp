@@ -6,37 +6,33 @@
 #include <fstream>
 #include <set>
 
+#include "hw/cuda/cuda_buffer_staging.h"
 #include "hw/cuda/cuda_check.h"
 #include "hw/cuda/cuda_stream.h"
-#include "hw/cuda/host_staged_collectives.h"
 #include "hw/cuda/nccl_collectives.h"
 #include "hw/cuda/staged_tcp_transport.h"
 #include "hw/host/collectives_factory.h"
+#include "hw/host/device_choice.h"
 #include "memloom/error.h"
+#include "src/base/environment.h"
 #include "src/base/hex.h"
 #include "src/base/log.h"
 
 namespace memloom::cuda {
 namespace {
 
-// The device this process works on: MEMLOOM_DEVICE (set by memloom-run), else the local rank
-// spread over the visible GPUs, else GPU 0.
-int initial_device(int count) {
-  for (const char* variable : {"MEMLOOM_DEVICE", "MEMLOOM_LOCAL_RANK"}) {
-    const char* value = std::getenv(variable);
-    if (value == nullptr || *value == '\0') continue;
-    char* end = nullptr;
-    long number = std::strtol(value, &end, 10);
-    if (*end != '\0' || number < 0) {
-      raise(Status::kInvalidValue, std::string(variable) + "='" + value + "' is not a device");
-    }
-    if (std::string(variable) == "MEMLOOM_DEVICE" && number >= count) {
-      raise(Status::kInvalidValue, "MEMLOOM_DEVICE=" + std::string(value) + " but only " +
-                                       std::to_string(count) + " GPUs are visible");
-    }
-    return static_cast<int>(number % count);
-  }
-  return 0;
+// The device the calling thread chose, -1 when it chose none. cudaGetDevice cannot tell: on a
+// thread that never chose it answers 0. cudaSetDevice makes the device's primary context current
+// on the thread, so the thread's current driver context says which device it chose (seen on an
+// H200 with CUDA 13: none on a fresh thread, none after cudaGetDevice, the device after
+// cudaSetDevice). Other runtime calls on a thread without a context bind one too, so memloom's
+// own calls go through DeviceGuard, which puts the thread's context back.
+int thread_device() {
+  CUcontext context = nullptr;
+  if (cuCtxGetCurrent(&context) != CUDA_SUCCESS || context == nullptr) return -1;
+  CUdevice device = 0;
+  if (cuCtxGetDevice(&device) != CUDA_SUCCESS) return -1;
+  return static_cast<int>(device);
 }
 
 // The real host (not MEMLOOM_NODE): NCCL's duplicate-GPU rule is about physical GPUs, and
@@ -76,10 +72,37 @@ CudaPlatform::CudaPlatform() {
     check_cu(cuDeviceTotalMem(&bytes, handle), "cuDeviceTotalMem");
     capacities_.push_back(bytes);
   }
-  set_current_device(initial_device(device_count_));
+  const auto choice =
+      host::choose_device(base::Environment::read(), device_count_, thread_device(), "GPUs");
+  device_fixed_ = choice.fixed;
+  set_current_device(choice.device);
   memory_domain_ = std::make_unique<VmmMemoryDomain>(current_device_);
   MEMLOOM_LOG(kDebug, "CUDA backend: " << device_count_ << " GPUs, working on GPU "
-                                       << current_device_.load());
+                                       << current_device_.load() << ", chosen by "
+                                       << choice.reason);
+}
+
+void CudaPlatform::follow_caller_device() {
+  if (device_fixed_) return;
+  const int device = thread_device();
+  if (device < 0 || device >= device_count_ || device == current_device_) return;
+  MEMLOOM_LOG(kDebug, "CUDA backend: working on GPU " << device << " instead of GPU "
+                                                      << current_device_.load()
+                                                      << ": the calling thread's current device");
+  set_current_device(device);
+}
+
+const void* CudaPlatform::native_device_properties(int device) {
+  if (device == -1) device = current_device_;
+  check_device(device, "native_device_properties");
+  std::lock_guard<std::mutex> lock(properties_mutex_);
+  auto& properties = properties_[device];
+  if (!properties) {
+    auto fresh = std::make_unique<cudaDeviceProp>();
+    check_cuda(cudaGetDeviceProperties(fresh.get(), device), "cudaGetDeviceProperties");
+    properties = std::move(fresh);
+  }
+  return properties.get();
 }
 
 CudaPlatform::~CudaPlatform() = default;
@@ -135,8 +158,8 @@ std::unique_ptr<hal::Collectives> CudaPlatform::create_collectives(const hal::Gr
   // second or more to create, and, made and destroyed by the dozen in one process, was seen to
   // hang NCCL's initialisation (2x H200, NCCL 2.28).
   if (group.control_only) {
-    return std::make_unique<HostStagedCollectives>(
-        host::create_collectives(group, bootstrap, deadline), current_device_);
+    return host::create_collectives(group, bootstrap, deadline,
+                                    std::make_unique<CudaBufferStaging>(current_device_));
   }
   // NCCL refuses a communicator with two ranks on one GPU. Such groups (several ranks per GPU)
   // use the emulated backend's collectives over host memory instead, with device buffers staged
@@ -149,8 +172,8 @@ std::unique_ptr<hal::Collectives> CudaPlatform::create_collectives(const hal::Gr
   if (distinct.size() < static_cast<size_t>(group.size)) {
     MEMLOOM_LOG(kDebug, "group of " << group.size << " ranks on " << distinct.size()
                                     << " GPUs: host-memory collectives instead of NCCL");
-    return std::make_unique<HostStagedCollectives>(
-        host::create_collectives(group, bootstrap, deadline), current_device_);
+    return host::create_collectives(group, bootstrap, deadline,
+                                    std::make_unique<CudaBufferStaging>(current_device_));
   }
   return NcclCollectives::create(group, bootstrap, current_device_, deadline);
 }

@@ -3,8 +3,12 @@
 // Created by the module's entry point, memloom_create_platform, which the core dlopens.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <atomic>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -31,6 +35,8 @@ class CudaPlatform : public hal::Platform {
   size_t device_capacity(int device) const override;
   void set_current_device(int device) override;
   int current_device() const override { return current_device_; }
+  void follow_caller_device() override;
+  const void* native_device_properties(int device) override;
 
   hal::MemoryDomain& memory_domain() override { return *memory_domain_; }
   std::unique_ptr<hal::Stream> create_stream(int device) override;
@@ -48,6 +54,9 @@ class CudaPlatform : public hal::Platform {
   int device_count_ = 0;
   std::vector<size_t> capacities_;
   std::atomic<int> current_device_{0};
+  bool device_fixed_ = false;  // MEMLOOM_DEVICE or MEMLOOM_LOCAL_RANK chose it
+  std::mutex properties_mutex_;
+  std::map<int, std::unique_ptr<cudaDeviceProp>> properties_;
   std::unique_ptr<VmmMemoryDomain> memory_domain_;
 };
 

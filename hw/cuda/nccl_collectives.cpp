@@ -429,139 +429,109 @@ void NcclCollectives::guarded(Body&& body) {
   }
 }
 
-void NcclCollectives::barrier(Deadline deadline) {
-  // The agreement's allgather is itself a barrier.
-  guarded([&] { agree(host::CollectiveHeader(host::CollectiveOp::kBarrier), deadline); });
-}
-
-void NcclCollectives::broadcast(void* buffer, size_t bytes, int root, Deadline deadline) {
+void NcclCollectives::run(const hal::CollectiveCall& call, Deadline deadline) {
   guarded([&] {
-    host::CollectiveHeader header(host::CollectiveOp::kBroadcast);
-    header.bytes = bytes;
-    header.root = root;
-    if (bytes > 0 && buffer == nullptr) header.local_error = "the buffer is null";
-    agree(header, deadline);
-    if (bytes == 0) return;
-    grow(device_recv_, bytes, false);
-    if (group_.rank == root) stage_in(buffer, bytes);
-    const void* send = group_.rank == root ? device_send_.data : device_recv_.data;
-    issued(ncclBroadcast(send, device_recv_.data, bytes, ncclUint8, root, comm_, stream_),
-           "ncclBroadcast");
-    wait("broadcast", deadline, Until::kIssued);
-    if (group_.rank != root) stage_out(buffer, bytes, {{0, bytes}});
-    wait("broadcast", deadline, Until::kCompleted);
-    if (group_.rank != root) finish_out();
-  });
-}
-
-void NcclCollectives::allgather(const void* send, void* recv, size_t bytes, Deadline deadline) {
-  guarded([&] {
-    host::CollectiveHeader header(host::CollectiveOp::kAllgather);
-    header.bytes = bytes;
-    if (bytes > 0 && (send == nullptr || recv == nullptr)) {
-      header.local_error = "the send or receive buffer is null";
-    }
-    agree(header, deadline);
-    if (bytes == 0) return;
-    allgather_unchecked(send, recv, bytes, "allgather", deadline);
-  });
-}
-
-void NcclCollectives::allgatherv(const void* send, void* recv, const size_t* recv_counts,
-                                 const size_t* recv_displs, Deadline deadline) {
-  guarded([&] {
-    const int n = group_.size;
-    host::CollectiveHeader header(host::CollectiveOp::kAllgatherv);
-    size_t extent = 0;
-    std::vector<Piece> pieces;
-    if (recv_counts == nullptr || recv_displs == nullptr) {
-      header.local_error = "recv_counts or recv_displs is null";
-    } else {
-      header.counts.assign(recv_counts, recv_counts + n);
-      for (int r = 0; r < n; ++r) {
-        if (recv_counts[r] == 0) continue;
-        extent = std::max(extent, recv_displs[r] + recv_counts[r]);
-        pieces.push_back({recv_displs[r], recv_counts[r]});
-      }
-      if (recv_counts[group_.rank] > 0 && send == nullptr) {
-        header.local_error = "the send buffer is null";
-      }
-      if (extent > 0 && recv == nullptr) header.local_error = "the receive buffer is null";
-    }
-    agree(header, deadline);
-    if (extent == 0) return;
-    grow(device_recv_, extent, false);
-    stage_in(send, recv_counts[group_.rank]);
-    // NCCL has no allgatherv: one broadcast per contributing rank, issued as one group.
-    auto* device = static_cast<char*>(device_recv_.data);
-    issued(ncclGroupStart(), "ncclGroupStart");
-    in_group_ = true;
-    for (int r = 0; r < n; ++r) {
-      if (recv_counts[r] == 0) continue;
-      const void* from = r == group_.rank ? device_send_.data : device + recv_displs[r];
-      issued(ncclBroadcast(from, device + recv_displs[r], recv_counts[r], ncclUint8, r, comm_,
-                           stream_),
-             "ncclBroadcast (allgatherv)");
-    }
-    in_group_ = false;
-    issued(ncclGroupEnd(), "ncclGroupEnd (allgatherv)");
-    wait("allgatherv", deadline, Until::kIssued);
-    stage_out(recv, extent, pieces);
-    wait("allgatherv", deadline, Until::kCompleted);
-    finish_out();
-  });
-}
-
-void NcclCollectives::alltoallv(const void* send, const size_t* send_counts,
-                                const size_t* send_displs, void* recv, const size_t* recv_counts,
-                                const size_t* recv_displs, Deadline deadline) {
-  guarded([&] {
-    const int n = group_.size;
-    host::CollectiveHeader header(host::CollectiveOp::kAlltoallv);
-    size_t send_extent = 0, recv_extent = 0;
-    std::vector<Piece> pieces;
-    if (!send_counts || !send_displs || !recv_counts || !recv_displs) {
-      header.local_error = "a counts or displacements array is null";
-    } else {
-      // The counts travel in the header, which checks them pairwise on every rank.
-      header.counts.assign(send_counts, send_counts + n);
-      header.counts2.assign(recv_counts, recv_counts + n);
-      for (int p = 0; p < n; ++p) {
-        if (send_counts[p] > 0)
-          send_extent = std::max(send_extent, send_displs[p] + send_counts[p]);
-        if (recv_counts[p] > 0) {
-          recv_extent = std::max(recv_extent, recv_displs[p] + recv_counts[p]);
-          pieces.push_back({recv_displs[p], recv_counts[p]});
+    // The agreement's allgather is itself a barrier.
+    agree(host::header_for(call, group_.rank, group_.size), deadline);
+    switch (call.kind) {
+      case hal::CollectiveKind::kBarrier:
+        return;
+      case hal::CollectiveKind::kBroadcast:
+        return issue_broadcast(call, deadline);
+      case hal::CollectiveKind::kAllgather:
+        if (call.bytes > 0) {
+          allgather_unchecked(call.send, call.recv, call.bytes, "allgather", deadline);
         }
-      }
-      if (send_extent > 0 && send == nullptr) header.local_error = "the send buffer is null";
-      if (recv_extent > 0 && recv == nullptr) header.local_error = "the receive buffer is null";
+        return;
+      case hal::CollectiveKind::kAllgatherv:
+        return issue_broadcasts_per_rank(call, deadline);
+      case hal::CollectiveKind::kAlltoallv:
+        return issue_sends_and_receives(call, deadline);
     }
-    agree(header, deadline);
-    if (send_extent == 0 && recv_extent == 0) return;
-    grow(device_recv_, recv_extent, false);
-    stage_in(send, send_extent);
-    auto* out = static_cast<char*>(device_send_.data);
-    auto* in = static_cast<char*>(device_recv_.data);
-    issued(ncclGroupStart(), "ncclGroupStart");
-    in_group_ = true;
-    for (int p = 0; p < n; ++p) {
-      if (send_counts[p] > 0) {
-        issued(ncclSend(out + send_displs[p], send_counts[p], ncclUint8, p, comm_, stream_),
-               "ncclSend (alltoallv)");
-      }
-      if (recv_counts[p] > 0) {
-        issued(ncclRecv(in + recv_displs[p], recv_counts[p], ncclUint8, p, comm_, stream_),
-               "ncclRecv (alltoallv)");
-      }
-    }
-    in_group_ = false;
-    issued(ncclGroupEnd(), "ncclGroupEnd (alltoallv)");
-    wait("alltoallv", deadline, Until::kIssued);
-    stage_out(recv, recv_extent, pieces);
-    wait("alltoallv", deadline, Until::kCompleted);
-    finish_out();
   });
+}
+
+void NcclCollectives::issue_broadcast(const hal::CollectiveCall& call, Deadline deadline) {
+  const size_t bytes = call.bytes;
+  const int root = call.root;
+  if (bytes == 0) return;
+  grow(device_recv_, bytes, false);
+  if (group_.rank == root) stage_in(call.send, bytes);
+  const void* send = group_.rank == root ? device_send_.data : device_recv_.data;
+  issued(ncclBroadcast(send, device_recv_.data, bytes, ncclUint8, root, comm_, stream_),
+         "ncclBroadcast");
+  wait("broadcast", deadline, Until::kIssued);
+  if (group_.rank != root) stage_out(call.recv, bytes, {{0, bytes}});
+  wait("broadcast", deadline, Until::kCompleted);
+  if (group_.rank != root) finish_out();
+}
+
+void NcclCollectives::issue_broadcasts_per_rank(const hal::CollectiveCall& call,
+                                                Deadline deadline) {
+  const int n = group_.size;
+  const size_t* recv_counts = call.recv_counts;
+  const size_t* recv_displs = call.recv_displs;
+  const size_t extent = host::recv_extent(call, group_.rank, n);
+  if (extent == 0) return;
+  std::vector<Piece> pieces;
+  for (int r = 0; r < n; ++r) {
+    if (recv_counts[r] > 0) pieces.push_back({recv_displs[r], recv_counts[r]});
+  }
+  grow(device_recv_, extent, false);
+  stage_in(call.send, recv_counts[group_.rank]);
+  auto* device = static_cast<char*>(device_recv_.data);
+  issued(ncclGroupStart(), "ncclGroupStart");
+  in_group_ = true;
+  for (int r = 0; r < n; ++r) {
+    if (recv_counts[r] == 0) continue;
+    const void* from = r == group_.rank ? device_send_.data : device + recv_displs[r];
+    issued(
+        ncclBroadcast(from, device + recv_displs[r], recv_counts[r], ncclUint8, r, comm_, stream_),
+        "ncclBroadcast (allgatherv)");
+  }
+  in_group_ = false;
+  issued(ncclGroupEnd(), "ncclGroupEnd (allgatherv)");
+  wait("allgatherv", deadline, Until::kIssued);
+  stage_out(call.recv, extent, pieces);
+  wait("allgatherv", deadline, Until::kCompleted);
+  finish_out();
+}
+
+void NcclCollectives::issue_sends_and_receives(const hal::CollectiveCall& call, Deadline deadline) {
+  const int n = group_.size;
+  const size_t* send_counts = call.send_counts;
+  const size_t* send_displs = call.send_displs;
+  const size_t* recv_counts = call.recv_counts;
+  const size_t* recv_displs = call.recv_displs;
+  const size_t send_extent = host::send_extent(call, group_.rank, n);
+  const size_t recv_extent = host::recv_extent(call, group_.rank, n);
+  if (send_extent == 0 && recv_extent == 0) return;
+  std::vector<Piece> pieces;
+  for (int p = 0; p < n; ++p) {
+    if (recv_counts[p] > 0) pieces.push_back({recv_displs[p], recv_counts[p]});
+  }
+  grow(device_recv_, recv_extent, false);
+  stage_in(call.send, send_extent);
+  auto* out = static_cast<char*>(device_send_.data);
+  auto* in = static_cast<char*>(device_recv_.data);
+  issued(ncclGroupStart(), "ncclGroupStart");
+  in_group_ = true;
+  for (int p = 0; p < n; ++p) {
+    if (send_counts[p] > 0) {
+      issued(ncclSend(out + send_displs[p], send_counts[p], ncclUint8, p, comm_, stream_),
+             "ncclSend (alltoallv)");
+    }
+    if (recv_counts[p] > 0) {
+      issued(ncclRecv(in + recv_displs[p], recv_counts[p], ncclUint8, p, comm_, stream_),
+             "ncclRecv (alltoallv)");
+    }
+  }
+  in_group_ = false;
+  issued(ncclGroupEnd(), "ncclGroupEnd (alltoallv)");
+  wait("alltoallv", deadline, Until::kIssued);
+  stage_out(call.recv, recv_extent, pieces);
+  wait("alltoallv", deadline, Until::kCompleted);
+  finish_out();
 }
 
 }  // namespace memloom::cuda

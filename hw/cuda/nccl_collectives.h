@@ -42,13 +42,7 @@ class NcclCollectives : public hal::Collectives {
   int rank() const override { return group_.rank; }
   int size() const override { return group_.size; }
 
-  void barrier(Deadline deadline) override;
-  void broadcast(void* buffer, size_t bytes, int root, Deadline deadline) override;
-  void allgather(const void* send, void* recv, size_t bytes, Deadline deadline) override;
-  void allgatherv(const void* send, void* recv, const size_t* recv_counts,
-                  const size_t* recv_displs, Deadline deadline) override;
-  void alltoallv(const void* send, const size_t* send_counts, const size_t* send_displs, void* recv,
-                 const size_t* recv_counts, const size_t* recv_displs, Deadline deadline) override;
+  void run(const hal::CollectiveCall& call, Deadline deadline) override;
   void abort(const std::string& reason) override;
 
  private:
@@ -70,6 +64,11 @@ class NcclCollectives : public hal::Collectives {
   void agree(host::CollectiveHeader header, Deadline deadline);
   void allgather_unchecked(const void* send, void* recv, size_t bytes, const char* what,
                            Deadline deadline);
+  // The data phase of each operation once the ranks agreed on `call`: NCCL's own broadcast; the
+  // allgatherv NCCL lacks, as one broadcast per contributing rank; alltoallv as sends and receives.
+  void issue_broadcast(const hal::CollectiveCall& call, Deadline deadline);
+  void issue_broadcasts_per_rank(const hal::CollectiveCall& call, Deadline deadline);
+  void issue_sends_and_receives(const hal::CollectiveCall& call, Deadline deadline);
   // Checks the result of issuing an NCCL call; fails (and poisons) on error.
   void issued(ncclResult_t result, const char* call);
   // Enqueues a copy of [user, user+bytes) into the device send buffer.

@@ -7,8 +7,10 @@
 
 #include "memloom/error.h"
 #include "src/kernels/fill_kernel.h"
+#include "src/kernels/optimizer_kernel.h"
 #include "src/kernels/owner_routing_kernel.h"
 #include "src/kernels/row_copy_kernel.h"
+#include "src/kernels/sampling_kernel.h"
 
 namespace memloom::emulated {
 namespace {
@@ -80,6 +82,12 @@ constexpr std::array<CpuKernel, static_cast<size_t>(hal::KernelId::kCount)> kKer
     // range allocates its local counts and touches each shared counter once.
     make_range_kernel<kernels::CountByOwner>("count_by_owner", 16 * 1024, &run_count_by_owner),
     make_range_kernel<kernels::PlaceByOwner>("place_by_owner", 16 * 1024, &run_place_by_owner),
+    // A whole row (or a row's state) per item: tens of nanoseconds to microseconds each.
+    make_cpu_kernel<kernels::OptimizerApplyKernel>("optimizer_apply", 64),
+    make_cpu_kernel<kernels::SampleCountKernel>("sample_count", 4096),
+    // A centre's sampling costs fanout^2 / 2 comparisons (unweighted) or its degree (weighted).
+    make_cpu_kernel<kernels::SampleNeighboursKernel>("sample_neighbours", 64),
+    make_cpu_kernel<kernels::SelfLoopKernel>("add_self_loop", 1024),
 };
 static_assert(kKernels.size() == static_cast<size_t>(hal::KernelId::kCount),
               "every KernelId needs a CPU runner");

@@ -17,6 +17,7 @@
 #include "hw/emulated/tcp_transport.h"
 #include "hw/emulated/worker_stream.h"
 #include "hw/host/collectives_factory.h"
+#include "hw/host/device_choice.h"
 #include "memloom/error.h"
 #include "src/base/environment.h"
 #include "src/base/log.h"
@@ -123,18 +124,14 @@ class EmulatedPlatform : public hal::Platform {
   hal::Capabilities capabilities() const override { return hal::Capabilities{}; }
 
  private:
-  // MEMLOOM_DEVICE, else the local rank spread over the node's devices, else device 0.
+  // MEMLOOM_DEVICE, else the local rank spread over the node's devices, else device 0: an
+  // emulated device is never chosen by a thread (host/device_choice.h).
   static int initial_device(int devices) {
-    const base::Environment env = base::Environment::read();
-    if (env.device >= 0) {
-      if (env.device >= devices) {
-        raise(Status::kInvalidValue, "MEMLOOM_DEVICE=" + std::to_string(env.device) +
-                                         " but there are " + std::to_string(devices) +
-                                         " emulated devices (MEMLOOM_EMU_DEVICES)");
-      }
-      return env.device;
-    }
-    return env.local_rank >= 0 ? env.local_rank % devices : 0;
+    const auto choice = host::choose_device(base::Environment::read(), devices, -1,
+                                            "emulated devices (MEMLOOM_EMU_DEVICES)");
+    MEMLOOM_LOG(kDebug, "emulated backend: working on device " << choice.device << ", chosen by "
+                                                               << choice.reason);
+    return choice.device;
   }
 
   void check_device(int device, const char* operation) const {

@@ -9,11 +9,15 @@
 namespace memloom::hal {
 
 enum class KernelId : uint32_t {
-  kFillPattern = 0,   // ops/fill_kernel.h: FillPatternArgs
-  kGather = 1,        // ops/row_copy_kernel.h: RowCopyArgs, indexed source rows
-  kScatter = 2,       // ops/row_copy_kernel.h: RowCopyArgs, indexed destination rows
-  kCountByOwner = 3,  // ops/owner_routing_kernel.h: OwnerRoutingArgs, rows per owning rank
-  kPlaceByOwner = 4,  // ops/owner_routing_kernel.h: OwnerRoutingArgs, rows into owners' buckets
+  kFillPattern = 0,       // ops/fill_kernel.h: FillPatternArgs
+  kGather = 1,            // ops/row_copy_kernel.h: RowCopyArgs, indexed source rows
+  kScatter = 2,           // ops/row_copy_kernel.h: RowCopyArgs, indexed destination rows
+  kCountByOwner = 3,      // ops/owner_routing_kernel.h: OwnerRoutingArgs, rows per owning rank
+  kPlaceByOwner = 4,      // ops/owner_routing_kernel.h: OwnerRoutingArgs, rows into owners' buckets
+  kOptimizerApply = 5,    // optimizer_kernel.h: OptimizerApplyArgs, a sparse optimizer step
+  kSampleCount = 6,       // sampling_kernel.h: SampleArgs, samples per centre node
+  kSampleNeighbours = 7,  // sampling_kernel.h: SampleArgs, the samples of each centre node
+  kAddSelfLoop = 8,       // sampling_kernel.h: SelfLoopArgs, a CSR with a self loop per row
   kCount,
 };
 

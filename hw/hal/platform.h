@@ -34,6 +34,17 @@ class Platform {
   // The device this process works on (MEMLOOM_DEVICE / cudaSetDevice).
   virtual void set_current_device(int device) = 0;
   virtual int current_device() const = 0;
+  // Makes the device the calling thread chose (cudaSetDevice) the current one, unless a variable
+  // fixed the device (host/device_choice.h). Called where upstream WholeMemory reads the caller's
+  // device: communicator creation and allocation. A backend whose threads choose no device keeps
+  // its device.
+  virtual void follow_caller_device() {}
+  // The backend's own description of `device` (-1: the current one), valid until the process
+  // ends: a cudaDeviceProp on CUDA. Null where the backend has none (emulated devices).
+  virtual const void* native_device_properties(int device) {
+    (void)device;
+    return nullptr;
+  }
 
   virtual MemoryDomain& memory_domain() = 0;
   virtual std::unique_ptr<Stream> create_stream(int device) = 0;

@@ -99,6 +99,112 @@ ShmVerdict check_alltoallv(const std::vector<CollectiveHeader>& headers) {
 
 }  // namespace
 
+namespace {
+
+// The furthest byte a (counts, displacements) layout reaches; 0 when either array is null.
+size_t layout_extent(const size_t* counts, const size_t* displs, int size) {
+  if (counts == nullptr || displs == nullptr) return 0;
+  size_t extent = 0;
+  for (int r = 0; r < size; ++r) {
+    if (counts[r] > 0) extent = std::max(extent, displs[r] + counts[r]);
+  }
+  return extent;
+}
+
+CollectiveOp op_of(hal::CollectiveKind kind) {
+  switch (kind) {
+    case hal::CollectiveKind::kBarrier:
+      return CollectiveOp::kBarrier;
+    case hal::CollectiveKind::kBroadcast:
+      return CollectiveOp::kBroadcast;
+    case hal::CollectiveKind::kAllgather:
+      return CollectiveOp::kAllgather;
+    case hal::CollectiveKind::kAllgatherv:
+      return CollectiveOp::kAllgatherv;
+    case hal::CollectiveKind::kAlltoallv:
+      return CollectiveOp::kAlltoallv;
+  }
+  raise(Status::kInvalidInput,
+        "unknown collective kind " + std::to_string(static_cast<uint32_t>(kind)));
+}
+
+}  // namespace
+
+size_t send_extent(const hal::CollectiveCall& call, int rank, int size) {
+  switch (call.kind) {
+    case hal::CollectiveKind::kBroadcast:
+      return rank == call.root ? call.bytes : 0;
+    case hal::CollectiveKind::kAllgather:
+      return call.bytes;
+    case hal::CollectiveKind::kAllgatherv:
+      return call.recv_counts != nullptr ? call.recv_counts[rank] : 0;
+    case hal::CollectiveKind::kAlltoallv:
+      return layout_extent(call.send_counts, call.send_displs, size);
+    default:
+      return 0;
+  }
+}
+
+size_t recv_extent(const hal::CollectiveCall& call, int rank, int size) {
+  switch (call.kind) {
+    case hal::CollectiveKind::kBroadcast:
+      return rank == call.root ? 0 : call.bytes;
+    case hal::CollectiveKind::kAllgather:
+      return call.bytes * static_cast<size_t>(size);
+    case hal::CollectiveKind::kAllgatherv:
+    case hal::CollectiveKind::kAlltoallv:
+      return layout_extent(call.recv_counts, call.recv_displs, size);
+    default:
+      return 0;
+  }
+}
+
+CollectiveHeader header_for(const hal::CollectiveCall& call, int rank, int size) {
+  CollectiveHeader header(op_of(call.kind));
+  switch (call.kind) {
+    case hal::CollectiveKind::kBarrier:
+      break;
+    case hal::CollectiveKind::kBroadcast:
+      header.bytes = call.bytes;
+      header.root = call.root;
+      if (call.bytes > 0 && call.recv == nullptr) header.local_error = "the buffer is null";
+      break;
+    case hal::CollectiveKind::kAllgather:
+      header.bytes = call.bytes;
+      if (call.bytes > 0 && (call.send == nullptr || call.recv == nullptr)) {
+        header.local_error = "the send or receive buffer is null";
+      }
+      break;
+    case hal::CollectiveKind::kAllgatherv:
+      if (call.recv_counts == nullptr || call.recv_displs == nullptr) {
+        header.local_error = "recv_counts or recv_displs is null";
+        break;
+      }
+      header.counts.assign(call.recv_counts, call.recv_counts + size);
+      break;
+    case hal::CollectiveKind::kAlltoallv:
+      if (!call.send_counts || !call.send_displs || !call.recv_counts || !call.recv_displs) {
+        header.local_error = "a counts or displacements array is null";
+        break;
+      }
+      // The counts travel in the header, which checks them pairwise on every rank.
+      header.counts.assign(call.send_counts, call.send_counts + size);
+      header.counts2.assign(call.recv_counts, call.recv_counts + size);
+      break;
+  }
+  const bool vector_call =
+      call.kind == hal::CollectiveKind::kAllgatherv || call.kind == hal::CollectiveKind::kAlltoallv;
+  if (vector_call && header.local_error.empty()) {
+    if (send_extent(call, rank, size) > 0 && call.send == nullptr) {
+      header.local_error = "the send buffer is null";
+    }
+    if (recv_extent(call, rank, size) > 0 && call.recv == nullptr) {
+      header.local_error = "the receive buffer is null";
+    }
+  }
+  return header;
+}
+
 const char* collective_op_name(CollectiveOp op) {
   switch (op) {
     case CollectiveOp::kCreate:

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "hw/hal/collectives.h"
 #include "hw/host/shm_group.h"
 
 namespace memloom::host {
@@ -43,6 +44,16 @@ struct CollectiveHeader {
   void encode(std::byte* out, int group_size) const;
   static CollectiveHeader decode(const std::byte* in, int group_size);
 };
+
+// The bytes `call` reads from its send buffer and writes into its receive buffer on `rank` of a
+// group of `size` (0 where the counts or displacements it needs are null: the header then carries
+// the error). Broadcast reads on the root and writes on every other rank.
+size_t send_extent(const hal::CollectiveCall& call, int rank, int size);
+size_t recv_extent(const hal::CollectiveCall& call, int rank, int size);
+
+// The header `rank` contributes for `call`: its operation, sizes, root and counts, and the local
+// error when a buffer or array the call needs is null.
+CollectiveHeader header_for(const hal::CollectiveCall& call, int rank, int size);
 
 // The common case of check_agreement, read straight from the node's encoded headers (the
 // group's read_header areas) without decoding them: true when every member called the same

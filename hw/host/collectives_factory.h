@@ -7,11 +7,14 @@
 
 #include "hw/hal/bootstrap.h"
 #include "hw/hal/collectives.h"
+#include "hw/host/buffer_staging.h"
 #include "memloom/deadline.h"
 
 namespace memloom::host {
 
-std::unique_ptr<hal::Collectives> create_collectives(const hal::GroupSpec& group,
-                                                     hal::Bootstrap& bootstrap, Deadline deadline);
+// `staging` (may be null): how the collectives reach buffers the CPU cannot touch.
+std::unique_ptr<hal::Collectives> create_collectives(
+    const hal::GroupSpec& group, hal::Bootstrap& bootstrap, Deadline deadline,
+    std::unique_ptr<BufferStaging> staging = nullptr);
 
 }  // namespace memloom::host

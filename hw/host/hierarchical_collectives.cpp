@@ -38,8 +38,9 @@ void validate(const hal::GroupSpec& group) {
 }  // namespace
 
 HierarchicalCollectives::HierarchicalCollectives(const hal::GroupSpec& group,
-                                                 hal::Bootstrap& bootstrap, Deadline deadline)
-    : rank_(group.rank), size_(group.size) {
+                                                 hal::Bootstrap& bootstrap, Deadline deadline,
+                                                 std::unique_ptr<BufferStaging> staging)
+    : rank_(group.rank), size_(group.size), staging_(std::move(staging)) {
   validate(group);
   // Nodes are numbered by their lowest rank, which every member computes alike.
   std::map<std::string, int> node_index;
@@ -199,96 +200,83 @@ void HierarchicalCollectives::exchange_headers_between_leaders(const CollectiveH
   *verdict = check_agreement(all);
 }
 
-void HierarchicalCollectives::barrier(Deadline deadline) {
-  guarded(CollectiveOp::kBarrier,
-          [&] { agree(CollectiveHeader(CollectiveOp::kBarrier), deadline); });
+void HierarchicalCollectives::run(const hal::CollectiveCall& call, Deadline deadline) {
+  if (!staging_) return run_on_host(call, deadline);
+  StagedCall staged(*staging_, call, rank_, size_, deadline);
+  run_on_host(staged.host_call(), deadline);
+  staged.finish(deadline);
 }
 
-void HierarchicalCollectives::broadcast(void* buffer, size_t bytes, int root, Deadline deadline) {
-  guarded(CollectiveOp::kBroadcast, [&] {
-    CollectiveHeader header{CollectiveOp::kBroadcast};
-    header.bytes = bytes;
-    header.root = root;
-    if (bytes > 0 && buffer == nullptr) header.local_error = "the buffer is null";
-    agree(header, deadline);
-    if (bytes == 0) return;
-    std::vector<ByteSpan> data{{static_cast<std::byte*>(buffer), bytes}};
-    const int root_node = node_of_[root];
-    if (root_node == my_node_) {
-      if (rank_ == root && mesh_) {
-        std::vector<ConstByteSpan> out{{data[0].data, bytes}};
-        for (size_t n = 0; n < node_ranks_.size(); ++n) {
-          if (static_cast<int>(n) != my_node_) {
-            mesh_->send_stream(leader_of(static_cast<int>(n)), seq_, out);
-          }
+void HierarchicalCollectives::run_on_host(const hal::CollectiveCall& call, Deadline deadline) {
+  const CollectiveHeader header = header_for(call, rank_, size_);
+  guarded(header.op, [&] {
+    switch (call.kind) {
+      case hal::CollectiveKind::kBarrier:
+        agree(header, deadline);  // a barrier is exactly the agreement
+        return;
+      case hal::CollectiveKind::kBroadcast:
+        agree(header, deadline);
+        spread_from_root(call, deadline);
+        return;
+      case hal::CollectiveKind::kAllgather:
+      case hal::CollectiveKind::kAllgatherv:
+        gather_pieces(call, header, deadline);
+        return;
+      case hal::CollectiveKind::kAlltoallv:
+        agree(header, deadline);
+        exchange_pairwise(call, deadline);
+        return;
+    }
+  });
+}
+
+void HierarchicalCollectives::spread_from_root(const hal::CollectiveCall& call, Deadline deadline) {
+  const size_t bytes = call.bytes;
+  const int root = call.root;
+  if (bytes == 0) return;
+  void* buffer = rank_ == root ? const_cast<void*>(call.send) : call.recv;
+  std::vector<ByteSpan> data{{static_cast<std::byte*>(buffer), bytes}};
+  const int root_node = node_of_[root];
+  if (root_node == my_node_) {
+    if (rank_ == root && mesh_) {
+      std::vector<ConstByteSpan> out{{data[0].data, bytes}};
+      for (size_t n = 0; n < node_ranks_.size(); ++n) {
+        if (static_cast<int>(n) != my_node_) {
+          mesh_->send_stream(leader_of(static_cast<int>(n)), seq_, out);
         }
       }
-      shm_broadcast(*shm_, data, local_index_of_[root], deadline);
-    } else {
-      if (is_leader()) mesh_->receive_stream(root, seq_, data, deadline, health(deadline));
-      shm_broadcast(*shm_, data, 0, deadline);
     }
-  });
+    shm_broadcast(*shm_, data, local_index_of_[root], deadline);
+  } else {
+    if (is_leader()) mesh_->receive_stream(root, seq_, data, deadline, health(deadline));
+    shm_broadcast(*shm_, data, 0, deadline);
+  }
 }
 
-void HierarchicalCollectives::allgather(const void* send, void* recv, size_t bytes,
-                                        Deadline deadline) {
-  guarded(CollectiveOp::kAllgather, [&] {
-    CollectiveHeader header{CollectiveOp::kAllgather};
-    header.bytes = bytes;
-    if (bytes > 0 && (send == nullptr || recv == nullptr)) {
-      header.local_error = "the send or receive buffer is null";
+// allgather is the allgatherv whose every piece is `bytes` long, placed in rank order.
+void HierarchicalCollectives::gather_pieces(const hal::CollectiveCall& call,
+                                            const CollectiveHeader& header, Deadline deadline) {
+  const bool uniform = call.kind == hal::CollectiveKind::kAllgather;
+  std::vector<size_t> counts, displs;
+  if (header.local_error.empty()) {
+    for (int r = 0; r < size_; ++r) {
+      counts.push_back(uniform ? call.bytes : call.recv_counts[r]);
+      displs.push_back(uniform ? call.bytes * static_cast<size_t>(r) : call.recv_displs[r]);
     }
-    // Equal on every rank once the agreement passed (same bytes, no local error anywhere).
-    const bool staged = can_stage(header, bytes);
-    if (staged) shm_stage_piece(*shm_, static_cast<const std::byte*>(send), bytes);
-    agree(header, deadline);
-    if (staged) {
-      // One node: local index == rank.
-      for (int r = 0; r < size_ && bytes > 0; ++r) {
-        std::byte* to = static_cast<std::byte*>(recv) + bytes * static_cast<size_t>(r);
-        const std::byte* from =
-            r == rank_ ? static_cast<const std::byte*>(send) : shm_->read_data(r);
-        if (to != from) std::memmove(to, from, bytes);
-      }
-      return;
-    }
-    std::vector<size_t> counts(size_, bytes);
-    std::vector<size_t> displs(size_);
-    for (int r = 0; r < size_; ++r) displs[r] = bytes * static_cast<size_t>(r);
-    gather_data(static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), counts,
-                displs.data(), deadline);
-  });
-}
-
-void HierarchicalCollectives::allgatherv(const void* send, void* recv, const size_t* recv_counts,
-                                         const size_t* recv_displs, Deadline deadline) {
-  guarded(CollectiveOp::kAllgatherv, [&] {
-    CollectiveHeader header{CollectiveOp::kAllgatherv};
-    if (recv_counts == nullptr || recv_displs == nullptr) {
-      header.local_error = "recv_counts or recv_displs is null";
-    } else {
-      header.counts.assign(recv_counts, recv_counts + size_);
-      size_t total = 0;
-      for (int r = 0; r < size_; ++r) total += recv_counts[r];
-      if (recv_counts[rank_] > 0 && send == nullptr) header.local_error = "the send buffer is null";
-      if (total > 0 && recv == nullptr) header.local_error = "the receive buffer is null";
-    }
-    size_t largest = 0;
-    for (uint64_t count : header.counts) largest = std::max<size_t>(largest, count);
-    // Equal on every rank once the agreement passed (same counts, no local error anywhere).
-    const bool staged = can_stage(header, largest);
-    if (staged) shm_stage_piece(*shm_, static_cast<const std::byte*>(send), recv_counts[rank_]);
-    agree(header, deadline);
-    std::vector<size_t> counts(recv_counts, recv_counts + size_);
-    if (staged) {
-      collect_staged(static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), counts,
-                     recv_displs);
-      return;
-    }
-    gather_data(static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), counts,
-                recv_displs, deadline);
-  });
+  }
+  size_t largest = 0;
+  for (size_t count : counts) largest = std::max(largest, count);
+  auto* send = static_cast<const std::byte*>(call.send);
+  auto* recv = static_cast<std::byte*>(call.recv);
+  // Equal on every rank once the agreement passed (same counts, no local error anywhere).
+  const bool staged = can_stage(header, largest);
+  if (staged) shm_stage_piece(*shm_, send, counts[rank_]);
+  agree(header, deadline);
+  if (staged) {
+    collect_staged(send, recv, counts, displs.data());
+  } else {
+    gather_data(send, recv, counts, displs.data(), deadline);
+  }
 }
 
 // A single-node allgather whose every piece fits in one chunk moves its data through the
@@ -341,58 +329,45 @@ void HierarchicalCollectives::gather_data(const std::byte* send, std::byte* recv
   shm_broadcast(*shm_, remote, 0, deadline);
 }
 
-void HierarchicalCollectives::alltoallv(const void* send, const size_t* send_counts,
-                                        const size_t* send_displs, void* recv,
-                                        const size_t* recv_counts, const size_t* recv_displs,
-                                        Deadline deadline) {
-  guarded(CollectiveOp::kAlltoallv, [&] {
-    CollectiveHeader header{CollectiveOp::kAlltoallv};
-    if (!send_counts || !send_displs || !recv_counts || !recv_displs) {
-      header.local_error = "a counts or displacements array is null";
-    } else {
-      header.counts.assign(send_counts, send_counts + size_);
-      header.counts2.assign(recv_counts, recv_counts + size_);
-      size_t sent = 0, received = 0;
-      for (int r = 0; r < size_; ++r) sent += send_counts[r], received += recv_counts[r];
-      if (sent > 0 && send == nullptr) header.local_error = "the send buffer is null";
-      if (received > 0 && recv == nullptr) header.local_error = "the receive buffer is null";
-    }
-    agree(header, deadline);
-    auto* in = static_cast<const std::byte*>(send);
-    auto* out = static_cast<std::byte*>(recv);
-    // Remote pieces leave first (sends never block), then the node's pieces move, then the
-    // remote pieces for this rank are collected.
-    if (mesh_) {
-      for (int p = 0; p < size_; ++p) {
-        if (node_of_[p] != my_node_ && send_counts[p] > 0) {
-          mesh_->send_stream(p, seq_,
-                             {{piece(in, send_displs[p], send_counts[p]), send_counts[p]}});
-        }
+void HierarchicalCollectives::exchange_pairwise(const hal::CollectiveCall& call,
+                                                Deadline deadline) {
+  const size_t* send_counts = call.send_counts;
+  const size_t* send_displs = call.send_displs;
+  const size_t* recv_counts = call.recv_counts;
+  const size_t* recv_displs = call.recv_displs;
+  auto* in = static_cast<const std::byte*>(call.send);
+  auto* out = static_cast<std::byte*>(call.recv);
+  // Remote pieces leave first (sends never block), then the node's pieces move, then the
+  // remote pieces for this rank are collected.
+  if (mesh_) {
+    for (int p = 0; p < size_; ++p) {
+      if (node_of_[p] != my_node_ && send_counts[p] > 0) {
+        mesh_->send_stream(p, seq_, {{piece(in, send_displs[p], send_counts[p]), send_counts[p]}});
       }
     }
-    const auto& mine = node_ranks_[my_node_];
-    std::vector<ConstByteSpan> local_send;
-    std::vector<ByteSpan> local_recv;
-    size_t max_pair = 0;
-    for (size_t i = 0; i < mine.size(); ++i) {
-      const int r = mine[i];
-      local_send.push_back({piece(in, send_displs[r], send_counts[r]), send_counts[r]});
-      local_recv.push_back({piece(out, recv_displs[r], recv_counts[r]), recv_counts[r]});
-      for (size_t j = 0; j < mine.size(); ++j) {
-        if (i != j) max_pair = std::max<size_t>(max_pair, local_headers_[i].counts[mine[j]]);
+  }
+  const auto& mine = node_ranks_[my_node_];
+  std::vector<ConstByteSpan> local_send;
+  std::vector<ByteSpan> local_recv;
+  size_t max_pair = 0;
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const int r = mine[i];
+    local_send.push_back({piece(in, send_displs[r], send_counts[r]), send_counts[r]});
+    local_recv.push_back({piece(out, recv_displs[r], recv_counts[r]), recv_counts[r]});
+    for (size_t j = 0; j < mine.size(); ++j) {
+      if (i != j) max_pair = std::max<size_t>(max_pair, local_headers_[i].counts[mine[j]]);
+    }
+  }
+  shm_alltoallv(*shm_, local_send, local_recv, max_pair, deadline);
+  if (mesh_) {
+    for (int p = 0; p < size_; ++p) {
+      if (node_of_[p] != my_node_ && recv_counts[p] > 0) {
+        mesh_->receive_stream(p, seq_,
+                              {{piece(out, recv_displs[p], recv_counts[p]), recv_counts[p]}},
+                              deadline, health(deadline));
       }
     }
-    shm_alltoallv(*shm_, local_send, local_recv, max_pair, deadline);
-    if (mesh_) {
-      for (int p = 0; p < size_; ++p) {
-        if (node_of_[p] != my_node_ && recv_counts[p] > 0) {
-          mesh_->receive_stream(p, seq_,
-                                {{piece(out, recv_displs[p], recv_counts[p]), recv_counts[p]}},
-                                deadline, health(deadline));
-        }
-      }
-    }
-  });
+  }
 }
 
 }  // namespace memloom::host

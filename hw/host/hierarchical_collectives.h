@@ -21,6 +21,7 @@
 
 #include "hw/hal/bootstrap.h"
 #include "hw/hal/collectives.h"
+#include "hw/host/buffer_staging.h"
 #include "hw/host/collective_header.h"
 #include "hw/host/shm_group.h"
 #include "hw/host/zmq_peer_mesh.h"
@@ -33,23 +34,24 @@ inline constexpr size_t kDefaultCollectiveChunkBytes = 256 << 10;
 class HierarchicalCollectives : public hal::Collectives {
  public:
   // Collective over the group: returns once every member has joined, or throws at the deadline.
-  HierarchicalCollectives(const hal::GroupSpec& group, hal::Bootstrap& bootstrap,
-                          Deadline deadline);
+  // `staging` (may be null) moves buffers the CPU cannot touch through host memory.
+  HierarchicalCollectives(const hal::GroupSpec& group, hal::Bootstrap& bootstrap, Deadline deadline,
+                          std::unique_ptr<BufferStaging> staging = nullptr);
   ~HierarchicalCollectives() override;
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  void barrier(Deadline deadline) override;
-  void broadcast(void* buffer, size_t bytes, int root, Deadline deadline) override;
-  void allgather(const void* send, void* recv, size_t bytes, Deadline deadline) override;
-  void allgatherv(const void* send, void* recv, const size_t* recv_counts,
-                  const size_t* recv_displs, Deadline deadline) override;
-  void alltoallv(const void* send, const size_t* send_counts, const size_t* send_displs, void* recv,
-                 const size_t* recv_counts, const size_t* recv_displs, Deadline deadline) override;
+  void run(const hal::CollectiveCall& call, Deadline deadline) override;
   void abort(const std::string& reason) override;
 
  private:
+  // The agreement, then the data phase of `call`, whose buffers are all host memory.
+  void run_on_host(const hal::CollectiveCall& call, Deadline deadline);
+  void spread_from_root(const hal::CollectiveCall& call, Deadline deadline);
+  void gather_pieces(const hal::CollectiveCall& call, const CollectiveHeader& header,
+                     Deadline deadline);
+  void exchange_pairwise(const hal::CollectiveCall& call, Deadline deadline);
   template <typename Body>
   void guarded(CollectiveOp op, Body&& body);
   void agree(CollectiveHeader header, Deadline deadline);
@@ -73,6 +75,7 @@ class HierarchicalCollectives : public hal::Collectives {
   std::vector<std::vector<int>> node_ranks_;  // ranks of each node, ascending
   int my_node_ = 0;
 
+  std::unique_ptr<BufferStaging> staging_;
   std::unique_ptr<ShmGroup> shm_;
   std::unique_ptr<ZmqPeerMesh> mesh_;  // only when the group spans several nodes
   uint64_t next_seq_ = 0;

@@ -12,6 +12,14 @@
 #ifndef MEMLOOM_WHOLEMEMORY_ENV_FUNC_PTRS_H_
 #define MEMLOOM_WHOLEMEMORY_ENV_FUNC_PTRS_H_
 
+/* Upstream's header includes the CUDA runtime API, and programs rely on it for cudaStream_t and
+ * cudaDeviceProp; memloom includes it where it exists, so the header still compiles without CUDA
+ * (get_device_prop's struct is then only declared). */
+#if defined(__has_include)
+#if __has_include(<cuda_runtime_api.h>)
+#include <cuda_runtime_api.h>
+#endif
+#endif
 #include <wholememory/tensor_description.h>
 
 #ifdef __cplusplus
@@ -63,6 +71,12 @@ typedef struct wholememory_env_func_t wholememory_env_func_t;
 
 /* memloom's default callbacks (see above); never NULL, valid for the whole process. */
 wholememory_env_func_t* get_default_env_func(void);
+
+/* The CUDA properties of device dev_id (-1: the current device), valid for the whole process.
+ * NULL (with an error logged) for a device that does not exist, and on the emulated backend,
+ * whose devices have no CUDA properties. */
+struct cudaDeviceProp;
+struct cudaDeviceProp* get_device_prop(int dev_id);
 
 #ifdef __cplusplus
 }

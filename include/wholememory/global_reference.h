@@ -21,8 +21,9 @@ extern "C" {
  * CHUNKED:    `pointer` is an array of world_size data pointers, one per rank (NULL for a rank
  *             whose partition is empty); `stride` is the partition size of rank 0.
  * Both: `rank_memory_offsets` holds world_size + 1 byte offsets (rank r owns
- * [offsets[r], offsets[r+1])); `same_chunk` is true when every rank r's partition starts at
- * min(r * stride, total size), so the owner of byte `o` is o / stride.
+ * [offsets[r], offsets[r+1])); `same_chunk` is true when every rank holds `stride` bytes until
+ * the total runs out (the last ranks may hold less or nothing), so the owner of byte `o` is
+ * o / stride. CHUNKED HOST memory is mapped as one range and has the CONTINUOUS form.
  */
 struct wholememory_gref_t {
   void* pointer;

@@ -52,6 +52,21 @@ wholememory_error_code_t wholememory_scatter(wholememory_tensor_t input_tensor,
                                              wholememory_env_func_t* p_env_fns, void* stream,
                                              int scatter_sms WHOLEMEMORY_OP_DEFAULT_ARG(-1));
 
+/* A check of a set of environment functions, as upstream's tests and bindings use it: row i of
+ * the result is T(i) + input (T: the input's dtype, i counted from 0) for
+ * output_variable_entry_count rows of input's 1-D length. The result goes to output_fixed_tensor
+ * (2-D, output_variable_entry_count x input length, same dtype) and, for each non-NULL
+ * output_variable_*_tensor_handle, to memory that p_env_fns->output_fns.malloc_fn allocates into
+ * that context (device, pinned and host memory respectively) with output_fixed_tensor's
+ * description. p_env_fns NULL: memloom's defaults. Returns once every output holds the result. */
+wholememory_error_code_t wholememory_env_test_op(wholememory_tensor_t input_tensor,
+                                                 wholememory_tensor_t output_fixed_tensor,
+                                                 void* output_variable_device_tensor_handle,
+                                                 void* output_variable_pinned_tensor_handle,
+                                                 void* output_variable_host_tensor_handle,
+                                                 int64_t output_variable_entry_count,
+                                                 wholememory_env_func_t* p_env_fns, void* stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,11 +13,16 @@ namespace {
 
 Level level_from_env() {
   const char* value = std::getenv("MEMLOOM_LOG_LEVEL");
-  if (value == nullptr) return Level::kWarn;
+  if (value == nullptr || *value == '\0') return Level::kWarn;
   static const char* names[] = {"trace", "debug", "info", "warn", "error", "fatal", "off"};
   for (int i = 0; i < 7; ++i) {
     if (strcasecmp(value, names[i]) == 0) return static_cast<Level>(i);
   }
+  // Straight to stderr: the level (and so write()) is being set up; a typo must not pass silently.
+  std::fprintf(stderr,
+               "[memloom WARN pid %d] MEMLOOM_LOG_LEVEL='%s' is not a level (trace, debug, info, "
+               "warn, error, fatal, off); using warn\n",
+               static_cast<int>(getpid()), value);
   return Level::kWarn;
 }
 

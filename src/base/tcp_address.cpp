@@ -1,6 +1,7 @@
 #include "src/base/tcp_address.h"
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 
 #include <algorithm>
@@ -88,7 +89,17 @@ socklen_t literal_address(int family, const std::string& host, sockaddr_storage*
   return sizeof(sockaddr_in6);
 }
 
-TcpAddressFault parse_host(bool bracketed, const TcpAddressRules& rules, TcpAddress* address) {
+TcpAddressFault parse_host(bool bracketed, const TcpAddressRules& rules, ParsedTcpAddress* parsed) {
+  TcpAddress* address = &parsed->address;
+  address->name = address->host;
+  if (rules.resolve_names && !bracketed && !address->host.empty() &&
+      address->host.find(':') == std::string::npos &&
+      ip_socket_address(address->host, 0, &address->storage) == 0) {
+    address->length = resolve_host_name(address->host, &address->storage, &parsed->resolve_error);
+    if (address->length == 0) return TcpAddressFault::kNotIpv4;
+    address->host = address_text(address->storage);
+    return TcpAddressFault::kNone;
+  }
   if (rules.either_family) {
     address->length = ip_socket_address(address->host, 0, &address->storage);
   } else {
@@ -123,11 +134,11 @@ ParsedTcpAddress parse_tcp_address(std::string_view text, const TcpAddressRules&
     return fail(TcpAddressFault::kUnbracketedIpv6);
   }
   if (rules.host_before_port) {
-    fault = parse_host(split.bracketed, rules, &address);
+    fault = parse_host(split.bracketed, rules, &parsed);
     if (fault == TcpAddressFault::kNone) fault = parse_port(split.port, rules, &address.port);
   } else {
     fault = parse_port(split.port, rules, &address.port);
-    if (fault == TcpAddressFault::kNone) fault = parse_host(split.bracketed, rules, &address);
+    if (fault == TcpAddressFault::kNone) fault = parse_host(split.bracketed, rules, &parsed);
   }
   if (fault != TcpAddressFault::kNone) return fail(fault);
   set_socket_port(&address.storage, address.port);
@@ -148,6 +159,34 @@ socklen_t ip_socket_address(const std::string& host, uint16_t port, sockaddr_sto
   if (length == 0) length = literal_address(AF_INET6, host, address);
   if (length != 0) set_socket_port(address, port);
   return length;
+}
+
+socklen_t resolve_host_name(const std::string& name, sockaddr_storage* address,
+                            std::string* error) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int code = ::getaddrinfo(name.c_str(), nullptr, &hints, &found);
+  if (code != 0 || found == nullptr) {
+    *error = code != 0 ? ::gai_strerror(code) : "no address";
+    return 0;
+  }
+  std::memset(address, 0, sizeof(*address));
+  const socklen_t length = found->ai_addrlen;
+  std::memcpy(address, found->ai_addr, length);
+  ::freeaddrinfo(found);
+  return length;
+}
+
+std::string address_text(const sockaddr_storage& address) {
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* raw =
+      address.ss_family == AF_INET6
+          ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(&address)->sin6_addr)
+          : static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(&address)->sin_addr);
+  ::inet_ntop(address.ss_family, raw, text, sizeof(text));
+  return text;
 }
 
 uint16_t socket_port(const sockaddr_storage& address) {

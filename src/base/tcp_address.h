@@ -1,7 +1,10 @@
 // TCP endpoint addresses, "tcp://HOST:PORT" with IPv6 literals in brackets, parsed and formatted in
 // one place for every module that names one: the store's URLs, both backends' transport addresses
-// and TRANS's uniqueIds (the same without the scheme). Hosts are IP literals only: a name lookup
-// could block without a deadline, and a name may stand for several sockets.
+// and TRANS's uniqueIds (the same without the scheme). Hosts are IP literals, and where a user
+// names the address (store URLs: MEMLOOM_STORE_URL, MASTER_ADDR, memloom-run --store) also host
+// names, resolved once here through the system resolver (IPv4 or IPv6, its first answer), so every
+// later connect goes to the same socket. Data-path addresses stay literals: a peer publishes its
+// own.
 //
 // The parser reports what is wrong as a fault, not a message: its callers grew up with their own
 // parsers and each still words (and orders) its refusals its own way, which its users and tests
@@ -35,6 +38,9 @@ struct TcpAddressRules {
   bool either_family = false;
   PortSyntax port_syntax = PortSyntax::kDigits;
   uint16_t min_port = 1;  // 0 where the caller listens on any free port
+  // A host without brackets that is no IP literal is looked up as a name; one that does not
+  // resolve is kNotIpv4 with resolve_error set.
+  bool resolve_names = false;
 };
 
 enum class TcpAddressFault {
@@ -56,6 +62,7 @@ enum class TcpAddressFault {
 
 struct TcpAddress {
   std::string host;  // the IP literal, without brackets: "127.0.0.1", "::1"
+  std::string name;  // the host as written: a name, or the literal itself
   uint16_t port = 0;
   sockaddr_storage storage{};  // host and port, ready for bind() and connect()
   socklen_t length = 0;
@@ -67,7 +74,8 @@ struct ParsedTcpAddress {
   TcpAddressFault fault = TcpAddressFault::kNone;
   // Complete only without a fault; its host is set from the split on (for messages).
   TcpAddress address;
-  std::string port_text;  // the port as written, for messages
+  std::string port_text;      // the port as written, for messages
+  std::string resolve_error;  // a name that did not resolve (resolve_names): the resolver's answer
 };
 
 ParsedTcpAddress parse_tcp_address(std::string_view text, const TcpAddressRules& rules);
@@ -78,6 +86,12 @@ std::string format_tcp_url(std::string_view host, uint16_t port);
 // Fills `address` from an IPv4 or IPv6 literal (IPv4 tried first); returns its length, or 0 when
 // `host` is neither (it is then not a literal: no name lookup is made).
 socklen_t ip_socket_address(const std::string& host, uint16_t port, sockaddr_storage* address);
+
+// The first address the system resolver gives for `name` (IPv4 or IPv6) into `address`; its
+// length, or 0 with the resolver's reason in `error`.
+socklen_t resolve_host_name(const std::string& name, sockaddr_storage* address, std::string* error);
+// The numeric text of an address ("10.0.0.7", "fe80::1").
+std::string address_text(const sockaddr_storage& address);
 
 // The port of an AF_INET or AF_INET6 address, and its replacement (port 0: any free port).
 uint16_t socket_port(const sockaddr_storage& address);

@@ -6,14 +6,31 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "memloom/error.h"
 #include "src/base/environment.h"
 #include "src/base/log.h"
+#include "src/base/wait_reporter.h"
 #include "src/core/platform_loader.h"
 
 namespace memloom::core {
+namespace {
+
+// `other` is "SIZE\nRANK": the size that rank was given. Names both when they differ.
+void check_same_size(const store::KeyPrefix& prefix, int rank, int size, const std::string& other) {
+  const auto newline = other.find('\n');
+  const std::string other_size = other.substr(0, newline);
+  if (other_size == std::to_string(size)) return;
+  const std::string other_rank = newline == std::string::npos ? "?" : other.substr(newline + 1);
+  raise(Status::kInvalidInput,
+        "group '" + prefix.prefix() + "': ranks disagree on the world size: rank " +
+            std::to_string(rank) + " says world size " + std::to_string(size) + ", rank " +
+            other_rank + " says " + other_size);
+}
+
+}  // namespace
 
 std::chrono::milliseconds default_collective_timeout() {
   const char* value = std::getenv("MEMLOOM_TIMEOUT_S");
@@ -54,34 +71,62 @@ std::shared_ptr<Group> Group::create(std::shared_ptr<store::Client> client, stor
       "rank " + std::to_string(rank) + " is out of range [0, " + std::to_string(size) + ")");
   std::shared_ptr<Group> group(new Group(client, prefix, rank, size));
 
-  // Announce myself; a second process claiming the same rank is refused.
+  // Announce myself (with my size, for the ranks that arrived first); a second process claiming
+  // the same rank is refused.
   const std::string node = base::Environment::read().node;
-  const std::string me = node + "\n" + std::to_string(::getpid());
+  const std::string me = node + "\n" + std::to_string(::getpid()) + "\n" + std::to_string(size);
   std::string current;
   if (!client->compare_and_swap(prefix("member/" + std::to_string(rank)), "", me, true, &current)) {
     raise(Status::kInvalidInput, "rank " + std::to_string(rank) + " of group '" + prefix.prefix() +
                                      "' was already taken by another process (" + current + ")");
   }
 
+  // The first arrival records the size it was given, so a later one with another size is named at
+  // once instead of waiting for ranks that will never come.
+  const std::string my_size = std::to_string(size) + "\n" + std::to_string(rank);
+  std::string recorded;
+  if (!client->compare_and_swap(prefix("size"), "", my_size, true, &recorded)) {
+    check_same_size(prefix, rank, size, recorded);
+  }
   group->nodes_.resize(size);
   group->pids_.resize(size);
-  for (int r = 0; r < size; ++r) {
-    auto value = client->get(prefix("member/" + std::to_string(r)), deadline.remaining());
-    if (!value) {
-      std::ostringstream missing;
-      int count = 0;
-      for (int m = r; m < size; ++m) {
-        if (!client->get(prefix("member/" + std::to_string(m)), std::chrono::milliseconds(0))) {
-          if (count++ < 32) missing << (count > 1 ? ", " : "") << m;
-        }
+  base::WaitReporter reporter(deadline);
+  auto missing_from = [&](int first) {
+    std::vector<int> missing;
+    for (int m = first; m < size; ++m) {
+      if (!client->get(prefix("member/" + std::to_string(m)), std::chrono::milliseconds(0))) {
+        missing.push_back(m);
       }
-      raise(Status::kTimeout, "group '" + prefix.prefix() + "' (" + std::to_string(size) +
-                                  " ranks): timed out waiting for rank(s) " + missing.str() +
-                                  (count > 32 ? " and more" : "") + " to arrive");
     }
-    auto newline = value->find('\n');
+    return missing;
+  };
+  for (int r = 0; r < size; ++r) {
+    std::optional<std::string> value;
+    while (true) {
+      // Slices end when a report is due, so a long wait says what it waits for.
+      value = client->get(prefix("member/" + std::to_string(r)),
+                          std::min(deadline.remaining(), std::max(reporter.next_report_in(),
+                                                                  std::chrono::milliseconds(1))));
+      if (value || deadline.expired()) break;
+      reporter.poll([&] {
+        return "ranks " + base::rank_list(missing_from(r)) + " of " + std::to_string(size) +
+               " to arrive at the creation of group '" + prefix.prefix() + "'";
+      });
+    }
+    if (!value) {
+      raise(Status::kTimeout, "group '" + prefix.prefix() + "' (" + std::to_string(size) +
+                                  " ranks): timed out waiting for rank(s) " +
+                                  base::rank_list(missing_from(r), 32) +
+                                  " to arrive (ranks given different unique ids or store URLs "
+                                  "never meet: check that every rank got the same one)");
+    }
+    const auto newline = value->find('\n');
+    const auto second = value->find('\n', newline + 1);
     group->nodes_[r] = value->substr(0, newline);
     group->pids_[r] = std::atoi(value->c_str() + newline + 1);
+    if (second != std::string::npos) {
+      check_same_size(prefix, rank, size, value->substr(second + 1) + "\n" + std::to_string(r));
+    }
   }
 
   std::map<std::string, int> node_numbers;

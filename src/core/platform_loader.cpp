@@ -1,6 +1,8 @@
 #include "src/core/platform_loader.h"
+#include "src/core/backend_choice.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <memory>
 #include <mutex>
@@ -15,6 +17,7 @@ namespace {
 
 std::mutex g_mutex;
 std::unique_ptr<hal::Platform> g_platform;
+std::string g_choice_reason;
 
 struct BackendModule {
   const char* backend;  // as MEMLOOM_BACKEND names it
@@ -25,7 +28,9 @@ BackendModule g_cuda{"cuda", MEMLOOM_CUDA_MODULE_NAME};
 BackendModule g_emulated{"emulated", MEMLOOM_EMULATED_MODULE_NAME};
 
 // Looks beside libmemloom first (an uninstalled build tree), then the install libdir, then the
-// loader's search path. Keeps the last loader error in `error`.
+// loader's search path. `error` gets the loader's error for the first candidate that exists: a
+// module that is there but needs a missing libcuda.so.1 must be reported as that, not as the
+// bare name that the search path then does not find either.
 void* open_module(const char* file, std::string* error) {
   Dl_info info{};
   std::string candidates[3];
@@ -36,11 +41,16 @@ void* open_module(const char* file, std::string* error) {
   }
   candidates[1] = std::string(MEMLOOM_INSTALL_LIBDIR) + "/" + file;
   candidates[2] = file;
+  bool found_file = false;
   for (const auto& path : candidates) {
     if (path.empty()) continue;
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle != nullptr) return handle;
-    *error = dlerror();
+    const std::string why = dlerror();
+    struct stat on_disk {};
+    const bool exists = path.find('/') != std::string::npos && ::stat(path.c_str(), &on_disk) == 0;
+    if (!found_file) *error = exists ? why : std::string(file) + " is not installed (" + why + ")";
+    found_file = found_file || exists;
   }
   return nullptr;
 }
@@ -57,6 +67,7 @@ std::unique_ptr<hal::Platform> open_backend(BackendModule& module, bool required
                                        module.file + " does not load: " + error);
     }
     MEMLOOM_LOG(kDebug, module.file << " not loaded (" << error << ")");
+    g_choice_reason = std::string("the ") + module.backend + " backend is unavailable: " + error;
     return nullptr;
   }
   auto create =
@@ -70,6 +81,7 @@ std::unique_ptr<hal::Platform> open_backend(BackendModule& module, bool required
   } catch (const Error& e) {
     if (required) throw;
     MEMLOOM_LOG(kDebug, module.backend << " backend unavailable (" << e.what() << ")");
+    g_choice_reason = std::string("the ") + module.backend + " backend is unavailable: " + e.what();
     return nullptr;
   }
 }
@@ -80,6 +92,7 @@ hal::Platform& platform() {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_platform) return *g_platform;
   const std::string choice = base::Environment::read().backend;
+  g_choice_reason = choice.empty() ? "" : "MEMLOOM_BACKEND=" + choice;
   if (choice == "cuda") {
     g_platform = open_backend(g_cuda, true);
   } else if (choice.empty()) {
@@ -89,8 +102,14 @@ hal::Platform& platform() {
     raise(Status::kInvalidValue, "MEMLOOM_BACKEND='" + choice + "' (expected emulated or cuda)");
   }
   if (!g_platform) g_platform = open_backend(g_emulated, true);
+  if (g_choice_reason.empty()) g_choice_reason = "the cuda module loaded and found a GPU";
   MEMLOOM_LOG(kDebug, "backend: " << g_platform->name());
   return *g_platform;
+}
+
+std::string backend_choice_reason() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_choice_reason;
 }
 
 void release_platform() {

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "memloom/error.h"
+#include "src/base/log.h"
 #include "src/smem/smem_facade.h"
 #include "src/smem/smem_world.h"
 
@@ -29,6 +30,9 @@ struct HandleTexts {
   // BM and SHM objects live in their session's world, so their handles are refused without one;
   // TRANS engines stand alone: a handle is only ever refused as not live, and uninit always runs.
   bool handles_need_session;
+  // What a call before *_init returns: SMEM_NOT_INITIALIZED for BM and SHM, SMEM_INVALID_PARAM
+  // for TRANS, as MemFabric's facades do.
+  int32_t not_initialized_code;
 };
 
 // Handles are never reused within the process (object addresses are: the allocator recycles
@@ -62,15 +66,21 @@ class HandleRegistry {
   Session& session(const Lock& /*held*/) { return session_; }
   // The session, or SMEM_NOT_INITIALIZED.
   Session& open_session(const Lock& /*held*/) {
-    if (!session_) raise_not_initialized(texts_.not_initialized);
+    if (!session_) {
+      throw FacadeError(texts_.not_initialized_code, Status::kInvalidInput, texts_.not_initialized);
+    }
     return session_;
   }
-  // *_init: refused with SMEM_REPEAT_CALL while a session is open; fill(session) opens one, under
-  // the lock, so a concurrent *_init waits for it and is then refused.
+  // *_init: fill(session) opens the session, under the lock, so a concurrent *_init waits for it.
+  // While a session is open a later *_init succeeds and changes nothing, as in MemFabric; it is
+  // logged (`repeated`) since its arguments are ignored.
   template <typename Fill>
   void open(const char* repeated, Fill&& fill) {
     Lock held = lock();
-    if (session_) raise_repeat_call(repeated);
+    if (session_) {
+      MEMLOOM_LOG(kInfo, repeated);
+      return;
+    }
     fill(session_);
   }
   void require_open() {

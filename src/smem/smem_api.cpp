@@ -6,11 +6,14 @@
 #include <string_view>
 
 #include "smem/host/smem.h"
+#include "src/base/launcher_detection.h"
 #include "src/base/log.h"
 #include "src/smem/smem_error.h"
 #include "src/smem/store_tls.h"
+#include "src/store/etcd_client.h"
 #include "src/store/server.h"
 #include "src/store/tls_config.h"
+#include "src/store/url.h"
 
 namespace {
 
@@ -58,8 +61,9 @@ extern "C" {
 
 int32_t smem_init(uint32_t flags) {
   return memloom::smem::guarded("smem_init", [&] {
-    MEMLOOM_CHECK_ARG(flags == 0,
-                      "smem_init: flags are reserved and must be 0, got " + std::to_string(flags));
+    // Reserved; MemFabric ignores them, so programs that pass any still start.
+    if (flags != 0) MEMLOOM_LOG(kDebug, "smem_init: ignoring reserved flags " << flags);
+    memloom::base::log_launch_once();
     std::lock_guard<std::mutex> lock(g_mutex);
     g_initialized = true;
   });
@@ -72,6 +76,12 @@ int32_t smem_create_config_store(const char* storeUrl) {
     if (g_store)
       raise(Status::kInvalidInput,
             "a config store already runs in this process at " + g_store->url());
+    // An etcd cluster runs by itself: "creating" the store only checks that it answers.
+    if (memloom::store::is_etcd_url(storeUrl)) {
+      memloom::store::check_etcd_reachable(storeUrl,
+                                           memloom::store::ClientOptions{}.connect_timeout);
+      return;
+    }
     memloom::store::ServerOptions options;
     options.listen_url = storeUrl;
     g_store = memloom::store::Server::start(options);

@@ -1,7 +1,7 @@
 // Entry-point helpers of the SHM, BM and TRANS facades. Every C function runs its body through
 // facade_call(), which goes through the one smem::guarded() wrapper (last error message, logging)
 // and additionally lets a body report the two MemFabric codes that have no memloom::Status:
-// SMEM_NOT_INITIALIZED and SMEM_REPEAT_CALL.
+// SMEM_NOT_INITIALIZED (raised by HandleRegistry) and SMEM_REPEAT_CALL.
 #pragma once
 
 #include <chrono>
@@ -25,9 +25,6 @@ class FacadeError : public Error {
   int32_t code_;
 };
 
-[[noreturn]] inline void raise_not_initialized(const std::string& message) {
-  throw FacadeError(SMEM_NOT_INITIALIZED, Status::kInvalidInput, message);
-}
 [[noreturn]] inline void raise_repeat_call(const std::string& message) {
   throw FacadeError(SMEM_REPEAT_CALL, Status::kInvalidInput, message);
 }

@@ -7,6 +7,8 @@
 #include "src/base/environment.h"
 #include "src/base/log.h"
 #include "src/core/platform_loader.h"
+#include "src/store/etcd_client.h"
+#include "src/store/url.h"
 
 namespace memloom::smem {
 namespace {
@@ -22,7 +24,13 @@ std::string next_world_prefix(const std::string& api) {
          std::to_string(generations[api]++) + "/";
 }
 
-std::unique_ptr<store::Server> start_server(const std::string& url, const store::TlsSetting& tls) {
+// With an etcd URL there is no server to start: the cluster is checked to be reachable instead.
+std::unique_ptr<store::Server> start_server(const std::string& url, const store::TlsSetting& tls,
+                                            std::chrono::milliseconds timeout) {
+  if (store::is_etcd_url(url)) {
+    store::check_etcd_reachable(url, timeout);
+    return nullptr;
+  }
   store::ServerOptions options;
   options.listen_url = url;
   options.tls = tls;
@@ -41,7 +49,7 @@ SmemWorld::~SmemWorld() {
 std::unique_ptr<SmemWorld> SmemWorld::serve_only(const std::string& url,
                                                  const store::TlsSetting& tls) {
   std::unique_ptr<SmemWorld> world(new SmemWorld(store::KeyPrefix("")));
-  world->server_ = start_server(url, tls);
+  world->server_ = start_server(url, tls, store::ClientOptions{}.connect_timeout);
   return world;
 }
 
@@ -52,12 +60,14 @@ std::unique_ptr<SmemWorld> SmemWorld::join(const WorldOptions& options) {
 
   if (options.start_server) {
     if (options.rank >= 0) {
-      world->server_ = start_server(options.store_url, options.store_tls);
+      world->server_ =
+          start_server(options.store_url, options.store_tls, options.deadline.remaining());
     } else {
       // With auto ranking no rank is known yet: whoever binds the address first serves; the
       // others find it taken and connect as clients.
       try {
-        world->server_ = start_server(options.store_url, options.store_tls);
+        world->server_ =
+            start_server(options.store_url, options.store_tls, options.deadline.remaining());
       } catch (const Error& error) {
         MEMLOOM_LOG(kInfo, "smem " << options.api << ": not starting a config store at "
                                    << options.store_url << " (" << error.what() << ")");

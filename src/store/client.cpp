@@ -13,7 +13,9 @@
 #include "memloom/deadline.h"
 #include "memloom/error.h"
 #include "src/base/log.h"
+#include "src/base/wait_reporter.h"
 #include "src/store/asio.h"
+#include "src/store/etcd_client.h"
 #include "src/store/event_dispatcher.h"
 #include "src/store/frame_channel.h"
 #include "src/store/namespace_key.h"
@@ -23,6 +25,17 @@
 
 namespace memloom::store {
 namespace {
+
+// What a user checks when no store answers: which process should serve it, and where the
+// address came from.
+// FrameChannel's reason for a clean close by the other end.
+constexpr const char* kPeerClosed = "the peer closed the connection";
+
+constexpr const char* kWhatToCheck =
+    "Check that a store runs there (memloom-run and memloom-store start one; under torchrun, "
+    "mpirun or srun rank 0 serves it), that MEMLOOM_STORE_URL (or MASTER_ADDR/MASTER_PORT) names "
+    "the same host and port on every rank, and that no firewall blocks the port "
+    "(memloom-info shows the store this process would use)";
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -146,9 +159,16 @@ void ClientImpl::open() {
   auto connected = connect_result_.get_future();
   asio::post(io_, [this, deadline] { start_connect(deadline, milliseconds(5), true); });
   // The I/O thread gives up at the deadline itself; the margin only covers its reaction time.
-  if (connected.wait_until(deadline.time_point() + kFirstAttemptTime + milliseconds(2000)) !=
-      std::future_status::ready) {
-    raise(Status::kCommunication, "could not connect to the config store at " + url_);
+  const auto give_up = deadline.time_point() + kFirstAttemptTime + milliseconds(2000);
+  base::WaitReporter reporter(deadline);
+  while (connected.wait_until(std::min(
+             give_up, Clock::now() + std::max(reporter.next_report_in(), milliseconds(1)))) !=
+         std::future_status::ready) {
+    if (Clock::now() >= give_up) {
+      raise(Status::kCommunication,
+            "could not connect to the config store at " + url_ + ". " + kWhatToCheck);
+    }
+    reporter.poll([this] { return "the config store at " + url_ + " to accept a connection"; });
   }
   connected.get();
 
@@ -313,7 +333,7 @@ void ClientImpl::fail_connect(const std::string& reason) {
   connect_result_.set_exception(std::make_exception_ptr(Error(
       Status::kCommunication, "could not connect to the config store at " + url_ + " within " +
                                   std::to_string(options_.connect_timeout.count()) +
-                                  " ms: " + reason)));
+                                  " ms: " + reason + ". " + kWhatToCheck)));
 }
 
 void ClientImpl::on_connected(tcp::socket socket, Deadline deadline) {
@@ -387,7 +407,14 @@ void ClientImpl::on_closed(const std::string& reason) {
   std::lock_guard<std::mutex> lock(mutex_);
   connected_ = false;
   lost_reason_ = "connection lost: " + reason;
-  if (!closing_) MEMLOOM_LOG(kWarn, "store client: connection to " << url_ << " lost: " << reason);
+  // A store that closes cleanly is a job ending (under mpirun the store lives in rank 0, which
+  // may exit while the others tidy up): nothing for a user to act on. A call that needed it fails
+  // with the reason, and its caller decides whether that matters.
+  if (!closing_ && reason != kPeerClosed) {
+    MEMLOOM_LOG(kWarn, "store client: connection to " << url_ << " lost: " << reason);
+  } else if (!closing_) {
+    MEMLOOM_LOG(kDebug, "store client: the config store at " << url_ << " closed the connection");
+  }
   fail_pending_locked(Status::kCommunication,
                       "the connection to the config store at " + url_ + " was lost: " + reason);
 }
@@ -539,6 +566,7 @@ void ClientImpl::unwatch(WatchId watch_id) {
 }  // namespace
 
 std::unique_ptr<Client> Client::connect(const std::string& url, const ClientOptions& options) {
+  if (is_etcd_url(url)) return connect_etcd(url, options);
   auto client = std::make_unique<ClientImpl>(url, options);
   client->open();
   return client;

@@ -57,7 +57,9 @@ using WatchId = uint64_t;
 
 class Client {
  public:
-  // url: "tcp://IP:PORT" or "tcp://[IPv6]:PORT". Retries until connect_timeout.
+  // url: "tcp://IP:PORT" or "tcp://[IPv6]:PORT" (memloom's store; retries until
+  // connect_timeout), or "etcd://HOST:PORT[,HOST:PORT...]" (an etcd cluster, etcd_client.h: each
+  // call then has connect_timeout to find a member that serves it).
   static std::unique_ptr<Client> connect(const std::string& url, const ClientOptions& options = {});
   virtual ~Client() = default;
 

@@ -12,6 +12,7 @@
 
 #include "memloom/error.h"
 #include "src/base/environment.h"
+#include "src/base/version.h"
 #include "src/store/server.h"
 
 namespace {
@@ -47,6 +48,7 @@ options:
   --namespace-grace-ms N     remove a job's keys N ms after its last connection left
                              (default 5000)
   --help                     print this text
+  --version                  print the version and build options
 
 Every client works in its job's namespace (MEMLOOM_JOB_ID, or its launcher's job id): clients of
 another job cannot read, write or remove its keys.
@@ -143,6 +145,10 @@ memloom::store::ServerOptions parse_options(int argc, char** argv) {
     std::string option = argv[i];
     if (option == "--help" || option == "-h") {
       std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (option == "--version") {
+      std::puts(memloom::base::version_line("memloom-store").c_str());
       std::exit(0);
     }
     std::optional<std::string> value;

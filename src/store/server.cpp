@@ -378,7 +378,12 @@ void ServerImpl::on_session_closed(const std::shared_ptr<Session>& session,
     MEMLOOM_LOG(kDebug, "store server: closed " << session->remote() << ": " << reason);
     return;
   }
-  if (session->rank >= 0 || !visible_key(session->group).empty()) {
+  if (reason == "the peer closed the connection") {
+    // A clean close: a rank that finished (or was told to leave), not one that is down.
+    MEMLOOM_LOG(kDebug, "store server: rank " << session->rank << " of group '"
+                                              << visible_key(session->group) << "' ("
+                                              << session->remote() << ") left");
+  } else if (session->rank >= 0 || !visible_key(session->group).empty()) {
     MEMLOOM_LOG(kInfo, "store server: rank " << session->rank << " of group '"
                                              << visible_key(session->group) << "' of job '"
                                              << session->job_namespace << "' (" << session->remote()

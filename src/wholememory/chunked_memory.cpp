@@ -9,6 +9,16 @@ namespace memloom::wholememory {
 ChunkedMemory::ChunkedMemory(std::shared_ptr<Communicator> comm, MemorySpec spec,
                              std::string identity, Deadline deadline)
     : MemoryHandle(std::move(comm), std::move(spec), std::move(identity)) {
+  if (kind() == hal::MemoryKind::kHost) {
+    range_ =
+        ContiguousRange::create(this->comm().group(), plan().sizes, kind(), device(), deadline);
+    publish_contiguous(range_->base());
+    return;
+  }
+  map_each_chunk(deadline);
+}
+
+void ChunkedMemory::map_each_chunk(Deadline deadline) {
   auto& domain = core::platform().memory_domain();
   auto& group = this->comm().group();
   const size_t padded = core::round_up(local_size(), domain.granularity(kind()));

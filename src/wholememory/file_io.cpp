@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "memloom/error.h"
+#include "src/base/progress_report.h"
 #include "src/wholememory/blocking_copy.h"
 #include "src/wholememory/collective_check.h"
 
@@ -256,12 +257,17 @@ void load_from_files(MemoryHandle& memory, const FileLayout& layout, const char*
     FileSequence input(names, sizes);
     EntryMover mover(memory, layout, memory.device());
     std::vector<char> packed;
+    size_t my_bytes = 0;
+    for (const Run& run : runs) my_bytes += run.count * layout.file_entry_size;
+    base::ProgressReport progress(
+        "wholememory_load_from_file (rank " + std::to_string(group.rank()) + ")", my_bytes);
     for (const Run& run : runs) {
       for (size_t done = 0; done < run.count;) {
         const size_t count = std::min(mover.chunk_entries(), run.count - done);
         packed.resize(count * layout.file_entry_size);
         input.read((run.file_entry + done) * layout.file_entry_size, packed.size(), packed.data());
         mover.write(run.local_entry + done, count, packed.data());
+        progress.advance(packed.size());
         done += count;
       }
     }
@@ -285,6 +291,9 @@ void store_to_file(MemoryHandle& memory, const FileLayout& layout, const char* f
     EntryMover mover(memory, layout, memory.device());
     const size_t entries = memory.local_size() / layout.memory_entry_size;
     std::vector<char> packed;
+    base::ProgressReport progress(
+        "wholememory_store_to_file (rank " + std::to_string(group.rank()) + ")",
+        entries * layout.file_entry_size);
     for (size_t done = 0; done < entries;) {
       const size_t count = std::min(mover.chunk_entries(), entries - done);
       packed.resize(count * layout.file_entry_size);
@@ -295,6 +304,7 @@ void store_to_file(MemoryHandle& memory, const FileLayout& layout, const char* f
         if (put < 0) raise_errno(std::string("writing '") + file_name + "' failed", errno);
         written += static_cast<size_t>(put);
       }
+      progress.advance(packed.size());
       done += count;
     }
     if (fd.close() != 0) raise_errno(std::string("closing '") + file_name + "' failed", errno);

@@ -10,6 +10,7 @@
 //   (one node)   | in its partition               | (ContiguousRange)               |
 //   CHUNKED      | every rank: its partition,     | every partition, each on its    | gref (table
 //   (one node)   | padded to the granularity      | own (map_anywhere)              | of pointers)
+//   CHUNKED HOST | as CONTINUOUS                  | as CONTINUOUS                   | pointer, gref
 //   DISTRIBUTED  | every rank: its partition      | only its own partition          | none
 //   HIERARCHY    | every rank: pages, per node    | the node's partitions, one      | pointer, gref
 //                |                                | range (ContiguousRange)         | on one node

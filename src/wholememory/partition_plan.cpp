@@ -70,13 +70,15 @@ PartitionPlan PartitionPlan::from_sizes(std::vector<size_t> sizes) {
   plan.offsets.assign(sizes.size() + 1, 0);
   for (size_t r = 0; r < sizes.size(); ++r) plan.offsets[r + 1] = plan.offsets[r] + sizes[r];
   plan.stride = sizes.empty() ? 0 : sizes[0];
+  // Equal chunks: every rank holds `stride` bytes until the total runs out (the last ones may be
+  // shorter or empty), so the owner of byte o is o / stride. Decided from the sizes: a later rank
+  // larger than rank 0 starts where division expects it but ends past the next rank's start.
   plan.same_chunk = plan.stride > 0;
+  size_t left = plan.offsets.back();
   for (size_t r = 0; r < sizes.size() && plan.same_chunk; ++r) {
-    // Overflow-free form of offsets[r] == min(r * stride, total).
-    const size_t total = plan.offsets.back();
-    const bool capped = r > 0 && plan.stride > total / r;
-    const size_t expected = capped ? total : std::min(r * plan.stride, total);
-    plan.same_chunk = plan.offsets[r] == expected;
+    const size_t expected = std::min(plan.stride, left);
+    plan.same_chunk = sizes[r] == expected;
+    left -= expected;
   }
   plan.sizes = std::move(sizes);
   return plan;

@@ -15,7 +15,8 @@ struct PartitionPlan {
   std::vector<size_t> sizes;    // bytes of rank r
   std::vector<size_t> offsets;  // world_size + 1 entries; offsets[r + 1] = offsets[r] + sizes[r]
   size_t stride = 0;            // sizes[0]
-  bool same_chunk = false;      // rank r starts at min(r * stride, total): owner(o) = o / stride
+  bool same_chunk = false;      // every rank holds `stride` bytes until the total runs out (the
+                                // last ones may hold less or none): owner(o) = o / stride
 
   // The default plan. total_size must be a multiple of granularity (kInvalidValue otherwise).
   static PartitionPlan equal(size_t total_size, size_t granularity, int world_size);

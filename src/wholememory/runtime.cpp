@@ -3,9 +3,10 @@
 #include <cstdlib>
 
 #include "memloom/error.h"
-#include "src/base/environment.h"
 #include "src/base/hex.h"
+#include "src/base/launcher_detection.h"
 #include "src/base/log.h"
+#include "src/store/launch_store.h"
 
 namespace memloom::wholememory {
 namespace {
@@ -60,9 +61,15 @@ void Runtime::require_initialized() const {
 }
 
 std::string Runtime::store_url_for_new_id() {
-  const std::string configured = base::Environment::read().store_url;
-  if (!configured.empty()) return configured;
+  const base::LaunchInfo launch = base::detect_launch_logged();
+  if (!launch.store_url.empty() && !launch.rank0_serves_store) return launch.store_url;
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!server_ && launch.rank0_serves_store && launch.rank == 0) {
+    // Under torchrun, mpirun or srun nobody runs a store: rank 0 serves it where every rank
+    // looks for it, so ids shared through it (memloom_wholememory_share_unique_id) reach all.
+    server_ = store::serve_launch_store(launch);
+    server_url_ = launch.store_url;
+  }
   if (!server_) {
     // Listen where other nodes reach this process (MEMLOOM_HOST_ADDR), loopback by default.
     store::ServerOptions options;
@@ -73,9 +80,10 @@ std::string Runtime::store_url_for_new_id() {
       options.listen_url = "tcp://" + (ipv6 ? "[" + address + "]" : address) + ":0";
     }
     server_ = store::Server::start(options);
-    MEMLOOM_LOG(kInfo, "WholeMemory: hosting the config store at " << server_->url());
+    server_url_ = server_->url();
+    MEMLOOM_LOG(kInfo, "WholeMemory: hosting the config store at " << server_url_);
   }
-  return server_->url();
+  return server_url_;
 }
 
 std::shared_ptr<store::Client> Runtime::store_client(const std::string& url,

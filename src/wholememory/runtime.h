@@ -85,6 +85,7 @@ class Runtime {
   mutable std::mutex mutex_;
   bool initialized_ = false;
   std::unique_ptr<store::Server> server_;
+  std::string server_url_;  // what ids name it by: a launcher's host name, or the bound address
   std::map<std::string, std::shared_ptr<store::Client>> clients_;  // by url and namespace
   uintptr_t last_id_ = 0;
   std::map<uintptr_t, std::shared_ptr<Communicator>> comms_;

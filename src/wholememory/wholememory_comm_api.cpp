@@ -4,8 +4,10 @@
 #include <mutex>
 
 #include "memloom/error.h"
+#include "src/base/launcher_detection.h"
 #include "src/base/log.h"
 #include "src/core/group.h"
+#include "src/core/platform_loader.h"
 #include "src/wholememory/collective_check.h"
 #include "src/wholememory/device_count.h"
 #include "src/wholememory/enum_arguments.h"
@@ -52,6 +54,7 @@ wholememory_error_code_t wholememory_init(unsigned int flags, LogLevel log_level
         to_log_level(wm::checked_enum(log_level, LEVEL_FATAL, LEVEL_TRACE, "LogLevel"));
     // MEMLOOM_LOG_LEVEL wins so a user can turn on debugging without recompiling.
     if (std::getenv("MEMLOOM_LOG_LEVEL") == nullptr) memloom::log::set_level(level);
+    memloom::base::log_launch_once();
     wm::Runtime::instance().initialize();
   });
 }
@@ -87,6 +90,9 @@ wholememory_error_code_t wholememory_create_communicator(wholememory_comm_t* com
     runtime.require_initialized();
     wm::checked_output(comm, "comm");
     *comm = nullptr;
+    // As upstream, the communicator works on the device the calling thread chose (unless a
+    // variable fixed the device).
+    memloom::core::platform().follow_caller_device();
     MEMLOOM_CHECK_ARG(size > 0, "communicator size must be positive, got " + std::to_string(size));
     MEMLOOM_CHECK_ARG(
         rank >= 0 && rank < size,

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "memloom/error.h"
+#include "src/core/platform_loader.h"
 #include "src/wholememory/collective_check.h"
 #include "src/wholememory/enum_arguments.h"
 #include "src/wholememory/file_io.h"
@@ -60,6 +61,9 @@ wholememory_error_code_t wholememory_malloc(wholememory_handle_t* wholememory_ha
     // rank fails all ranks together instead of leaving some waiting.
     wm::MemorySpec spec;
     const auto local = wm::capture_failure([&] {
+      // As upstream, the memory goes on the device the calling thread chose (unless a variable
+      // fixed the device).
+      memloom::core::platform().follow_caller_device();
       wm::checked_output(wholememory_handle_ptr, "wholememory_handle_ptr");
       if (total_size == 0) raise(Status::kInvalidValue, "total_size must be positive");
       const auto type = wm::checked_enum(memory_type, WHOLEMEMORY_MT_NONE, WHOLEMEMORY_MT_HIERARCHY,

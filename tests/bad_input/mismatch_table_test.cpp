@@ -43,6 +43,7 @@ Worlds join_worlds(const testing::RankContext& ctx) {
   bm_config.startConfigStoreServer = false;
   bm_config.initTimeout = bm_config.createTimeout = bm_config.controlOperationTimeout = 20;
   bm_config.rankId = static_cast<uint16_t>(ctx.rank);
+  bm_config.autoRanking = false;
   EXPECT_EQ(smem_bm_init(ctx.store_url.c_str(), 2, 0, &bm_config), SMEM_SUCCESS)
       << smem_get_last_err_msg();
 

@@ -29,8 +29,6 @@ void ignore_log_line(int, const char*) {}
 TEST(BadInputTable, SmemCommon) {
   const std::string url = free_store_url();
   std::vector<Row> rows = {
-      {"smem_init", "flags 1 (reserved)", [] { return smem_init(1); }, SMEM_INVALID_PARAM,
-       "flags are reserved and must be 0, got 1"},
       {"smem_create_config_store", "null URL", [] { return smem_create_config_store(nullptr); },
        SMEM_INVALID_PARAM, "storeUrl is null"},
       {"smem_create_config_store", "not a URL",
@@ -131,7 +129,7 @@ TEST(BadInputTable, SmemShm) {
   ASSERT_NE(later, nullptr) << smem_get_last_err_msg();
   std::vector<char> send(8, 1), receive(4), context(64, 2), big_context(65 * 1024);
   uint32_t reach = 0;
-  int32_t value = 0;
+  uint32_t value = 0;
   auto create = [&](uint32_t id, uint32_t size, uint32_t rank, uint64_t bytes, uint32_t ops) {
     return failure_value(
         smem_shm_create(id, size, rank, bytes, static_cast<smem_shm_data_op_type>(ops), 0, &gva),
@@ -140,9 +138,6 @@ TEST(BadInputTable, SmemShm) {
   const std::string long_key(300, 'k');
 
   std::vector<Row> live = {
-      {"smem_shm_init", "a second init",
-       [&] { return smem_shm_init(url.c_str(), 1, 0, 0, &config); }, SMEM_REPEAT_CALL,
-       "smem_shm_init was already called"},
       {"smem_shm_create", "null gva",
        [&] {
          return failure_value(smem_shm_create(4, 1, 0, kSymmetric, SMEMS_DATA_OP_MTE, 0, nullptr),
@@ -302,8 +297,11 @@ TEST(BadInputTable, SmemShm) {
        [&] { return smem_shm_register_exit(shm, nullptr); }, SMEM_INVALID_PARAM,
        "the exit function is null"},
       {"smem_shm_register_exit", "wrong handle",
-       [&] { return smem_shm_register_exit(fake, nullptr); }, SMEM_INVALID_PARAM,
-       "is not a live shm object"},
+       [&] {
+         return smem_shm_register_exit(
+             fake, +[](int) {});
+       },
+       SMEM_INVALID_PARAM, "is not a live shm object"},
       {"smem_shm_global_exit", "null handle",
        [&] { return no_code([] { smem_shm_global_exit(nullptr, 3); }); }, kNoCode,
        "the shm handle is null"},
@@ -320,7 +318,7 @@ TEST(BadInputTable, SmemShm) {
   EXPECT_EQ(smem_shm_control_allgather(shm, send.data(), 8, gathered.data(), 8), SMEM_SUCCESS);
   EXPECT_EQ(gathered, send);
   EXPECT_EQ(smem_shm_atomic_alloc_value(shm, 4, &value), SMEM_SUCCESS);
-  EXPECT_EQ(smem_shm_atomic_release_value(shm, value), SMEM_SUCCESS);
+  EXPECT_EQ(smem_shm_atomic_release_value(shm, static_cast<int32_t>(value)), SMEM_SUCCESS);
   EXPECT_EQ(smem_shm_get_symmetric_size(later), kSymmetric) << "a stale handle reached it";
   smem_shm_t again = smem_shm_create(1, 1, 0, kSymmetric, SMEMS_DATA_OP_MTE, 0, &gva);
   EXPECT_NE(again, nullptr) << smem_get_last_err_msg();

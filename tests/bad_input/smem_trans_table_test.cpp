@@ -55,11 +55,12 @@ TEST(BadInputTable, SmemTrans) {
        "config.initTimeout must be at least 1 second"},
       {"smem_trans_init", "flags 4", [&] { return init_with([](auto& c) { c.flags = 4; }); },
        SMEM_INVALID_PARAM, "config.flags are reserved and must be 0, got 4"},
-      {"smem_trans_init", "dataOpType 0",
+      {"smem_trans_init", "dataOpType unknown bit",
        [&] {
-         return init_with([](auto& c) { c.dataOpType = static_cast<smem_bm_data_op_type>(0); });
+         return init_with(
+             [](auto& c) { c.dataOpType = static_cast<smem_bm_data_op_type>(1u << 7); });
        },
-       SMEM_INVALID_PARAM, "config.dataOpType must be a combination"},
+       SMEM_INVALID_PARAM, "config.dataOpType must be 0 or a combination"},
       {"smem_trans_init", "deviceId out of range",
        [&] { return init_with([](auto& c) { c.deviceId = 100000; }); }, SMEM_INVALID_PARAM,
        "config.deviceId 100000 is not a device"},
@@ -70,7 +71,7 @@ TEST(BadInputTable, SmemTrans) {
        },
        kFailureValue, "smem_trans_init has not been called"},
       {"smem_trans_register_mem", "before init",
-       [&] { return smem_trans_register_mem(fake, &not_an_instance, 4, 0); }, SMEM_NOT_INITIALIZED,
+       [&] { return smem_trans_register_mem(fake, &not_an_instance, 4, 0); }, SMEM_INVALID_PARAM,
        "smem_trans_init has not been called"},
   };
   int count = run_rows(before_init, messages);
@@ -281,11 +282,11 @@ TEST(BadInputTable, SmemTrans) {
 
   std::vector<Row> after_uninit = {
       {"smem_trans_register_mem", "after uninit",
-       [&] { return smem_trans_register_mem(handle, local.data(), 8, 0); }, SMEM_NOT_INITIALIZED,
+       [&] { return smem_trans_register_mem(handle, local.data(), 8, 0); }, SMEM_INVALID_PARAM,
        "smem_trans_init has not been called"},
       {"smem_trans_write", "after uninit",
        [&] { return smem_trans_write(handle, local.data(), pid, target.data(), 8, 0); },
-       SMEM_NOT_INITIALIZED, "smem_trans_init has not been called"},
+       SMEM_INVALID_PARAM, "smem_trans_init has not been called"},
   };
   count += run_rows(after_uninit, messages);
   std::printf("[bad input] TRANS: %d rows\n", count);

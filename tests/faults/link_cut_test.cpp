@@ -200,6 +200,7 @@ TEST(LinkCut, BmCopyToAPeerWhoseLinksAreCut) {
          config.createTimeout = 20;
          config.controlOperationTimeout = kCallTimeoutSeconds;
          config.rankId = static_cast<uint16_t>(rank.rank);
+         config.autoRanking = false;
          ASSERT_EQ(smem_bm_init(rank.store_url.c_str(), 2, 0, &config), SMEM_SUCCESS)
              << smem_get_last_err_msg();
          bm = smem_bm_create(

@@ -98,6 +98,7 @@ TEST(MissingRank, BmInitNamesTheMissingRank) {
         config.startConfigStoreServer = false;
         config.initTimeout = kCallTimeoutSeconds;
         config.rankId = static_cast<uint16_t>(world_rank(rank));
+        config.autoRanking = false;
         CallResult result = smem_result(smem_bm_init(rank.store_url.c_str(), kWorld, 0, &config));
         EXPECT_EQ(result.code, SMEM_TIMEOUT) << result.message;
         smem_bm_uninit(0);
@@ -194,6 +195,7 @@ TEST(MissingRank, BmCreateTimesOutAtItsDeadline) {
         config.initTimeout = 20;
         config.createTimeout = kCallTimeoutSeconds;
         config.rankId = static_cast<uint16_t>(rank.rank);
+        config.autoRanking = false;
         ASSERT_EQ(smem_bm_init(rank.store_url.c_str(), rank.world_size, 0, &config), SMEM_SUCCESS)
             << smem_get_last_err_msg();
       },

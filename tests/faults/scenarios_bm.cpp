@@ -1,5 +1,6 @@
-// BM's blocking calls: create (+ destroy), and copies to and from the victim's slot (through the
-// transport, so the victim is on another node), synchronous and asynchronous (+ wait).
+// BM's blocking calls: create (+ destroy), the first join (collective), and copies to and from the
+// victim's slot (through the transport, so the victim is on another node), synchronous and
+// asynchronous (+ wait).
 #include <thread>
 #include <vector>
 
@@ -12,7 +13,7 @@ namespace {
 constexpr uint64_t kSlot = 2ull << 20;
 constexpr size_t kCopyBytes = 1 << 20;
 
-enum class BmCall { kCreate, kCopyToVictim, kCopyFromVictim, kAsyncCopyWait };
+enum class BmCall { kCreate, kJoin, kCopyToVictim, kCopyFromVictim, kAsyncCopyWait };
 
 CallResult smem_result(int32_t code) {
   if (code == SMEM_SUCCESS) return {};
@@ -28,17 +29,20 @@ class BmCallScenario : public Scenario {
     config.startConfigStoreServer = false;
     config.initTimeout = 20;
     // As for SHM: the faulted call's deadline only where create is the call under test.
-    config.createTimeout = which_ == BmCall::kCreate ? kCallTimeoutSeconds : 20;
+    const bool collective = which_ == BmCall::kCreate || which_ == BmCall::kJoin;
+    config.createTimeout = collective ? kCallTimeoutSeconds : 20;
     config.controlOperationTimeout = kCallTimeoutSeconds;
     config.rankId = static_cast<uint16_t>(context.rank.rank);
+    config.autoRanking = false;
     size_ = static_cast<uint32_t>(context.rank.world_size);
     ASSERT_EQ(smem_bm_init(context.rank.store_url.c_str(), size_,
                            static_cast<uint16_t>(context.rank.device()), &config),
               SMEM_SUCCESS)
         << smem_get_last_err_msg();
     if (which_ == BmCall::kCreate) return;  // its only object is the one the call creates
-    bm_ = create(0);
+    bm_ = create(next_id_++);
     ASSERT_NE(bm_, nullptr) << smem_get_last_err_msg();
+    if (which_ == BmCall::kJoin) return;  // the call joins it
     ASSERT_EQ(smem_bm_join(bm_, 0, nullptr), SMEM_SUCCESS) << smem_get_last_err_msg();
     victim_slot_ = static_cast<char*>(
         smem_bm_ptr_by_mem_type(bm_, SMEM_MEM_TYPE_DEVICE, static_cast<uint16_t>(context.victim)));
@@ -55,6 +59,16 @@ class BmCallScenario : public Scenario {
         smem_bm_destroy(other);
         return {};
       }
+      case BmCall::kJoin: {
+        // Each round a fresh object, whose first join waits for every member.
+        if (bm_ == nullptr) bm_ = create(next_id_++);
+        if (bm_ == nullptr) return {SMEM_ERROR, smem_get_last_err_msg()};
+        CallResult joined = smem_result(smem_bm_join(bm_, 0, nullptr));
+        if (joined.failed()) return joined;
+        smem_bm_destroy(bm_);
+        bm_ = nullptr;
+        return {};
+      }
       case BmCall::kCopyToVictim:
         return copy(buffer_.data(), victim_slot_, SMEMB_COPY_H2G, 0);
       case BmCall::kCopyFromVictim:
@@ -68,7 +82,7 @@ class BmCallScenario : public Scenario {
     return {};
   }
   void victim_call() override {
-    if (which_ == BmCall::kCreate) {
+    if (which_ == BmCall::kCreate || which_ == BmCall::kJoin) {
       call();
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));  // its memory is the target
@@ -76,14 +90,15 @@ class BmCallScenario : public Scenario {
   }
   bool involves_victim(const FaultContext& context) const override {
     // Copies into a slot mapped on this node are plain stores: the victim takes no part.
-    return which_ == BmCall::kCreate || !context.shares_victims_node();
+    return which_ == BmCall::kCreate || which_ == BmCall::kJoin || !context.shares_victims_node();
   }
   void shutdown() override {
     if (bm_ != nullptr) smem_bm_destroy(bm_);
     smem_bm_uninit(0);
   }
   bool is_peer_failure(int code) const override {
-    if (which_ == BmCall::kCreate && code == SMEM_ERROR) return true;  // a NULL handle
+    // A NULL handle from create.
+    if ((which_ == BmCall::kCreate || which_ == BmCall::kJoin) && code == SMEM_ERROR) return true;
     return code == SMEM_COMM_ERROR || code == SMEM_TIMEOUT || code == SMEM_NOT_FOUND;
   }
 
@@ -100,6 +115,7 @@ class BmCallScenario : public Scenario {
 
   BmCall which_;
   uint32_t size_ = 0;
+  uint32_t next_id_ = 0;
   smem_bm_t bm_ = nullptr;
   char* victim_slot_ = nullptr;
   std::vector<char> buffer_;
@@ -118,6 +134,7 @@ std::vector<ScenarioEntry> bm_scenarios() {
   // therefore checked with the victim on the other node.
   return {
       bm_entry<BmCall::kCreate>("BmCreate", true),
+      bm_entry<BmCall::kJoin>("BmJoin", true),
       bm_entry<BmCall::kCopyToVictim>("BmCopyToVictim", false),
       bm_entry<BmCall::kCopyFromVictim>("BmCopyFromVictim", false),
       bm_entry<BmCall::kAsyncCopyWait>("BmAsyncCopyWait", false),

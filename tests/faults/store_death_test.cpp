@@ -161,6 +161,7 @@ TEST(StoreDeath, BmInitWaitingForAMissingRankFailsPromptly) {
     config.startConfigStoreServer = false;
     config.initTimeout = kLongTimeoutSeconds;
     config.rankId = static_cast<uint16_t>(rank.rank);
+    config.autoRanking = false;
     expect_prompt_failure(rank, [&] {
       return smem_result(smem_bm_init(store_url().c_str(), rank.world_size + 1,
                                       static_cast<uint16_t>(rank.device()), &config));

@@ -7,38 +7,14 @@
 #include <string>
 
 #include "memloom/error.h"
+#include "tests/support/scoped_env.h"
 
 namespace memloom::sim {
 namespace {
 
 using Args = std::vector<std::string>;
 
-// Sets (or, with nullopt, unsets) an environment variable for one scope: the defaults depend on
-// MEMLOOM_BACKEND, which the suite's GPU runs set for every test.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      ::setenv(name, value->c_str(), 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using memloom::test::ScopedEnv;
 
 std::string parse_error(const Args& args) {
   try {
@@ -147,7 +123,8 @@ TEST(LaunchOptions, RejectsBadValuesWithClearMessages) {
 
 TEST(LaunchOptions, StoreUrls) {
   EXPECT_TRUE(is_valid_store_url("tcp://127.0.0.1:1"));
-  EXPECT_TRUE(is_valid_store_url("tcp://node-3.cluster:65535"));
+  EXPECT_TRUE(is_valid_store_url("tcp://localhost:65535"));
+  EXPECT_FALSE(is_valid_store_url("tcp://no-such-host.invalid:4000"));
   EXPECT_TRUE(is_valid_store_url("tcp://[::1]:4000"));
   EXPECT_FALSE(is_valid_store_url("tcp://127.0.0.1"));
   EXPECT_FALSE(is_valid_store_url("tcp://127.0.0.1:0"));

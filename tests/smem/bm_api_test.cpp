@@ -22,11 +22,15 @@ TEST(BmApi, ConfigInitSetsPublishedDefaults) {
   EXPECT_FALSE(config.startConfigStoreOnly);
   EXPECT_FALSE(config.dynamicWorldSize);
   EXPECT_TRUE(config.unifiedAddressSpace);
-  EXPECT_FALSE(config.autoRanking);
-  EXPECT_EQ(config.rankId, 0);
+  EXPECT_TRUE(config.autoRanking);
+  EXPECT_EQ(config.rankId, UINT16_MAX);
   EXPECT_EQ(config.flags, 0u);
-  EXPECT_EQ(config.hcomUrl[0], '\0');
-  EXPECT_FALSE(config.storeTlsConfig.tlsEnable);
+  // MemFabric zeroes the rest.
+  const smem_bm_config_t zero{};
+  EXPECT_EQ(std::memcmp(config.hcomUrl, zero.hcomUrl, sizeof(zero.hcomUrl)), 0);
+  EXPECT_EQ(std::memcmp(&config.hcomTlsConfig, &zero.hcomTlsConfig, sizeof(zero.hcomTlsConfig)), 0);
+  EXPECT_EQ(std::memcmp(&config.storeTlsConfig, &zero.storeTlsConfig, sizeof(zero.storeTlsConfig)),
+            0);
   EXPECT_SMEM_FAILS(smem_bm_config_init(nullptr), SMEM_INVALID_PARAM, "config is null");
 }
 
@@ -63,11 +67,10 @@ TEST(BmObjects, BadArgumentsAreRefusedWithoutAllocating) {
     ASSERT_SMEM_OK(bm_init_rank(ctx));
     EXPECT_EQ(smem_bm_get_rank_id(), 0u);
     smem_bm_config_t config = bm_test_config();
-    EXPECT_SMEM_FAILS(smem_bm_init(ctx.store_url.c_str(), 1, 0, &config), SMEM_REPEAT_CALL,
-                      "already called");
+    // As in MemFabric, a second init succeeds and changes nothing.
+    EXPECT_SMEM_OK(smem_bm_init(ctx.store_url.c_str(), 1, 0, &config));
+    EXPECT_EQ(smem_bm_get_rank_id(), 0u);
     auto data_op = static_cast<smem_bm_data_op_type>(SMEMB_DATA_OP_SDMA);
-    EXPECT_EQ(smem_bm_create(0, 2, data_op, 0, kSlot, 0), nullptr);
-    EXPECT_TRUE(last_error_contains("memberSize 2")) << smem_get_last_err_msg();
     EXPECT_EQ(smem_bm_create(0, 1, static_cast<smem_bm_data_op_type>(0), 0, kSlot, 0), nullptr);
     EXPECT_TRUE(last_error_contains("dataOpType 0")) << smem_get_last_err_msg();
     EXPECT_EQ(smem_bm_create(0, 1, data_op, 0, 0, 0), nullptr);
@@ -185,8 +188,10 @@ TEST(BmTwoNodes, AddressQueriesAgree) {
         EXPECT_EQ(smem_bm_get_rank_id_by_gva(bm, slot), uint32_t(r));
         EXPECT_EQ(smem_bm_get_rank_id_by_gva(bm, slot + stride - 1), uint32_t(r));
       }
-      EXPECT_EQ(smem_bm_get_rank_id_by_gva(bm, base + 4 * stride), UINT32_MAX);
-      EXPECT_EQ(smem_bm_get_rank_id_by_gva(bm, base - 1), UINT32_MAX);
+      EXPECT_EQ(smem_bm_get_rank_id_by_gva(bm, base + 4 * stride),
+                static_cast<uint32_t>(SMEM_INVALID_PARAM));
+      EXPECT_EQ(smem_bm_get_rank_id_by_gva(bm, base - 1),
+                static_cast<uint32_t>(SMEM_INVALID_PARAM));
       EXPECT_EQ(smem_bm_ptr_by_mem_type(bm, type, 4), nullptr);
     }
     EXPECT_EQ(smem_bm_ptr(bm, 2), smem_bm_ptr_by_mem_type(bm, SMEM_MEM_TYPE_DEVICE, 2));
@@ -225,12 +230,14 @@ void check_join_leave_while_copying(const RankContext& ctx) {
   StoreBarrier barrier(ctx);
   const std::string churn_done = "churn-done/" + ctx.job_id;
   std::vector<uint8_t> buffer = pattern_buffer(ctx.rank, 64 * 1024);
+  // The first join is collective: both return once both joined.
+  ASSERT_SMEM_OK(smem_bm_join(bm, 0, nullptr));
   if (ctx.rank == 0) {
-    ASSERT_SMEM_OK(smem_bm_join(bm, 0, nullptr));
+    barrier.wait();  // 1: rank 1 left
     EXPECT_SMEM_FAILS(bm_copy(bm, buffer.data(), device_slot(bm, 1), 4096, SMEMB_COPY_H2G),
                       SMEM_NOT_FOUND, "has not joined");
-    barrier.wait();  // 1: rank 1 may join
-    barrier.wait();  // 2: rank 1 joined
+    barrier.wait();  // 1b: rank 0 saw it gone
+    barrier.wait();  // 2: rank 1 joined again
     EXPECT_SMEM_OK(bm_copy(bm, buffer.data(), device_slot(bm, 1), 4096, SMEMB_COPY_H2G));
     barrier.wait();  // 3: churn begins
     int ok = 0, refused = 0;
@@ -262,10 +269,12 @@ void check_join_leave_while_copying(const RankContext& ctx) {
     ASSERT_SMEM_OK(bm_copy(bm, buffer.data(), device_slot(bm, 0), 4096, SMEMB_COPY_H2G));
     barrier.wait();  // 5
   } else {
-    barrier.wait();  // 1
-    ASSERT_SMEM_OK(smem_bm_join(bm, 0, nullptr));
-    barrier.wait();  // 2
-    barrier.wait();  // 3
+    ASSERT_SMEM_OK(smem_bm_leave(bm, 0));
+    barrier.wait();                                // 1
+    barrier.wait();                                // 1b
+    ASSERT_SMEM_OK(smem_bm_join(bm, 0, nullptr));  // local: visible to rank 0 when it returns
+    barrier.wait();                                // 2
+    barrier.wait();                                // 3
     // Mostly joined, briefly gone, until rank 0 has seen both outcomes (bounded if it never says).
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(15);
     while (!barrier.client().get(churn_done, std::chrono::milliseconds(0)) &&
@@ -413,19 +422,15 @@ TEST(BmWorld, StoreOnlyProcessServesTheOthers) {
       return;
     }
     config.rankId = static_cast<uint16_t>(ctx.rank - 1);
+    config.autoRanking = false;
     ASSERT_SMEM_OK(smem_bm_init(url.c_str(), 2, static_cast<uint16_t>(ctx.device()), &config));
     EXPECT_EQ(smem_bm_get_rank_id(), uint32_t(ctx.rank - 1));
     smem_bm_t bm = smem_bm_create(0, 2, SMEMB_DATA_OP_SDMA, 0, kSlot, 0);
     ASSERT_NE(bm, nullptr) << smem_get_last_err_msg();
-    // A smaller object: rank 1 of the world is not a member.
-    smem_bm_t small = smem_bm_create(1, 1, SMEMB_DATA_OP_SDMA, 0, kSlot, 0);
-    if (ctx.rank == 1) {
-      ASSERT_NE(small, nullptr) << smem_get_last_err_msg();
-      smem_bm_destroy(small);
-    } else {
-      EXPECT_EQ(small, nullptr);
-      EXPECT_TRUE(last_error_contains("rank 1 is not a member")) << smem_get_last_err_msg();
-    }
+    // memberSize is reserved (MemFabric ignores it): every object spans the world.
+    smem_bm_t other = smem_bm_create(1, 1, SMEMB_DATA_OP_SDMA, 0, kSlot, 0);
+    ASSERT_NE(other, nullptr) << smem_get_last_err_msg();
+    smem_bm_destroy(other);
     smem_bm_destroy(bm);
     auto client = store::Client::connect(url);
     client->add("done", 1);
@@ -440,6 +445,7 @@ TEST(BmFailures, DeadPeersFailWithinTheTimeouts) {
     smem_bm_config_t config = bm_test_config(2);
     config.createTimeout = 2;
     config.rankId = static_cast<uint16_t>(ctx.rank);
+    config.autoRanking = false;
     ASSERT_SMEM_OK(smem_bm_init(ctx.store_url.c_str(), 2, 0, &config));
     smem_bm_t bm = smem_bm_create(0, 2, SMEMB_DATA_OP_SDMA, 0, kSlot, 0);
     ASSERT_NE(bm, nullptr) << smem_get_last_err_msg();

@@ -15,12 +15,16 @@ inline smem_bm_config_t bm_test_config(uint32_t control_timeout_s = 20) {
   config.initTimeout = 30;
   config.createTimeout = 30;
   config.controlOperationTimeout = control_timeout_s;
+  // Tests choose their ranks (MemFabric's default is auto ranking, rankId UINT16_MAX).
+  config.autoRanking = false;
+  config.rankId = 0;
   return config;
 }
 
 inline int32_t bm_init_rank(const RankContext& ctx, uint32_t control_timeout_s = 20) {
   smem_bm_config_t config = bm_test_config(control_timeout_s);
   config.rankId = static_cast<uint16_t>(ctx.rank);
+  config.autoRanking = false;
   return smem_bm_init(ctx.store_url.c_str(), static_cast<uint32_t>(ctx.world_size),
                       static_cast<uint16_t>(ctx.device()), &config);
 }

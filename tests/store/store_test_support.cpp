@@ -101,4 +101,32 @@ bool eventually(const std::function<bool()>& condition, std::chrono::millisecond
   return condition();
 }
 
+std::unique_ptr<Client> StoreConformance::connect(ClientOptions options) {
+  if (!options.job_namespace) {
+    // One namespace per test (and process): suites sharing one etcd cluster never meet.
+    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    options.job_namespace = std::string(test->test_suite_name()) + "." + test->name() + "." +
+                            std::to_string(::getpid());
+  }
+  return Client::connect(store_->url(), options);
+}
+
+namespace {
+
+class TcpTestStore : public TestStore {
+ public:
+  TcpTestStore() : server_(Server::start(ServerOptions{})) {}
+  std::string url() override { return server_->url(); }
+  Server* tcp_server() override { return server_.get(); }
+
+ private:
+  std::unique_ptr<Server> server_;
+};
+
+}  // namespace
+
+StoreKind tcp_store_kind() {
+  return {"Tcp", [] { return std::make_unique<TcpTestStore>(); }};
+}
+
 }  // namespace memloom::store::testing

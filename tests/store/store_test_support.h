@@ -4,12 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "src/store/client.h"
@@ -39,6 +41,68 @@ class StoreTest : public ::testing::Test {
   }
   std::unique_ptr<Server> server_;
 };
+
+// A store the conformance suites run against: memloom's TCP store (store_tcp_instance.cpp) or an
+// etcd cluster (tests/etcd). Each test binary instantiates the suites with its own.
+class TestStore {
+ public:
+  virtual ~TestStore() = default;
+  virtual std::string url() = 0;
+  // The TCP server, for checks only it can answer (nullptr for etcd).
+  virtual Server* tcp_server() { return nullptr; }
+};
+
+struct StoreKind {
+  std::string name;  // the instantiation's test name suffix ("Tcp", "Etcd")
+  std::function<std::unique_ptr<TestStore>()> make;
+};
+
+// The fixture of the suites that every store must pass (StoreOperations, StoreConcurrency,
+// StoreWatch). Each test's clients share a job namespace of their own (etcd: a key prefix).
+class StoreConformance : public ::testing::TestWithParam<StoreKind> {
+ protected:
+  void SetUp() override { store_ = GetParam().make(); }
+  void TearDown() override { store_.reset(); }
+  std::unique_ptr<Client> connect(ClientOptions options = quick_client_options());
+  Server* tcp_server() { return store_->tcp_server(); }
+  std::unique_ptr<TestStore> store_;
+};
+
+class StoreOperations : public StoreConformance {};
+class StoreWatch : public StoreConformance {};
+// Many clients and threads at once.
+class StoreConcurrency : public StoreConformance {
+ protected:
+  // Runs body(thread index) on `count` threads and joins them; failures inside are counted.
+  void run_threads(int count, const std::function<void(int)>& body) {
+    std::vector<std::thread> threads;
+    std::atomic<int> errors{0};
+    for (int t = 0; t < count; ++t) {
+      threads.emplace_back([&, t] {
+        try {
+          body(t);
+        } catch (const std::exception& error) {
+          ADD_FAILURE() << "thread " << t << ": " << error.what();
+          ++errors;
+        }
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    EXPECT_EQ(errors.load(), 0);
+  }
+};
+
+// The memloom TCP store as a TestStore.
+StoreKind tcp_store_kind();
+
+// Instantiates the conformance suites with `kind` (one call per test binary).
+#define MEMLOOM_INSTANTIATE_STORE_CONFORMANCE(prefix, kind)                   \
+  INSTANTIATE_TEST_SUITE_P(prefix, StoreOperations, ::testing::Values(kind),  \
+                           [](const auto& info) { return info.param.name; }); \
+  INSTANTIATE_TEST_SUITE_P(prefix, StoreConcurrency, ::testing::Values(kind), \
+                           [](const auto& info) { return info.param.name; }); \
+  INSTANTIATE_TEST_SUITE_P(prefix, StoreWatch, ::testing::Values(kind),       \
+                           [](const auto& info) { return info.param.name; })
 
 // A plain TCP connection to host:port (blocking), closed on destruction.
 class RawConnection {

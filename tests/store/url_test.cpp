@@ -45,7 +45,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, BadTcpUrl,
                          ::testing::Values("", "127.0.0.1:80", "http://127.0.0.1:80",
                                            "tcp://127.0.0.1", "tcp://127.0.0.1:", "tcp://:80",
                                            "tcp://127.0.0.1:65536", "tcp://127.0.0.1:-1",
-                                           "tcp://127.0.0.1:80x", "tcp://localhost:80",
+                                           "tcp://127.0.0.1:80x", "tcp://no-such-host.invalid:80",
                                            "tcp://::1:80", "tcp://[::1:80", "tcp://[::1]80",
                                            "tcp://[127.0.0.1]:80", "tcp://[zz::1]:80",
                                            "tcp://256.0.0.1:80"));

@@ -19,7 +19,7 @@ TEST(TransApi, ConfigInitFillsThePublishedDefaults) {
   EXPECT_EQ(config.initTimeout, 120u);
   EXPECT_EQ(config.deviceId, UINT32_MAX);
   EXPECT_EQ(config.flags, 0u);
-  EXPECT_EQ(static_cast<uint32_t>(config.dataOpType), SMEMB_DATA_OP_SDMA | SMEMB_DATA_OP_HOST_TCP);
+  EXPECT_EQ(static_cast<uint32_t>(config.dataOpType), 0u);  // 0: the default, every path
   EXPECT_FALSE(config.startConfigServer);
   EXPECT_EQ(smem_trans_config_init(nullptr), SMEM_INVALID_PARAM);
   EXPECT_NE(std::string(smem_get_last_err_msg()).find("config is null"), std::string::npos);
@@ -32,12 +32,12 @@ TEST(TransApi, EveryCallBeforeInitReportsNotInitialized) {
   EXPECT_NE(std::string(smem_get_last_err_msg()).find("smem_trans_init"), std::string::npos);
   char buffer[8] = {};
   void* fake = buffer;
-  EXPECT_EQ(smem_trans_register_mem(fake, buffer, 8, 0), SMEM_NOT_INITIALIZED);
-  EXPECT_EQ(smem_trans_write(fake, buffer, "127.0.0.1:2", buffer, 8, 0), SMEM_NOT_INITIALIZED);
-  EXPECT_EQ(smem_trans_read(fake, buffer, "127.0.0.1:2", buffer, 8, 0), SMEM_NOT_INITIALIZED);
-  EXPECT_EQ(smem_trans_deregister_mem(fake, buffer), SMEM_NOT_INITIALIZED);
+  EXPECT_EQ(smem_trans_register_mem(fake, buffer, 8, 0), SMEM_INVALID_PARAM);
+  EXPECT_EQ(smem_trans_write(fake, buffer, "127.0.0.1:2", buffer, 8, 0), SMEM_INVALID_PARAM);
+  EXPECT_EQ(smem_trans_read(fake, buffer, "127.0.0.1:2", buffer, 8, 0), SMEM_INVALID_PARAM);
+  EXPECT_EQ(smem_trans_deregister_mem(fake, buffer), SMEM_INVALID_PARAM);
   EXPECT_EQ(smem_trans_malloc(fake, 8), nullptr);
-  EXPECT_EQ(smem_trans_free(fake, buffer), SMEM_NOT_INITIALIZED);
+  EXPECT_EQ(smem_trans_free(fake, buffer), SMEM_INVALID_PARAM);
 }
 
 TEST(TransApi, InitIsIdempotentAndUninitDestroysLiveInstances) {

@@ -72,10 +72,9 @@ TEST_F(TransBadInput, CreateRefusesEveryBadArgument) {
   EXPECT_NE(last_error().find("initTimeout"), std::string::npos);
   EXPECT_EQ(with([](auto& c) { c.flags = 4; }), nullptr);
   EXPECT_NE(last_error().find("config.flags"), std::string::npos);
-  EXPECT_EQ(with([](auto& c) { c.dataOpType = static_cast<smem_bm_data_op_type>(0); }), nullptr);
-  EXPECT_NE(last_error().find("dataOpType"), std::string::npos);
   EXPECT_EQ(with([](auto& c) { c.dataOpType = static_cast<smem_bm_data_op_type>(1u << 7); }),
             nullptr);
+  EXPECT_NE(last_error().find("dataOpType"), std::string::npos);
   EXPECT_EQ(with([](auto& c) { c.deviceId = 100000; }), nullptr);
   EXPECT_NE(last_error().find("deviceId"), std::string::npos);
   // A store nobody serves: fails at the deadline rather than hanging.
@@ -154,7 +153,7 @@ TEST_F(TransBadInput, RegistrationArgumentsAreChecked) {
 
   EXPECT_EQ(smem_trans_malloc(receiver_, 0), nullptr);
   EXPECT_EQ(smem_trans_malloc(receiver_, SIZE_MAX / 2), nullptr);
-  EXPECT_NE(last_error().find("cannot allocate"), std::string::npos);
+  EXPECT_NE(last_error().find("cannot reserve"), std::string::npos);
   EXPECT_EQ(smem_trans_free(receiver_, nullptr), SMEM_INVALID_PARAM);
   EXPECT_EQ(smem_trans_free(receiver_, memory.data()), SMEM_INVALID_PARAM);
 }

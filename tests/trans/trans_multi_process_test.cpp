@@ -41,10 +41,8 @@ void run_rank(const testing::RankContext& context, uint64_t seed) {
   const int rank = context.rank;
   const int size = context.world_size;
   auto client = store::Client::connect(context.store_url);
-  smem_trans_config_t config = make_config(SMEM_TRANS_BOTH);
-  ASSERT_EQ(smem_trans_init(&config), SMEM_SUCCESS);
-  const std::string id = free_unique_id();
-  smem_trans_t handle = smem_trans_create(context.store_url.c_str(), id.c_str(), &config);
+  std::string id;
+  smem_trans_t handle = init_and_create(context.store_url, make_config(SMEM_TRANS_BOTH), &id);
   ASSERT_NE(handle, nullptr) << smem_get_last_err_msg();
   // Even ranks serve user memory (cross-memory attach inside a node), odd ranks malloc'd memory.
   std::vector<uint8_t> owned;

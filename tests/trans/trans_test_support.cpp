@@ -147,4 +147,11 @@ size_t resident_bytes() {
   return resident * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
 }
 
+smem_trans_t init_and_create(const std::string& store_url, const smem_trans_config_t& config,
+                             std::string* id) {
+  if (smem_trans_init(&config) != SMEM_SUCCESS) return nullptr;
+  *id = free_unique_id();
+  return smem_trans_create(store_url.c_str(), id->c_str(), &config);
+}
+
 }  // namespace memloom::trans_test

@@ -50,6 +50,11 @@ class TransEnvironment {
   std::string store_url_;
 };
 
+// smem_trans_init(config) and an instance named *id (a free uniqueId) at store_url; NULL (and
+// smem_get_last_err_msg) when either fails.
+smem_trans_t init_and_create(const std::string& store_url, const smem_trans_config_t& config,
+                             std::string* id);
+
 // Collective over `size` processes through the store: returns once all arrived (throws on timeout).
 void store_barrier(store::Client& client, const std::string& name, int size,
                    std::chrono::milliseconds timeout = std::chrono::seconds(30));

@@ -15,5 +15,11 @@ int ops_c_header_check(void) {
   if (wholememory_gather(tensor, tensor, tensor, env, 0, -1) != WHOLEMEMORY_INVALID_INPUT) return 3;
   if (memloom_stream_destroy(0) != MEMLOOM_STATUS_INVALID_INPUT) return 4;
   if (memloom_memcpy_async(0, &desc, sizeof(desc), 0) != MEMLOOM_STATUS_INVALID_INPUT) return 5;
+  if (wholememory_env_test_op(tensor, tensor, 0, 0, 0, 1, env, 0) != WHOLEMEMORY_INVALID_INPUT)
+    return 6;
+  {
+    struct cudaDeviceProp* (*device_prop)(int) = get_device_prop;
+    if (device_prop == 0) return 7;
+  }
   return 0;
 }

@@ -128,19 +128,7 @@ TEST(GatherScatter, LargeIndexListsAndEmptyOnes) {
   EXPECT_ALL_RANKS_PASS(results);
 }
 
-struct Case {
-  int ranks;
-  int nodes;
-  wholememory_memory_type_t type;
-  wholememory_memory_location_t location;
-};
-
-std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  static const char* types[] = {"None", "Continuous", "Chunked", "Distributed", "Hierarchy"};
-  const auto& c = info.param;
-  return std::string(types[c.type]) + (c.location == WHOLEMEMORY_ML_DEVICE ? "Device" : "Host") +
-         std::to_string(c.ranks) + "Ranks" + std::to_string(c.nodes) + "Nodes";
-}
+using Case = TableCase;
 
 class TypeLocation : public ::testing::TestWithParam<Case> {};
 
@@ -230,7 +218,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{8, 1, WHOLEMEMORY_MT_CHUNKED, kDevice}, Case{8, 1, WHOLEMEMORY_MT_DISTRIBUTED, kHost},
         Case{8, 2, WHOLEMEMORY_MT_DISTRIBUTED, kDevice},
         Case{8, 2, WHOLEMEMORY_MT_HIERARCHY, kDevice}, Case{3, 2, WHOLEMEMORY_MT_HIERARCHY, kHost}),
-    case_name);
+    table_case_name);
 
 }  // namespace
 }  // namespace memloom::opstest

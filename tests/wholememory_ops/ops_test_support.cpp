@@ -39,6 +39,13 @@ std::string hex(const Bytes& bytes) {
 
 }  // namespace
 
+std::string table_case_name(const ::testing::TestParamInfo<TableCase>& info) {
+  static const char* types[] = {"None", "Continuous", "Chunked", "Distributed", "Hierarchy"};
+  const auto& c = info.param;
+  return std::string(types[c.type]) + (c.location == WHOLEMEMORY_ML_DEVICE ? "Device" : "Host") +
+         std::to_string(c.ranks) + "Ranks" + std::to_string(c.nodes) + "Nodes";
+}
+
 void run_in_one_rank(const std::function<void()>& body) {
   testing::MultiProcessOptions options;
   options.ranks = 1;

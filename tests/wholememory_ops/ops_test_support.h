@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "memloom/stream.h"
@@ -18,6 +19,17 @@
 namespace memloom::opstest {
 
 using Bytes = std::vector<uint8_t>;
+
+// One case of the tests parameterised over tables: ranks over emulated nodes, memory type and
+// location.
+struct TableCase {
+  int ranks;
+  int nodes;
+  wholememory_memory_type_t type;
+  wholememory_memory_location_t location;
+};
+// The case's name in test listings, e.g. "ChunkedDevice4Ranks1Nodes".
+std::string table_case_name(const ::testing::TestParamInfo<TableCase>& info);
 
 // Runs `body` in one forked rank without a store (the backend then starts in the child, as in
 // the other tests of this binary) and expects it to pass.

@@ -235,6 +235,30 @@ TEST(TensorApi, RowStrideBelowTheColumnCountIsRefused) {
   });
 }
 
+// pylibwholegraph passes absent operands as tensors of a null pointer with an initialised
+// description (0-D, unknown dtype); upstream takes those, and operations refuse them.
+TEST(TensorApi, PlaceholderTensorsWithoutStorageAreTaken) {
+  run_in_one_rank([] {
+    wholememory_tensor_description_t initialised;
+    wholememory_initialize_tensor_desc(&initialised);
+    wholememory_tensor_t none = nullptr;
+    OPS_ASSERT_OK(wholememory_make_tensor_from_pointer(&none, nullptr, &initialised));
+    EXPECT_EQ(nullptr, wholememory_tensor_get_data_pointer(none));
+    EXPECT_EQ(0, wholememory_tensor_get_tensor_description(none)->dim);
+    float storage[4];
+    wholememory_tensor_t scalar = nullptr;
+    OPS_ASSERT_OK(wholememory_make_tensor_from_pointer(&scalar, storage, &initialised));
+    auto unknown = array_desc(4, 0, WHOLEMEMORY_DT_UNKNOWN);
+    wholememory_tensor_t empty = nullptr;
+    OPS_ASSERT_OK(wholememory_make_tensor_from_pointer(&empty, nullptr, &unknown));
+    EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT,
+              wholememory_gather(none, empty, scalar, nullptr, nullptr, -1));
+    OPS_EXPECT_OK(wholememory_destroy_tensor(none));
+    OPS_EXPECT_OK(wholememory_destroy_tensor(scalar));
+    OPS_EXPECT_OK(wholememory_destroy_tensor(empty));
+  });
+}
+
 TEST(TensorApi, BadInputIsRefusedAndABadDescriptionFailsEveryRankPromptly) {
   auto results = run_with_comm(ranks_on_nodes(2, 1), [&](const testing::RankContext& me,
                                                          wholememory_comm_t comm) {

@@ -88,11 +88,11 @@ typedef struct {
   bool startConfigStoreServer;      /* rank 0 starts the config store at storeURL (default true) */
   bool startConfigStoreOnly;        /* only start the config store; this process takes no rank */
   bool dynamicWorldSize;            /* accepted; memloom's worlds have a fixed size */
-  bool unifiedAddressSpace;         /* accepted; memloom's GVA is always one address space */
-  bool autoRanking;                 /* the config store hands out rank ids (default false) */
-  uint16_t rankId;                  /* this process's rank when autoRanking is false */
-  uint32_t flags;                   /* reserved, default 0 */
-  char hcomUrl[64];                 /* accepted; memloom's transport picks its own address */
+  bool unifiedAddressSpace;         /* must be true (default): memloom's GVA is one space */
+  bool autoRanking;                 /* the config store hands out rank ids (default true) */
+  uint16_t rankId;  /* this process's rank when autoRanking is false (default UINT16_MAX) */
+  uint32_t flags;   /* reserved, default 0 */
+  char hcomUrl[64]; /* accepted; memloom's transport picks its own address */
   smem_tls_config hcomTlsConfig;
   smem_tls_config storeTlsConfig;
 } smem_bm_config_t;

@@ -26,7 +26,8 @@ int32_t smem_shm_config_init(smem_shm_config_t* config);
 
 /* Joins the world of worldSize (<= SMEM_WORLD_SIZE_MAX) processes through the config store at
  * configStoreIpPort ("tcp://IP:PORT"); returns once every rank arrived or shmInitTimeout passed.
- * With config->startConfigStoreServer, rank 0 runs the store server in this process. */
+ * With config->startConfigStoreServer, rank 0 runs the store server in this process. A second
+ * call while initialised succeeds and does nothing, as in MemFabric. */
 int32_t smem_shm_init(const char* configStoreIpPort, uint32_t worldSize, uint32_t rankId,
                       uint16_t deviceId, smem_shm_config_t* config);
 
@@ -84,8 +85,9 @@ int32_t smem_shm_subgroup_allgather(smem_shm_t handle, const char* key, uint32_t
 int32_t smem_shm_topology_can_reach(smem_shm_t handle, uint32_t remoteRank, uint32_t* reachInfo);
 
 /* Hands out a number in [0, limit) not held by any other rank of the object (limit <=
- * SMEM_SHM_ATOMIC_NUM_LIMIT); release it with smem_shm_atomic_release_value. */
-int32_t smem_shm_atomic_alloc_value(smem_shm_t handle, uint32_t limit, int32_t* value);
+ * SMEM_SHM_ATOMIC_NUM_LIMIT); release it with smem_shm_atomic_release_value. SMEM_ERROR when
+ * every number below limit is held, as in MemFabric. */
+int32_t smem_shm_atomic_alloc_value(smem_shm_t handle, uint32_t limit, uint32_t* value);
 int32_t smem_shm_atomic_release_value(smem_shm_t handle, int32_t value);
 
 /* Registers exit, run with the status of smem_shm_global_exit called by any rank of the object. */

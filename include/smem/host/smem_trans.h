@@ -12,8 +12,11 @@
  *   there every transfer goes through the data servers, staged in host buffers by stream copies.
  * - Roles: SENDER and BOTH initiate reads and writes; RECEIVER and BOTH serve their registered
  *   memory to peers.
- * - Every int32_t function returns 0 on success and a negative SMEM_* code on failure; the reason
- *   is kept per thread (smem_get_last_err_msg). Every wait is bounded by config.initTimeout.
+ * - Every int32_t function returns 0 on success and a negative SMEM_* code on failure (a call
+ *   before smem_trans_init: SMEM_INVALID_PARAM, as in MemFabric); the reason is kept per thread
+ *   (smem_get_last_err_msg). Every wait is bounded by config.initTimeout.
+ * - smem_trans_register_mem returns once every peer can reach the range; smem_trans_malloc
+ *   reserves its memory lazily (pages come when first touched).
  * - A failed batch may have transferred some of its entries.
  */
 #ifndef __MEMFABRIC_SMEM_TRANS_H__
@@ -28,8 +31,9 @@
 extern "C" {
 #endif
 
-/* Fills config with the defaults: SENDER, initTimeout 120 s, deviceId UINT32_MAX, flags 0,
- * dataOpType SDMA|HOST_TCP, startConfigServer false. */
+/* Fills config with MemFabric's defaults: SENDER, initTimeout 120 s, deviceId UINT32_MAX, flags 0,
+ * startConfigServer false; and dataOpType 0 (MemFabric leaves it alone), which smem_trans_init and
+ * smem_trans_create take as the default, SDMA|HOST_TCP. */
 int32_t smem_trans_config_init(smem_trans_config_t* config);
 
 /* Initializes the TRANS environment of the process (once; later calls succeed and do nothing). */

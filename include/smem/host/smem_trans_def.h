@@ -30,13 +30,12 @@ typedef enum {
 } smem_trans_role_t;
 
 typedef struct {
-  smem_trans_role_t role; /* default SMEM_TRANS_SENDER */
-  uint32_t initTimeout;   /* seconds; bounds every wait of the instance; default 120 */
-  uint32_t deviceId;      /* device of this process; UINT32_MAX (default): current one */
-  uint32_t flags;         /* reserved, must be 0 */
-  smem_bm_data_op_type
-      dataOpType;         /* data paths allowed (see smem_trans.h); default SDMA|HOST_TCP */
-  bool startConfigServer; /* start the config store at storeUrl in smem_trans_create */
+  smem_trans_role_t role;          /* default SMEM_TRANS_SENDER */
+  uint32_t initTimeout;            /* seconds; bounds every wait of the instance; default 120 */
+  uint32_t deviceId;               /* device of this process; UINT32_MAX (default): current one */
+  uint32_t flags;                  /* reserved, must be 0 */
+  smem_bm_data_op_type dataOpType; /* data paths allowed (see smem_trans.h); 0: SDMA|HOST_TCP */
+  bool startConfigServer;          /* start the config store at storeUrl in smem_trans_create */
 } smem_trans_config_t;
 
 #ifdef __cplusplus

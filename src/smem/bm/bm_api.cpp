@@ -24,9 +24,9 @@ BmRegistry& registry() {
   static constexpr const char* kNotLive =
       "the handle is not a live BM object (never created or already destroyed)";
   // Never destroyed: objects may outlive static teardown.
-  static auto* bm = new BmRegistry(HandleTexts{"the BM handle is null", kNotLive, kNotLive,
-                                               "smem_bm_init has not been called", "BM object",
-                                               /*handles_need_session=*/true});
+  static auto* bm = new BmRegistry(HandleTexts{
+      "the BM handle is null", kNotLive, kNotLive, "smem_bm_init has not been called", "BM object",
+      /*handles_need_session=*/true, SMEM_NOT_INITIALIZED});
   return *bm;
 }
 
@@ -43,6 +43,11 @@ std::shared_ptr<SmemWorld> world_with_rank(const BmRegistry::Lock& held) {
 
 std::shared_ptr<BmObject> lookup(smem_bm_t handle) {
   return registry().lookup(handle);
+}
+
+// MemFabric checks a null handle (and the pointer arguments) before whether smem_bm_init ran.
+void check_handle_not_null(smem_bm_t handle) {
+  MEMLOOM_CHECK_ARG(handle != nullptr, "the BM handle is null");
 }
 
 void check_string_field(const char* field, const char* value, size_t capacity) {
@@ -81,11 +86,6 @@ smem_bm_mem_type checked_mem_type(const smem_bm_mem_type& type) {
   return static_cast<smem_bm_mem_type>(bits);
 }
 
-void copy_with_flags(smem_bm_t handle, const std::vector<CopyEntry>& entries, smem_bm_copy_type t,
-                     uint32_t flags) {
-  lookup(handle)->copy(entries, t, (flags & ASYNC_COPY_FLAG) != 0);
-}
-
 }  // namespace
 }  // namespace memloom::smem
 
@@ -98,12 +98,18 @@ extern "C" {
 int32_t smem_bm_config_init(smem_bm_config_t* config) {
   return facade_call("smem_bm_config_init", [&] {
     MEMLOOM_CHECK_ARG(config != nullptr, "config is null");
+    // MemFabric's defaults, field by field; the rest (hcomUrl, both TLS configs) is zeroed.
     *config = smem_bm_config_t{};
     config->initTimeout = kDefaultTimeoutSeconds;
     config->createTimeout = kDefaultTimeoutSeconds;
     config->controlOperationTimeout = kDefaultTimeoutSeconds;
     config->startConfigStoreServer = true;
+    config->startConfigStoreOnly = false;
+    config->dynamicWorldSize = false;
     config->unifiedAddressSpace = true;
+    config->autoRanking = true;
+    config->rankId = UINT16_MAX;
+    config->flags = 0;
   });
 }
 
@@ -115,6 +121,8 @@ int32_t smem_bm_init(const char* storeURL, uint32_t worldSize, uint16_t deviceId
     smem_bm_config_t effective;
     smem_bm_config_init(&effective);
     if (config != nullptr) effective = *config;
+    MEMLOOM_CHECK_ARG(effective.unifiedAddressSpace,
+                      "unifiedAddressSpace must be true (memloom's GVA is one address space)");
     MEMLOOM_CHECK_ARG(effective.initTimeout >= 1 && effective.createTimeout >= 1 &&
                           effective.controlOperationTimeout >= 1,
                       "initTimeout, createTimeout and controlOperationTimeout must be >= 1 second");
@@ -134,7 +142,7 @@ int32_t smem_bm_init(const char* storeURL, uint32_t worldSize, uint16_t deviceId
     }
 
     registry().open(
-        "smem_bm_init was already called (call smem_bm_uninit first)", [&](BmSession& session) {
+        "smem_bm_init: already initialised; this call changes nothing", [&](BmSession& session) {
           if (effective.startConfigStoreOnly) {
             session.world = SmemWorld::serve_only(storeURL, store_tls);
           } else {
@@ -172,9 +180,12 @@ uint32_t smem_bm_get_rank_id(void) {
 smem_bm_t smem_bm_create(uint32_t id, uint32_t memberSize, smem_bm_data_op_type dataOpType,
                          uint64_t localDRAMSize, uint64_t localHBMSize, uint32_t flags) {
   return facade_value<smem_bm_t>("smem_bm_create", nullptr, [&] {
-    check_rank_count("memberSize", memberSize);
+    (void)memberSize;  // reserved, as published: MemFabric ignores it (its examples pass 0)
     BmCreateArgs args;
-    args.member_size = static_cast<int>(memberSize);
+    {
+      BmRegistry::Lock held = registry().lock();
+      args.member_size = world_with_rank(held)->size();
+    }
     args.data_ops = static_cast<uint32_t>(enum_bits(dataOpType));
     args.local_dram = localDRAMSize;
     args.local_hbm = localHBMSize;
@@ -209,7 +220,9 @@ void smem_bm_destroy(smem_bm_t handle) {
   facade_call("smem_bm_destroy", [&] { registry().remove(handle); });
 }
 
-int32_t smem_bm_join(smem_bm_t handle, uint32_t flags, void** localGvaAddress) {
+// Parenthesised: smem_bm_join is also the header's macro that picks the two- or three-argument
+// form.
+int32_t(smem_bm_join)(smem_bm_t handle, uint32_t flags, void** localGvaAddress) {
   return facade_call("smem_bm_join", [&] {
     (void)flags;  // reserved
     void* local = lookup(handle)->join();
@@ -227,16 +240,21 @@ int32_t smem_bm_leave(smem_bm_t handle, uint32_t flags) {
 int32_t smem_bm_copy(smem_bm_t handle, smem_copy_params* params, smem_bm_copy_type t,
                      uint32_t flags) {
   return facade_call("smem_bm_copy", [&] {
+    check_handle_not_null(handle);
     MEMLOOM_CHECK_ARG(params != nullptr, "params is null");
-    copy_with_flags(handle, {CopyEntry{params->src, params->dest, params->dataSize}},
-                    checked_copy_type(t), flags);
+    auto object = lookup(handle);
+    object->copy({CopyEntry{params->src, params->dest, params->dataSize}}, checked_copy_type(t),
+                 (flags & ASYNC_COPY_FLAG) != 0);
   });
 }
 
 int32_t smem_bm_copy_batch(smem_bm_t handle, smem_batch_copy_params* params, smem_bm_copy_type t,
                            uint32_t flags) {
   return facade_call("smem_bm_copy_batch", [&] {
+    // MemFabric's order: the handle and params pointers, then init, then the handle, then the rest.
+    check_handle_not_null(handle);
     MEMLOOM_CHECK_ARG(params != nullptr, "params is null");
+    auto object = lookup(handle);
     MEMLOOM_CHECK_ARG(params->batchSize >= 1, "batchSize is 0");
     MEMLOOM_CHECK_ARG(params->sources != nullptr && params->destinations != nullptr &&
                           params->dataSizes != nullptr,
@@ -246,7 +264,7 @@ int32_t smem_bm_copy_batch(smem_bm_t handle, smem_batch_copy_params* params, sme
       entries[i] = CopyEntry{params->sources[i], params->destinations[i],
                              static_cast<size_t>(params->dataSizes[i])};
     }
-    copy_with_flags(handle, entries, checked_copy_type(t), flags);
+    object->copy(entries, checked_copy_type(t), (flags & ASYNC_COPY_FLAG) != 0);
   });
 }
 
@@ -267,13 +285,16 @@ void* smem_bm_ptr_by_mem_type(smem_bm_t handle, smem_bm_mem_type memType, uint16
 }
 
 uint32_t smem_bm_get_rank_id_by_gva(smem_bm_t handle, void* gva) {
-  return facade_value<uint32_t>("smem_bm_get_rank_id_by_gva", UINT32_MAX, [&] {
+  // MemFabric returns its error code cast to uint32_t, so callers compare against that.
+  uint32_t rank = 0;
+  const int32_t code = facade_call("smem_bm_get_rank_id_by_gva", [&] {
     auto object = lookup(handle);
-    int rank = object->rank_of(gva);
+    const int found = object->rank_of(gva);
     MEMLOOM_CHECK_ARG(
-        rank >= 0, "the address is outside the GVA of BM object " + std::to_string(object->id()));
-    return static_cast<uint32_t>(rank);
+        found >= 0, "the address is outside the GVA of BM object " + std::to_string(object->id()));
+    rank = static_cast<uint32_t>(found);
   });
+  return code == SMEM_SUCCESS ? rank : static_cast<uint32_t>(code);
 }
 
 uint64_t smem_bm_get_local_mem_size(smem_bm_t handle) {
@@ -286,6 +307,8 @@ void* smem_bm_ptr(smem_bm_t handle, uint16_t peerRankId) {
 
 int32_t smem_bm_register_user_mem(smem_bm_t handle, uint64_t addr, uint64_t size) {
   return facade_call("smem_bm_register_user_mem", [&] {
+    check_handle_not_null(handle);
+    MEMLOOM_CHECK_ARG(addr != 0, "addr is 0");
     lookup(handle)->register_user_memory(reinterpret_cast<void*>(static_cast<uintptr_t>(addr)),
                                          static_cast<size_t>(size));
   });

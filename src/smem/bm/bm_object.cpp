@@ -7,6 +7,7 @@
 #include "src/core/platform_loader.h"
 #include "src/smem/rank_agreement.h"
 #include "src/smem/smem_facade.h"
+#include "src/store/client.h"
 
 namespace memloom::smem {
 namespace {
@@ -98,6 +99,7 @@ std::unique_ptr<BmObject> BmObject::create(SmemWorld& world, const BmCreateArgs&
   auto group = core::Group::create(world.client(), prefix, world.rank(), args.member_size, deadline,
                                    core::GroupTraffic::kControl);
   std::unique_ptr<BmObject> object(new BmObject(args.id, group));
+  object->control_timeout_ = args.control_timeout;
   agree_on_fields(*group, "smem_bm_create(id " + std::to_string(args.id) + ")",
                   {{"the HBM slot size", args.hbm_stride},
                    {"the DRAM slot size", args.dram_stride},
@@ -188,12 +190,45 @@ void BmObject::expose(bool on) {
   }
 }
 
+// Each member marks its first join in the store and waits for every other member's mark: the
+// barrier of MemFabric's join handler. Marks stay until the object's keys go, so a member that
+// joins first late finds every mark and returns at once.
+void BmObject::wait_for_every_first_join() {
+  const Deadline deadline = Deadline::after(control_timeout_);
+  auto mark = [&](int r) { return group_->prefix()("first_join/" + std::to_string(r)); };
+  store::Client& store = group_->store();
+  store.set(mark(rank()), "1");
+  for (int r = 0; r < size(); ++r) {
+    if (store.get(mark(r), deadline.remaining())) continue;
+    std::string missing;
+    int count = 0;
+    for (int m = r; m < size(); ++m) {
+      if (store.get(mark(m), std::chrono::milliseconds(0))) continue;
+      if (count++ < 32) missing += (count > 1 ? ", " : "") + std::to_string(m);
+    }
+    raise(Status::kTimeout,
+          "smem_bm_join of BM object " + std::to_string(id_) + " (" + std::to_string(size()) +
+              " ranks): timed out after " + std::to_string(control_timeout_.count()) +
+              " ms waiting for rank(s) " + missing + (count > 32 ? " and more" : "") + " to join");
+  }
+}
+
 void* BmObject::join() {
   std::lock_guard<std::mutex> lock(state_mutex_);
   if (membership_->joined())
     raise_repeat_call("this rank has already joined BM object " + std::to_string(id_));
   expose(true);
   membership_->set_joined(true);
+  if (!joined_once_) {
+    try {
+      wait_for_every_first_join();
+    } catch (...) {
+      membership_->set_joined(false);
+      expose(false);
+      throw;
+    }
+    joined_once_ = true;
+  }
   if (!device_.empty() && (device_.filled(rank()) > 0 || host_.empty()))
     return device_.slot(rank());
   return host_.slot(rank());

@@ -4,9 +4,11 @@
 //   device range: | slot 0 | slot 1 | ... |   slot r = base_d + r * stride_d  (localHBMSize used)
 //   host range:   | slot 0 | slot 1 | ... |   slot r = base_h + r * stride_h  (localDRAMSize used)
 //
-// Creation is collective and maps the same-node ranks' memory at once; joining and leaving are
-// local (a shared membership word for same-node peers, transport exposure for other nodes), so
-// ranks come and go while others keep copying.
+// Creation is collective and maps the same-node ranks' memory at once. A rank's first join is
+// collective too, as in MemFabric (every member waits until all have joined, so a copy to any
+// peer right after it succeeds); later leaves and joins are local (a shared membership word for
+// same-node peers, transport exposure for other nodes), visible to every peer when they return,
+// so ranks come and go while others keep copying.
 #pragma once
 
 #include <chrono>
@@ -61,7 +63,8 @@ class BmObject {
   const GvaLayout& device_range() const { return device_; }
   const GvaLayout& host_range() const { return host_; }
 
-  // Returns this rank's own slot (device, or host when it contributes no device memory).
+  // Returns this rank's own slot (device, or host when it contributes no device memory). The first
+  // call waits (control timeout) until every member has joined once.
   void* join();
   void leave();
   bool joined() const { return membership_->joined(); }
@@ -84,6 +87,7 @@ class BmObject {
                         const char* what) const;
   void check_joined(const CopySide& side) const;
   void expose(bool on);
+  void wait_for_every_first_join();
 
   uint32_t id_;
   std::shared_ptr<core::Group> group_;
@@ -96,7 +100,9 @@ class BmObject {
   std::unique_ptr<BmMembership> membership_;
   std::unique_ptr<hal::Transport> transport_;  // only when members span nodes
   std::unique_ptr<BmCopyEngine> engine_;       // destroyed first: drains asynchronous copies
-  std::mutex state_mutex_;                     // join/leave and user registrations
+  std::chrono::milliseconds control_timeout_{120000};
+  bool joined_once_ = false;  // under state_mutex_
+  std::mutex state_mutex_;    // join/leave and user registrations
   std::map<uintptr_t, size_t> user_memory_;
 };
 

@@ -20,9 +20,10 @@ ShmRegistry& registry() {
   static constexpr const char* kNotLive =
       "the handle is not a live shm object (never created or already destroyed)";
   // Never destroyed: an exit function run by smem_shm_global_exit may call exit() on any thread.
-  static auto* shm = new ShmRegistry(HandleTexts{"the shm handle is null", kNotLive, kNotLive,
-                                                 "smem_shm_init has not been called", "shm object",
-                                                 /*handles_need_session=*/true});
+  static auto* shm =
+      new ShmRegistry(HandleTexts{"the shm handle is null", kNotLive, kNotLive,
+                                  "smem_shm_init has not been called", "shm object",
+                                  /*handles_need_session=*/true, SMEM_NOT_INITIALIZED});
   return *shm;
 }
 
@@ -32,6 +33,12 @@ void check_timeout(const char* name, uint32_t value) {
 
 std::shared_ptr<ShmObject> lookup(smem_shm_t handle) {
   return registry().lookup(handle);
+}
+
+// MemFabric checks a null handle and the pointer arguments before whether smem_shm_init ran (so a
+// call with a bad argument is SMEM_INVALID_PARAM even then), and the handle's liveness after it.
+void check_handle_not_null(smem_shm_t handle) {
+  MEMLOOM_CHECK_ARG(handle != nullptr, "the shm handle is null");
 }
 
 int to_int(uint32_t value, const char* name) {
@@ -74,7 +81,7 @@ int32_t smem_shm_init(const char* configStoreIpPort, uint32_t worldSize, uint32_
     check_timeout("controlOperationTimeout", effective.controlOperationTimeout);
 
     registry().open(
-        "smem_shm_init was already called (call smem_shm_uninit first)", [&](ShmSession& session) {
+        "smem_shm_init: already initialised; this call changes nothing", [&](ShmSession& session) {
           WorldOptions options;
           options.api = "shm";
           options.store_url = configStoreIpPort;
@@ -148,8 +155,14 @@ int32_t smem_shm_destroy(smem_shm_t handle, uint32_t flags) {
 }
 
 int32_t smem_shm_set_extra_context(smem_shm_t handle, const void* context, uint32_t size) {
-  return facade_call("smem_shm_set_extra_context",
-                     [&] { lookup(handle)->set_extra_context(context, size); });
+  return facade_call("smem_shm_set_extra_context", [&] {
+    check_handle_not_null(handle);
+    MEMLOOM_CHECK_ARG(context != nullptr, "context is null");
+    MEMLOOM_CHECK_ARG(size > 0 && size <= SMEM_SHM_EXTRA_CONTEXT_SIZE_MAX,
+                      "context size " + std::to_string(size) + " is out of range [1, " +
+                          std::to_string(SMEM_SHM_EXTRA_CONTEXT_SIZE_MAX) + "]");
+    lookup(handle)->set_extra_context(context, size);
+  });
 }
 
 void* smem_shm_extra_context_addr(smem_shm_t handle, uint32_t rank) {
@@ -180,8 +193,12 @@ int32_t smem_shm_control_barrier(smem_shm_t handle) {
 
 int32_t smem_shm_control_allgather(smem_shm_t handle, const char* sendBuf, uint32_t sendSize,
                                    char* recvBuf, uint32_t recvSize) {
-  return facade_call("smem_shm_control_allgather",
-                     [&] { lookup(handle)->allgather(sendBuf, sendSize, recvBuf, recvSize); });
+  return facade_call("smem_shm_control_allgather", [&] {
+    check_handle_not_null(handle);
+    MEMLOOM_CHECK_ARG(sendBuf != nullptr && recvBuf != nullptr, "sendBuf or recvBuf is null");
+    MEMLOOM_CHECK_ARG(sendSize > 0, "sendSize must be positive");
+    lookup(handle)->allgather(sendBuf, sendSize, recvBuf, recvSize);
+  });
 }
 
 int32_t smem_shm_subgroup_barrier(smem_shm_t handle, const char* key, uint32_t rankSize,
@@ -206,17 +223,18 @@ int32_t smem_shm_subgroup_allgather(smem_shm_t handle, const char* key, uint32_t
 
 int32_t smem_shm_topology_can_reach(smem_shm_t handle, uint32_t remoteRank, uint32_t* reachInfo) {
   return facade_call("smem_shm_topology_can_reach", [&] {
-    auto object = lookup(handle);
+    check_handle_not_null(handle);
     MEMLOOM_CHECK_ARG(reachInfo != nullptr, "reachInfo is null");
-    *reachInfo = object->reach(to_int(remoteRank, "remoteRank"));
+    *reachInfo = lookup(handle)->reach(to_int(remoteRank, "remoteRank"));
   });
 }
 
-int32_t smem_shm_atomic_alloc_value(smem_shm_t handle, uint32_t limit, int32_t* value) {
+int32_t smem_shm_atomic_alloc_value(smem_shm_t handle, uint32_t limit, uint32_t* value) {
   return facade_call("smem_shm_atomic_alloc_value", [&] {
-    auto object = lookup(handle);
+    check_handle_not_null(handle);
+    registry().require_open();
     MEMLOOM_CHECK_ARG(value != nullptr, "value is null");
-    *value = object->alloc_value(limit);
+    *value = static_cast<uint32_t>(lookup(handle)->alloc_value(limit));
   });
 }
 
@@ -226,7 +244,10 @@ int32_t smem_shm_atomic_release_value(smem_shm_t handle, int32_t value) {
 }
 
 int32_t smem_shm_register_exit(smem_shm_t handle, void (*exit)(int)) {
-  return facade_call("smem_shm_register_exit", [&] { lookup(handle)->register_exit(exit); });
+  return facade_call("smem_shm_register_exit", [&] {
+    MEMLOOM_CHECK_ARG(exit != nullptr, "the exit function is null");
+    lookup(handle)->register_exit(exit);
+  });
 }
 
 void smem_shm_global_exit(smem_shm_t handle, int status) {

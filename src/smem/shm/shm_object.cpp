@@ -7,6 +7,7 @@
 #include "smem/host/smem_shm_def.h"
 #include "src/core/platform_loader.h"
 #include "src/smem/rank_agreement.h"
+#include "src/smem/smem_facade.h"
 
 namespace memloom::smem {
 namespace {
@@ -171,11 +172,8 @@ void* ShmObject::context_block(int rank) const {
   return context_blocks_.slot(rank);
 }
 
+// The facade checked context and size (before the handle, in MemFabric's order).
 void ShmObject::set_extra_context(const void* context, uint32_t size) {
-  MEMLOOM_CHECK_ARG(context != nullptr, "context is null");
-  MEMLOOM_CHECK_ARG(size > 0 && size <= SMEM_SHM_EXTRA_CONTEXT_SIZE_MAX,
-                    "context size " + std::to_string(size) + " is out of range [1, " +
-                        std::to_string(SMEM_SHM_EXTRA_CONTEXT_SIZE_MAX) + "]");
   auto* block = static_cast<char*>(context_block(rank()));
   stream_->copy(block, context, size);
   stream_->copy(block + kContextSizeOffset, &size, sizeof(size));
@@ -301,8 +299,9 @@ int32_t ShmObject::alloc_value(uint32_t limit) {
       return static_cast<int32_t>(value);
     }
   }
-  raise(Status::kOutOfMemory,
-        "every number below " + std::to_string(limit) + " is already allocated");
+  // MemFabric answers an exhausted range with its generic SM_ERROR.
+  throw FacadeError(SMEM_ERROR, Status::kOutOfMemory,
+                    "every number below " + std::to_string(limit) + " is already allocated");
 }
 
 void ShmObject::release_value(int32_t value) {

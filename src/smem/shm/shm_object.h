@@ -52,6 +52,7 @@ class ShmObject {
   uint64_t symmetric_size() const { return slots_.stride(); }
   void* gva() const { return reinterpret_cast<void*>(slots_.base()); }
 
+  // context non-null, size in [1, SMEM_SHM_EXTRA_CONTEXT_SIZE_MAX]: checked by the caller.
   void set_extra_context(const void* context, uint32_t size);
   // Null for a rank on another node (its block is not mapped here).
   void* extra_context_address(int rank) const;

@@ -12,8 +12,10 @@ namespace memloom::smem::trans {
 
 class ShareableHostMemory {
  public:
-  // Backs all `bytes` with memory up front (fallocate), so running out of memory is an error
-  // here (kOutOfMemory) and not a SIGBUS later.
+  // Reserves `bytes` lazily, as MemFabric's allocator does: a sparse memfd mapped without a swap
+  // reservation, whose pages come into being when first touched, so an allocation larger than the
+  // host's memory succeeds and only touching more than the host has fails (as any overcommitted
+  // memory: SIGBUS or the OOM killer). kOutOfMemory when the address space cannot hold it.
   static std::unique_ptr<ShareableHostMemory> allocate(size_t bytes);
   ~ShareableHostMemory();
   ShareableHostMemory(const ShareableHostMemory&) = delete;

@@ -27,6 +27,7 @@ using memloom::smem::trans::Engine;
 using memloom::smem::trans::EngineOptions;
 using memloom::smem::trans::TransferEntry;
 
+constexpr uint32_t kDefaultTransDataOps = SMEMB_DATA_OP_SDMA | SMEMB_DATA_OP_HOST_TCP;
 constexpr uint32_t kNetworkDataOps = SMEMB_DATA_OP_HOST_RDMA | SMEMB_DATA_OP_HOST_TCP |
                                      SMEMB_DATA_OP_DEVICE_RDMA | SMEMB_DATA_OP_HOST_URMA;
 
@@ -36,7 +37,7 @@ memloom::smem::HandleRegistry<Engine, bool> g_engines(memloom::smem::HandleTexts
     "handle is null", "handle is not a live transfer instance (never created, or destroyed)",
     "handle is not a live transfer instance (destroyed twice?)",
     "smem_trans_init has not been called (or smem_trans_uninit was)", nullptr,
-    /*handles_need_session=*/false});
+    /*handles_need_session=*/false, SMEM_INVALID_PARAM});
 
 // Every entry point that needs smem_trans_init: the shared facade wrapper (smem::guarded inside).
 template <typename Body>
@@ -80,9 +81,12 @@ EngineOptions engine_options(const smem_trans_config_t* config) {
   MEMLOOM_CHECK_ARG(config->initTimeout > 0, "config.initTimeout must be at least 1 second");
   MEMLOOM_CHECK_ARG(config->flags == 0, "config.flags are reserved and must be 0, got " +
                                             std::to_string(config->flags));
-  const auto ops = static_cast<uint32_t>(enum_bits(config->dataOpType));
-  MEMLOOM_CHECK_ARG(ops != 0 && (ops & ~kKnownBmDataOps) == 0,
-                    "config.dataOpType must be a combination of SMEMB_DATA_OP_* flags, got " +
+  // 0 is the default (MemFabric's smem_trans_config_init leaves the field alone and its engine
+  // never requires a bit): every path this build has.
+  auto ops = static_cast<uint32_t>(enum_bits(config->dataOpType));
+  if (ops == 0) ops = kDefaultTransDataOps;
+  MEMLOOM_CHECK_ARG((ops & ~kKnownBmDataOps) == 0,
+                    "config.dataOpType must be 0 or a combination of SMEMB_DATA_OP_* flags, got " +
                         std::to_string(ops));
   if (config->deviceId != UINT32_MAX) {
     int devices = memloom::core::platform().device_count();
@@ -170,8 +174,7 @@ int32_t smem_trans_config_init(smem_trans_config_t* config) {
     config->initTimeout = kDefaultTimeoutSeconds;
     config->deviceId = UINT32_MAX;
     config->flags = 0;
-    config->dataOpType =
-        static_cast<smem_bm_data_op_type>(SMEMB_DATA_OP_SDMA | SMEMB_DATA_OP_HOST_TCP);
+    config->dataOpType = static_cast<smem_bm_data_op_type>(0);  // the default: every path
     config->startConfigServer = false;
   });
 }

@@ -14,6 +14,8 @@
 #include "src/smem/trans/job_auth.h"
 #include "src/smem/trans/staged_copies.h"
 #include "src/smem/trans/wire_format.h"
+#include "src/store/etcd_client.h"
+#include "src/store/url.h"
 
 namespace memloom::smem::trans {
 namespace {
@@ -34,7 +36,9 @@ std::shared_ptr<Engine> Engine::create(const std::string& store_url, const std::
                                        const EngineOptions& options) {
   EndpointAddress address = EndpointAddress::parse(unique_id);
   std::shared_ptr<Engine> engine(new Engine(unique_id, options));
-  if (options.start_store) {
+  if (options.start_store && store::is_etcd_url(store_url)) {
+    store::check_etcd_reachable(store_url, options.timeout);
+  } else if (options.start_store) {
     store::ServerOptions server_options;
     server_options.listen_url = store_url;
     engine->store_server_ = store::Server::start(server_options);

@@ -28,6 +28,7 @@ class BucketedRound {
   uint64_t sent_count() const { return sent_count_; }
   uint64_t received_count() const { return received_count_; }
   const std::vector<uint64_t>& sent_per_rank() const { return sent_per_rank_; }
+  const std::vector<uint64_t>& received_per_rank() const { return received_per_rank_; }
 
   // Collective: `keys` holds sent_count() keys grouped by destination in rank order; `received`
   // receives received_count() keys grouped by source rank in rank order.

@@ -14,6 +14,8 @@ extern "C" {
 
 size_t wholememory_dtype_get_element_size(wholememory_dtype_t dtype) {
   switch (dtype) {
+    case WHOLEMEMORY_DT_UNKNOWN:
+      return 0;
     case WHOLEMEMORY_DT_INT8:
       return 1;
     case WHOLEMEMORY_DT_INT16:
@@ -109,7 +111,8 @@ void wholememory_copy_matrix_desc_to_tensor(wholememory_tensor_description_t* te
 
 bool wholememory_convert_tensor_desc_to_array(wholememory_array_description_t* array,
                                               wholememory_tensor_description_t* tensor) {
-  if (array == nullptr || tensor == nullptr || tensor->dim != 1 || tensor->strides[0] != 1)
+  if (array == nullptr || tensor == nullptr || !valid_dtype(tensor->dtype) || tensor->dim != 1 ||
+      tensor->strides[0] != 1)
     return false;
   array->size = tensor->sizes[0];
   array->storage_offset = tensor->storage_offset;
@@ -119,7 +122,7 @@ bool wholememory_convert_tensor_desc_to_array(wholememory_array_description_t* a
 
 bool wholememory_convert_tensor_desc_to_matrix(wholememory_matrix_description_t* matrix,
                                                wholememory_tensor_description_t* tensor) {
-  if (matrix == nullptr || tensor == nullptr) return false;
+  if (matrix == nullptr || tensor == nullptr || !valid_dtype(tensor->dtype)) return false;
   if (tensor->dim == 2) {
     if (tensor->strides[1] != 1) return false;
     matrix->sizes[0] = tensor->sizes[0];
@@ -147,8 +150,9 @@ int64_t wholememory_get_memory_size_from_array(wholememory_array_description_t* 
   return array->size * static_cast<int64_t>(wholememory_dtype_get_element_size(array->dtype));
 }
 
+// A matrix occupies rows x stride elements: its storage includes the padding of every row.
 int64_t wholememory_get_memory_element_count_from_matrix(wholememory_matrix_description_t* matrix) {
-  return matrix == nullptr ? 0 : matrix->sizes[0] * matrix->sizes[1];
+  return matrix == nullptr ? 0 : matrix->sizes[0] * matrix->stride;
 }
 
 int64_t wholememory_get_memory_size_from_matrix(wholememory_matrix_description_t* matrix) {
@@ -157,21 +161,26 @@ int64_t wholememory_get_memory_size_from_matrix(wholememory_matrix_description_t
          static_cast<int64_t>(wholememory_dtype_get_element_size(matrix->dtype));
 }
 
+// The storage of a tensor spans sizes[0] steps of its outermost stride (padding included); a 0-D
+// tensor is one element, and a dim outside [0, WHOLEMEMORY_MAX_TENSOR_DIM] has no count (-1).
 int64_t wholememory_get_memory_element_count_from_tensor(wholememory_tensor_description_t* tensor) {
-  if (tensor == nullptr || tensor->dim < 0 || tensor->dim > WHOLEMEMORY_MAX_TENSOR_DIM) return 0;
-  int64_t count = 1;
-  for (int i = 0; i < tensor->dim; ++i) count *= tensor->sizes[i];
-  return count;
+  if (tensor == nullptr) return 0;
+  if (tensor->dim == 0) return 1;
+  if (tensor->dim < 0 || tensor->dim > WHOLEMEMORY_MAX_TENSOR_DIM) return -1;
+  return tensor->sizes[0] * tensor->strides[0];
 }
 
 int64_t wholememory_get_memory_size_from_tensor(wholememory_tensor_description_t* tensor) {
   if (tensor == nullptr || !valid_dtype(tensor->dtype)) return 0;
-  return wholememory_get_memory_element_count_from_tensor(tensor) *
-         static_cast<int64_t>(wholememory_dtype_get_element_size(tensor->dtype));
+  const int64_t count = wholememory_get_memory_element_count_from_tensor(tensor);
+  if (count < 0) return 0;
+  return count * static_cast<int64_t>(wholememory_dtype_get_element_size(tensor->dtype));
 }
 
 bool wholememory_squeeze_tensor(wholememory_tensor_description_t* tensor, int dim) {
   if (tensor == nullptr || dim < 0 || dim >= tensor->dim || tensor->sizes[dim] != 1) return false;
+  // As upstream: an inner size-1 dimension squeezes only when its stride equals the next one's.
+  if (dim != tensor->dim - 1 && tensor->strides[dim] != tensor->strides[dim + 1]) return false;
   for (int i = dim; i < tensor->dim - 1; ++i) {
     tensor->sizes[i] = tensor->sizes[i + 1];
     tensor->strides[i] = tensor->strides[i + 1];

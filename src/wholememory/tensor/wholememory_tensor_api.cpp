@@ -152,19 +152,26 @@ wholememory_error_code_t wholememory_make_tensor_from_pointer(
     wm::checked_output(wholememory_tensor, "wholememory_tensor");
     *wholememory_tensor = nullptr;
     const auto& desc = *wm::checked_output(tensor_description, "tensor_description");
-    MEMLOOM_CHECK_ARG(desc.dim >= 0 && desc.dim <= WHOLEMEMORY_MAX_TENSOR_DIM,
+    wm::Tensor tensor;
+    tensor.storage = storage_ptr;
+    tensor.desc = desc;
+    // As upstream: a tensor without storage, or a 0-D one, is a placeholder (pylibwholegraph
+    // passes absent operands so, with an initialised description of unknown dtype) and is taken
+    // as it is; operations refuse it where they need its memory.
+    if (storage_ptr == nullptr || desc.dim == 0) {
+      *wholememory_tensor = wm::TensorRegistry::instance().add(tensor);
+      return;
+    }
+    MEMLOOM_CHECK_ARG(desc.dim > 0 && desc.dim <= WHOLEMEMORY_MAX_TENSOR_DIM,
                       "tensor dim " + std::to_string(desc.dim) + " is outside [0, " +
                           std::to_string(WHOLEMEMORY_MAX_TENSOR_DIM) + "]");
     MEMLOOM_CHECK_ARG(valid_dtype(desc.dtype),
                       "unknown dtype " + std::to_string(static_cast<int>(desc.dtype)));
     MEMLOOM_CHECK_ARG(
-        desc.dim == 0 || desc.strides[desc.dim - 1] == 1,
+        desc.strides[desc.dim - 1] == 1,
         "the innermost stride must be 1, got " + std::to_string(desc.strides[desc.dim - 1]));
     MEMLOOM_CHECK_ARG(desc.storage_offset >= 0, "storage_offset is negative");
     check_no_overlap(desc);
-    wm::Tensor tensor;
-    tensor.storage = storage_ptr;
-    tensor.desc = desc;
     *wholememory_tensor = wm::TensorRegistry::instance().add(tensor);
   });
 }

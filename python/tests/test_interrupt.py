@@ -1,0 +1,69 @@
+"""Ctrl-C during a blocking wait: KeyboardInterrupt within a second, and a process that exits."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+CHILD = r"""
+import sys, time
+from memloom import wholememory as wm
+wm.init(0, wm.LogLevel.ERROR)
+uid = wm.create_unique_id()
+print("waiting", flush=True)
+start = None
+try:
+    # A communicator of 2 whose second rank never comes: waits up to MEMLOOM_TIMEOUT_S.
+    wm.create_communicator(uid, 0, 2)
+except KeyboardInterrupt:
+    print("interrupted %.3f" % time.monotonic(), flush=True)
+    sys.exit(7)
+print("not interrupted", flush=True)
+"""
+
+
+def test_ctrl_c_during_a_collective_raises_keyboard_interrupt_quickly():
+    env = dict(os.environ, MEMLOOM_TIMEOUT_S="60")
+    child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, env=env,
+                             start_new_session=True)
+    try:
+        assert child.stdout.readline().strip() == "waiting"
+        time.sleep(1.0)  # well inside the wait
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        out, _ = child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+    lines = [line for line in out.splitlines() if line.startswith("interrupted")]
+    assert lines, f"no KeyboardInterrupt:\n{out}"
+    latency = float(lines[0].split()[1]) - sent
+    assert latency < 1.0, f"KeyboardInterrupt came {latency:.3f} s after SIGINT"
+    # The interrupted call was still inside the library: the process ends by SIGINT's default
+    # action at exit (as Python does for an uncaught KeyboardInterrupt), not by hanging there.
+    assert child.returncode in (7, -signal.SIGINT), f"exit status {child.returncode}:\n{out}"
+
+
+FORK_CHILD = r"""
+import os, sys
+import memfabric_hybrid as mf
+# A call through the helper thread in the parent, then the same in a forked child: the child has
+# no helper threads, and must start its own instead of waiting on the parent's.
+assert mf.create_config_store("not a url") != 0
+pid = os.fork()
+if pid == 0:
+    code = mf.create_config_store("not a url either")
+    os._exit(0 if code != 0 else 1)
+_, status = os.waitpid(pid, 0)
+print("child status", status, flush=True)
+"""
+
+
+def test_helper_threads_after_fork():
+    out = subprocess.run([sys.executable, "-c", FORK_CHILD], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, timeout=60,
+                         env=dict(os.environ, MEMLOOM_LOG_LEVEL="fatal"))
+    assert out.returncode == 0 and "child status 0" in out.stdout, out.stdout

@@ -1,0 +1,134 @@
+// The sampling C API (wholememory/wholegraph_op.h): counts per centre (a kernel, read back),
+// offsets on the host, outputs from the caller's output allocator, then the sampling kernel
+// (src/kernels/sampling_kernel.h). Synchronous: it returns once the samples are written.
+#include <limits>
+
+#include "memloom/error.h"
+#include "src/kernels/sampling_kernel.h"
+#include "src/wholememory/embedding/stream_work.h"
+#include "src/wholememory/graph/csr_arrays.h"
+#include "src/wholememory/ops/row_copy_launch.h"
+#include "src/wholememory/wholememory_error.h"
+#include "wholememory/wholegraph_op.h"
+
+namespace wm = memloom::wholememory;
+using memloom::raise;
+using memloom::Status;
+
+namespace {
+
+void sample(wholememory_tensor_t row_ptr_handle, wholememory_tensor_t col_handle,
+            wholememory_tensor_t weight_handle, wholememory_tensor_t centers_handle,
+            int max_sample_count, wholememory_tensor_t offsets_handle, void* dest_context,
+            void* center_context, void* edge_context, unsigned long long seed,
+            wholememory_env_func_t* env, void* stream) {
+  const auto row_ptr =
+      wm::csr_array(row_ptr_handle, {WHOLEMEMORY_DT_INT, WHOLEMEMORY_DT_INT64}, "csr_row_ptr");
+  const auto col =
+      wm::csr_array(col_handle, {WHOLEMEMORY_DT_INT, WHOLEMEMORY_DT_INT64}, "csr_col_ptr");
+  std::optional<wm::CsrArray> weight;
+  if (weight_handle != nullptr) {
+    weight = wm::csr_array(weight_handle, {WHOLEMEMORY_DT_FLOAT, WHOLEMEMORY_DT_DOUBLE},
+                           "csr_weight_ptr");
+    MEMLOOM_CHECK_ARG(weight->count == col.count,
+                      "csr_weight_ptr has " + std::to_string(weight->count) + " weights for " +
+                          std::to_string(col.count) + " edges");
+  }
+  MEMLOOM_CHECK_ARG(row_ptr.count >= 1, "csr_row_ptr needs nodes + 1 entries");
+  const auto centers = wm::local_array(
+      centers_handle, 1, {WHOLEMEMORY_DT_INT, WHOLEMEMORY_DT_INT64}, "center_nodes_tensor");
+  const auto offsets =
+      wm::local_array(offsets_handle, 1, {WHOLEMEMORY_DT_INT}, "output_sample_offset_tensor");
+  MEMLOOM_CHECK_ARG(offsets.count == centers.count + 1,
+                    "output_sample_offset_tensor needs " + std::to_string(centers.count + 1) +
+                        " entries, has " + std::to_string(offsets.count));
+  MEMLOOM_CHECK_ARG(dest_context != nullptr, "output_dest_memory_context is null");
+  wm::StreamWork work(stream, env);
+
+  memloom::kernels::SampleArgs args{};
+  args.row_ptr = row_ptr.table;
+  args.col = col.table;
+  args.weighted = weight.has_value();
+  if (weight) args.weight = weight->table;
+  args.centers = centers.data;
+  args.center_type = wm::to_op_dtype(centers.dtype);
+  args.center_count = centers.count;
+  args.node_count = row_ptr.count - 1;
+  args.max_samples = max_sample_count;
+  args.seed = seed;
+  const auto count = static_cast<size_t>(centers.count);
+  args.counts = static_cast<int32_t*>(work.device_buffer(count * sizeof(int32_t)));
+  args.bad_center = work.upload(std::vector<unsigned long long>{0});
+  work.launch(memloom::hal::KernelId::kSampleCount, args, count);
+  std::vector<int32_t> counts(count);
+  work.read(counts.data(), args.counts, count * sizeof(int32_t));
+  unsigned long long bad = 0;
+  work.read(&bad, args.bad_center, sizeof(bad));
+  if (bad != 0) {
+    raise(Status::kInvalidInput, "center node " + std::to_string(bad - 1) +
+                                     " (or a negative one) is not a node of a graph of " +
+                                     std::to_string(args.node_count) + " nodes");
+  }
+  std::vector<int32_t> host_offsets(count + 1, 0);
+  int64_t total = 0;
+  for (size_t i = 0; i < count; ++i) {
+    total += counts[i];
+    MEMLOOM_CHECK_ARG(total <= std::numeric_limits<int32_t>::max(),
+                      "more than 2^31 - 1 samples in one call (INT offsets)");
+    host_offsets[i + 1] = static_cast<int32_t>(total);
+  }
+  work.stream().copy(offsets.data, host_offsets.data(), host_offsets.size() * sizeof(int32_t));
+  args.offsets = work.upload(host_offsets);
+  auto* checked_env = work.env();
+  args.out_nodes =
+      wm::output_malloc(checked_env, dest_context, total, col.dtype, "the sampled nodes");
+  if (center_context != nullptr) {
+    args.out_center = static_cast<int32_t*>(wm::output_malloc(
+        checked_env, center_context, total, WHOLEMEMORY_DT_INT, "the centre ids"));
+  }
+  if (edge_context != nullptr) {
+    args.out_edge = static_cast<int64_t*>(
+        wm::output_malloc(checked_env, edge_context, total, WHOLEMEMORY_DT_INT64, "the edge ids"));
+  }
+  const auto samples = static_cast<size_t>(total);
+  args.picked = static_cast<int64_t*>(work.device_buffer(samples * sizeof(int64_t)));
+  if (args.weighted) args.keys = static_cast<double*>(work.device_buffer(samples * sizeof(double)));
+  work.launch(memloom::hal::KernelId::kSampleNeighbours, args, count);
+  work.synchronize();
+}
+
+}  // namespace
+
+extern "C" {
+
+wholememory_error_code_t wholegraph_csr_unweighted_sample_without_replacement(
+    wholememory_tensor_t wm_csr_row_ptr_tensor, wholememory_tensor_t wm_csr_col_ptr_tensor,
+    wholememory_tensor_t center_nodes_tensor, int max_sample_count,
+    wholememory_tensor_t output_sample_offset_tensor, void* output_dest_memory_context,
+    void* output_center_localid_memory_context, void* output_edge_gid_memory_context,
+    unsigned long long random_seed, wholememory_env_func_t* p_env_fns, void* stream) {
+  return wm::guarded("wholegraph_csr_unweighted_sample_without_replacement", [&] {
+    sample(wm_csr_row_ptr_tensor, wm_csr_col_ptr_tensor, nullptr, center_nodes_tensor,
+           max_sample_count, output_sample_offset_tensor, output_dest_memory_context,
+           output_center_localid_memory_context, output_edge_gid_memory_context, random_seed,
+           p_env_fns, stream);
+  });
+}
+
+wholememory_error_code_t wholegraph_csr_weighted_sample_without_replacement(
+    wholememory_tensor_t wm_csr_row_ptr_tensor, wholememory_tensor_t wm_csr_col_ptr_tensor,
+    wholememory_tensor_t wm_csr_weight_ptr_tensor, wholememory_tensor_t center_nodes_tensor,
+    int max_sample_count, wholememory_tensor_t output_sample_offset_tensor,
+    void* output_dest_memory_context, void* output_center_localid_memory_context,
+    void* output_edge_gid_memory_context, unsigned long long random_seed,
+    wholememory_env_func_t* p_env_fns, void* stream) {
+  return wm::guarded("wholegraph_csr_weighted_sample_without_replacement", [&] {
+    MEMLOOM_CHECK_ARG(wm_csr_weight_ptr_tensor != nullptr, "wm_csr_weight_ptr_tensor is null");
+    sample(wm_csr_row_ptr_tensor, wm_csr_col_ptr_tensor, wm_csr_weight_ptr_tensor,
+           center_nodes_tensor, max_sample_count, output_sample_offset_tensor,
+           output_dest_memory_context, output_center_localid_memory_context,
+           output_edge_gid_memory_context, random_seed, p_env_fns, stream);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,165 @@
+// memloom-info: what memloom would do in this environment, like ucx_info or fi_info. The
+// version and build options, the backend it would choose and why (the real loader or driver
+// error when CUDA is skipped), its devices, the launcher variables found and the rank they give,
+// the config store, and every MEMLOOM_* setting with its value in effect and its default.
+//   memloom-info [--json] [--version]
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "memloom/error.h"
+#include "src/base/launcher_detection.h"
+#include "src/base/settings_table.h"
+#include "src/base/version.h"
+#include "src/core/backend_choice.h"
+#include "src/core/platform_loader.h"
+
+namespace {
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string gib(size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f GiB", static_cast<double>(bytes) / (1ull << 30));
+  return text;
+}
+
+struct Report {
+  std::string backend, backend_reason, backend_error;
+  int devices = 0;
+  std::vector<size_t> capacities;
+  memloom::base::LaunchInfo launch;
+  std::string launch_error;
+};
+
+Report gather() {
+  Report report;
+  try {
+    memloom::hal::Platform& platform = memloom::core::platform();
+    report.backend = platform.name();
+    report.devices = platform.device_count();
+    for (int d = 0; d < report.devices; ++d)
+      report.capacities.push_back(platform.device_capacity(d));
+  } catch (const memloom::Error& error) {
+    report.backend_error = error.what();
+  }
+  report.backend_reason = memloom::core::backend_choice_reason();
+  try {
+    report.launch = memloom::base::detect_launch();
+  } catch (const memloom::Error& error) {
+    report.launch_error = error.what();
+  }
+  return report;
+}
+
+void print_text(const Report& r) {
+  std::printf("%s\n", memloom::base::version_line("memloom").c_str());
+  if (r.backend_error.empty()) {
+    std::printf("backend:  %s (%s)\n", r.backend.c_str(), r.backend_reason.c_str());
+    std::printf("devices:  %d %s", r.devices, r.backend.c_str());
+    if (!r.capacities.empty()) {
+      bool same = true;
+      for (size_t c : r.capacities) same = same && c == r.capacities[0];
+      if (same) {
+        std::printf(", %s each", gib(r.capacities[0]).c_str());
+      } else {
+        for (size_t d = 0; d < r.capacities.size(); ++d)
+          std::printf("%s %zu: %s", d == 0 ? ":" : ",", d, gib(r.capacities[d]).c_str());
+      }
+    }
+    std::printf("\n");
+  } else {
+    std::printf("backend:  none: %s\n", r.backend_error.c_str());
+  }
+  if (!r.launch_error.empty()) {
+    std::printf("launcher: error: %s\n", r.launch_error.c_str());
+  } else {
+    std::printf("launcher: %s\n", r.launch.describe().c_str());
+  }
+  std::printf("store:    %s\n", r.launch.store_url.empty() ? "(none named: rank 0 of a WholeMemory "
+                                                             "job embeds one on a free port)"
+                                                           : r.launch.store_url.c_str());
+  std::printf("settings (value in effect, default):\n");
+  for (const auto& setting : memloom::base::memloom_settings()) {
+    const char* value = std::getenv(setting.name);
+    std::printf("  %-30s %-20s %s\n", setting.name, value == nullptr ? "(unset)" : value,
+                setting.default_value);
+  }
+}
+
+void print_json(const Report& r) {
+  std::printf("{\n  \"version\": %s,\n  \"build\": %s,\n",
+              json_string(memloom::base::version()).c_str(),
+              json_string(memloom::base::build_options()).c_str());
+  std::printf("  \"backend\": %s,\n  \"backend_reason\": %s,\n  \"backend_error\": %s,\n",
+              json_string(r.backend).c_str(), json_string(r.backend_reason).c_str(),
+              json_string(r.backend_error).c_str());
+  std::printf("  \"devices\": [");
+  for (size_t d = 0; d < r.capacities.size(); ++d)
+    std::printf("%s{\"index\": %zu, \"capacity_bytes\": %zu}", d ? ", " : "", d, r.capacities[d]);
+  std::printf("],\n");
+  const auto& l = r.launch;
+  std::printf(
+      "  \"launch\": {\"launcher\": %s, \"rank_variable\": %s, \"rank\": %d, \"world_size\": %d, "
+      "\"local_rank\": %d, \"local_world_size\": %d, \"error\": %s},\n",
+      json_string(l.launcher).c_str(), json_string(l.rank_variable).c_str(), l.rank, l.world_size,
+      l.local_rank, l.local_world_size, json_string(r.launch_error).c_str());
+  std::printf("  \"store\": {\"url\": %s, \"source\": %s, \"rank0_serves\": %s},\n",
+              json_string(l.store_url).c_str(), json_string(l.store_source).c_str(),
+              l.rank0_serves_store ? "true" : "false");
+  std::printf("  \"settings\": [");
+  bool first = true;
+  for (const auto& setting : memloom::base::memloom_settings()) {
+    const char* value = std::getenv(setting.name);
+    std::printf("%s\n    {\"name\": %s, \"value\": %s, \"default\": %s}", first ? "" : ",",
+                json_string(setting.name).c_str(),
+                value == nullptr ? "null" : json_string(value).c_str(),
+                json_string(setting.default_value).c_str());
+    first = false;
+  }
+  std::printf("\n  ]\n}\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--version") {
+      std::puts(memloom::base::version_line("memloom-info").c_str());
+      return 0;
+    } else if (arg == "--json") {
+      json = true;
+    } else if (arg == "-h" || arg == "--help") {
+      std::puts(
+          "usage: memloom-info [--json] [--version]\n"
+          "Prints the version and build options, the backend memloom would choose and why, its\n"
+          "devices, the launcher variables found and the rank they give, the config store, and\n"
+          "every MEMLOOM_* setting in effect with its default. --json: the same for scripts.");
+      return 0;
+    } else {
+      std::fprintf(stderr, "memloom-info: unknown option '%s' (try --help)\n", arg.c_str());
+      return 2;
+    }
+  }
+  const Report report = gather();
+  json ? print_json(report) : print_text(report);
+  return 0;
+}
