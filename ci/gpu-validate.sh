@@ -81,6 +81,20 @@ if [[ ! -e /usr/include/nccl.h && ! -e /usr/local/cuda/include/nccl.h && -e .dep
   cmake_args+=(-DNCCL_INCLUDE_DIR="$repo/.deps/nccl/include")
 fi
 if command -v ninja >/dev/null; then cmake_args+=(-G Ninja); fi
+# The Python packages against the image's venv (torch with CUDA, numpy, pybind11). pytest comes from
+# the carried Debian packages (pure Python) when the venv has none.
+venv_python=${GPU_VALIDATE_PYTHON:-/opt/torch/.venv/bin/python}
+python_on=0
+if [[ -x $venv_python ]] && pybind11_dir=$("$venv_python" -m pybind11 --cmakedir 2>/dev/null); then
+  cmake_args+=(-DMEMLOOM_BUILD_PYTHON=ON -DPython3_EXECUTABLE="$venv_python"
+               -Dpybind11_DIR="$pybind11_dir")
+  if ! "$venv_python" -c 'import pytest' 2>/dev/null; then
+    cmake_args+=(-DMEMLOOM_PYTHON_TEST_PATH="$deps_root/usr/lib/python3/dist-packages")
+  fi
+  python_on=1
+else
+  cmake_args+=(-DMEMLOOM_BUILD_PYTHON=OFF)
+fi
 export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$deps_lib
 
 # ---- build ---------------------------------------------------------------------------------------
@@ -113,8 +127,9 @@ run_suite() {
   shift 2
   local stop
   stop=$(date -d "+$seconds seconds" +%H:%M:%S)
-  # The install check is packaging, not a backend: it does not run here.
-  local filter=(-LE install)
+  # The install check is packaging, not a backend: it does not run here. SUITE_EXCLUDE (a ctest
+  # label regex) widens what a run leaves out.
+  local filter=(-LE "${SUITE_EXCLUDE:-install}")
   [[ -n $tests_regex ]] && filter+=(-R "$tests_regex")
   note "ctest $name: up to $seconds s, -j$test_jobs ($(elapsed) s)"
   env "$@" timeout --kill-after=10 $((seconds + 30)) \
@@ -163,7 +178,18 @@ export MEMLOOM_TEST_STACKS_ON_TIMEOUT=1
 export MEMLOOM_TEST_TIMEOUT_SCALE=${MEMLOOM_TEST_TIMEOUT_SCALE:-1.5}
 left=$(remaining)
 cuda_seconds=$((left - ${GPU_VALIDATE_EMULATED_S:-70} - 40))
-run_suite cuda "$cuda_seconds" MEMLOOM_BACKEND=cuda NCCL_DEBUG=WARN
+python_rc=0
+if ((python_on)); then
+  # Python on the cuda backend: the CUDA-tensor tests (the other Python tests view memory as host
+  # arrays, which is the emulated backend's; they run in the emulated control run below).
+  saved_regex=$tests_regex
+  tests_regex=python.test_cuda_tensors
+  run_suite python-cuda 120 MEMLOOM_BACKEND=cuda NCCL_DEBUG=WARN
+  python_rc=$?
+  tests_regex=$saved_regex
+  cuda_seconds=$((cuda_seconds - 60))
+fi
+SUITE_EXCLUDE="install|python" run_suite cuda "$cuda_seconds" MEMLOOM_BACKEND=cuda NCCL_DEBUG=WARN
 cuda_rc=$?
 left=$(remaining)
 emulated_rc=1
@@ -176,5 +202,5 @@ fi
 
 leftovers=$(find /dev/shm -maxdepth 1 -name 'memloom*' 2>/dev/null | wc -l)
 note "memloom entries left in /dev/shm: $leftovers"
-note "finished in $(elapsed) s: cuda rc=$cuda_rc, emulated rc=$emulated_rc, build ok=$build_ok"
-((cuda_rc == 0 && emulated_rc == 0 && build_ok == 1 && leftovers == 0))
+note "finished in $(elapsed) s: cuda rc=$cuda_rc, python-cuda rc=$python_rc, emulated rc=$emulated_rc, build ok=$build_ok"
+((cuda_rc == 0 && python_rc == 0 && emulated_rc == 0 && build_ok == 1 && leftovers == 0))

@@ -78,23 +78,22 @@ CudaStream::~CudaStream() {
   (void)cudaStreamDestroy(stream_);
 }
 
-void CudaStream::copy(void* dst, const void* src, size_t bytes) {
-  if (bytes == 0) return;
-  MEMLOOM_CHECK_ARG(dst != nullptr && src != nullptr, "copy needs non-null addresses");
+void CudaStream::submit(hal::StreamWork work) {
   DeviceGuard guard(device_);
-  // cudaMemcpyDefault: unified addressing tells device, mapped GVA and host memory apart.
-  check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
-}
-
-void CudaStream::launch(const hal::KernelLaunch& launch) {
-  DeviceGuard guard(device_);
-  launch_kernel(launch, stream_);
-}
-
-void CudaStream::host_function(std::function<void()> fn) {
-  MEMLOOM_CHECK_ARG(fn != nullptr, "host_function needs a function");
-  DeviceGuard guard(device_);
-  worker_->enqueue(stream_, std::move(fn));
+  switch (work.kind) {
+    case hal::StreamWorkKind::kCopy:
+      // cudaMemcpyDefault: unified addressing tells device, mapped GVA and host memory apart.
+      check_cuda(cudaMemcpyAsync(work.dst, work.src, work.bytes, cudaMemcpyDefault, stream_),
+                 "cudaMemcpyAsync");
+      return;
+    case hal::StreamWorkKind::kKernel:
+      launch_kernel(work.kernel, stream_);
+      return;
+    case hal::StreamWorkKind::kHostFunction:
+      worker_->enqueue(stream_, std::move(work.fn));
+      return;
+  }
+  raise(Status::kInvalidInput, "CUDA stream: unknown kind of stream work");
 }
 
 std::unique_ptr<hal::Event> CudaStream::record() {

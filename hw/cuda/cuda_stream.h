@@ -48,9 +48,7 @@ class CudaStream : public hal::Stream {
   CudaStream(const CudaStream&) = delete;
   CudaStream& operator=(const CudaStream&) = delete;
 
-  void copy(void* dst, const void* src, size_t bytes) override;
-  void launch(const hal::KernelLaunch& launch) override;
-  void host_function(std::function<void()> fn) override;
+  void submit(hal::StreamWork work) override;
   std::unique_ptr<hal::Event> record() override;
   void wait(hal::Event& event) override;
   void synchronize(Deadline deadline) override;

@@ -17,9 +17,7 @@ class AdoptedStream : public hal::Stream {
  public:
   explicit AdoptedStream(hal::Stream& stream) : stream_(stream) {}
 
-  void copy(void* dst, const void* src, size_t bytes) override { stream_.copy(dst, src, bytes); }
-  void launch(const hal::KernelLaunch& launch) override { stream_.launch(launch); }
-  void host_function(std::function<void()> fn) override { stream_.host_function(std::move(fn)); }
+  void submit(hal::StreamWork work) override { stream_.submit(std::move(work)); }
   std::unique_ptr<hal::Event> record() override { return stream_.record(); }
   void wait(hal::Event& event) override { stream_.wait(event); }
   void synchronize(Deadline deadline) override { stream_.synchronize(deadline); }

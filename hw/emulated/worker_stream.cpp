@@ -158,22 +158,31 @@ void WorkerStream::work() {
 // copier, whose two threads claim pieces in turn, did not reproduce that loss.) Those figures are
 // with cached stores; the pieces now go by non-temporal stores (base::streaming_copy), measured
 // at 64 MiB in memloom-bench shm and bm (bench/RESULTS.md).
-void WorkerStream::copy(void* dst, const void* src, size_t bytes) {
-  if (bytes == 0) return;
-  MEMLOOM_CHECK_ARG(dst != nullptr && src != nullptr, "stream copy with a null pointer");
-  enqueue([copier = copier_.get(), dst, src, bytes] { copier->copy(dst, src, bytes); });
+void WorkerStream::submit(hal::StreamWork work) {
+  switch (work.kind) {
+    case hal::StreamWorkKind::kCopy:
+      enqueue([copier = copier_.get(), dst = work.dst, src = work.src, bytes = work.bytes] {
+        copier->copy(dst, src, bytes);
+      });
+      return;
+    case hal::StreamWorkKind::kKernel:
+      enqueue_kernel(work.kernel);
+      return;
+    case hal::StreamWorkKind::kHostFunction:
+      enqueue(std::move(work.fn));
+      return;
+  }
+  raise(Status::kInvalidInput, "emulated stream: unknown kind of stream work");
 }
 
-void WorkerStream::launch(const hal::KernelLaunch& launch) {
+void WorkerStream::enqueue_kernel(const hal::KernelLaunch& launch) {
   const CpuKernel& kernel = cpu_kernel(launch.id);
   if (launch.args_size != kernel.args_size) {
     raise(Status::kInvalidInput,
           std::string("kernel ") + kernel.name + " takes " + std::to_string(kernel.args_size) +
               " bytes of arguments, got " + std::to_string(launch.args_size));
   }
-  MEMLOOM_CHECK_ARG(launch.args != nullptr,
-                    std::string("kernel ") + kernel.name + " launched with null arguments");
-  // The caller may reuse its argument struct as soon as launch() returns, as with CUDA.
+  // The caller may reuse its argument struct as soon as launch() returns, so it is copied here.
   const size_t words = (kernel.args_size + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
   std::shared_ptr<std::max_align_t[]> args(new std::max_align_t[std::max<size_t>(words, 1)]);
   std::memcpy(args.get(), launch.args, kernel.args_size);
@@ -181,11 +190,6 @@ void WorkerStream::launch(const hal::KernelLaunch& launch) {
   const size_t work_items = launch.work_items;
   enqueue(
       [pool, &kernel, args, work_items] { run_cpu_kernel(*pool, kernel, args.get(), work_items); });
-}
-
-void WorkerStream::host_function(std::function<void()> fn) {
-  MEMLOOM_CHECK_ARG(static_cast<bool>(fn), "host_function with an empty function");
-  enqueue(std::move(fn));
 }
 
 std::unique_ptr<hal::Event> WorkerStream::record() {

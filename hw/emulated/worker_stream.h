@@ -61,9 +61,7 @@ class WorkerStream : public hal::Stream {
   WorkerStream(const WorkerStream&) = delete;
   WorkerStream& operator=(const WorkerStream&) = delete;
 
-  void copy(void* dst, const void* src, size_t bytes) override;
-  void launch(const hal::KernelLaunch& launch) override;
-  void host_function(std::function<void()> fn) override;
+  void submit(hal::StreamWork work) override;
   std::unique_ptr<hal::Event> record() override;
   void wait(hal::Event& event) override;
   void synchronize(Deadline deadline) override;
@@ -85,6 +83,8 @@ class WorkerStream : public hal::Stream {
     std::thread worker;
   };
   void enqueue(std::function<void()> operation);
+  // Checks the launch against the CPU kernel table and enqueues it with a copy of its arguments.
+  void enqueue_kernel(const hal::KernelLaunch& launch);
   void work();
 
   const int device_;

@@ -1,6 +1,7 @@
 // The embedding C API (wholememory/embedding.h): handles in, objects of embedding.h and
 // optimizer.h out, every entry point through the one exception boundary.
 #include <memory>
+#include <string>
 
 #include "src/wholememory/embedding/embedding.h"
 #include "src/wholememory/embedding/handle_table.h"
@@ -45,7 +46,13 @@ wholememory_error_code_t wholememory_create_embedding_optimizer(
   return wm::guarded("wholememory_create_embedding_optimizer", [&] {
     wm::checked_output(optimizer, "optimizer");
     *optimizer = nullptr;
-    const auto type = wm::enum_bits(optimizer_type);
+    // Checked as bits before it is an enum again: a value outside the enum's range would be
+    // undefined behaviour in the optimizer's switch (UBSan's -fsanitize=enum catches it).
+    const int type = wm::enum_bits(optimizer_type);
+    if (type <= WHOLEMEMORY_OPT_NONE || type > WHOLEMEMORY_OPT_ADAGRAD) {
+      raise(Status::kNotImplemented, "optimizer type " + std::to_string(type) +
+                                         " is not an optimizer (SGD, LAZY_ADAM, RMSPROP, ADAGRAD)");
+    }
     *optimizer = optimizers().add(
         std::make_shared<wm::Optimizer>(static_cast<wholememory_optimizer_type_t>(type)));
   });

@@ -1,0 +1,72 @@
+"""CUDA tensors through the Python packages on the cuda backend: views of device memory as torch
+CUDA tensors without a copy, gather/scatter with CUDA index and row tensors, and an embedding's
+sparse optimizer step from CUDA gradients. Runs where MEMLOOM_BACKEND=cuda and torch sees a GPU
+(the GPU validation script); elsewhere every test is skipped, saying why."""
+
+import os
+
+import pytest
+import torch
+
+import pylibwholegraph.torch as wgth
+from memloom import wholememory as wm
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("MEMLOOM_BACKEND") != "cuda" or not torch.cuda.is_available(),
+    reason="needs MEMLOOM_BACKEND=cuda and a torch that sees a GPU")
+
+
+@pytest.fixture(scope="module")
+def wg_comm():
+    wgth.init(0, 1, 0, 1, wm_log_level="fatal")
+    comm = wgth.WholeMemoryCommunicator(wm.create_communicator(wm.create_unique_id(), 0, 1))
+    yield comm
+    wgth.destroy_communicator(comm)
+    wgth.finalize()
+
+
+@pytest.mark.parametrize("memory_type", ["continuous", "chunked"])
+def test_device_views_are_cuda_tensors_without_a_copy(wg_comm, memory_type):
+    tensor = wgth.create_wholememory_tensor(wg_comm, memory_type, "cuda", [64, 8], torch.float32,
+                                            None)
+    local, start = tensor.get_local_tensor()
+    assert local.is_cuda and start == 0
+    local.copy_(torch.arange(64 * 8, dtype=torch.float32, device="cuda").view(64, 8))
+    again, _ = tensor.get_local_tensor()
+    assert again.data_ptr() == local.data_ptr(), "a second view was a copy"
+    indices = torch.tensor([63, 0, 17], device="cuda")
+    rows = tensor.gather(indices)
+    assert rows.is_cuda
+    assert torch.equal(rows, local[indices])
+    del local, again
+    wgth.destroy_wholememory_tensor(tensor)
+
+
+def test_scatter_from_cuda_then_gather_on_host_view(wg_comm):
+    tensor = wgth.create_wholememory_tensor(wg_comm, "chunked", "cuda", [32, 4], torch.float32,
+                                            None)
+    values = torch.randn(5, 4, device="cuda")
+    indices = torch.tensor([3, 9, 31, 0, 14], device="cuda")
+    tensor.scatter(values, indices)
+    assert torch.equal(tensor.gather(indices), values)
+    # Host-side index tensors are moved to the device by the package, as upstream's are.
+    assert torch.equal(tensor.gather(indices.cpu()), values)
+    wgth.destroy_wholememory_tensor(tensor)
+
+
+def test_embedding_sgd_step_from_cuda_gradients(wg_comm):
+    rows, dim, lr = 40, 33, 0.25
+    optimizer = wgth.create_wholememory_optimizer("sgd", {})
+    embedding = wgth.create_embedding(wg_comm, "chunked", "cuda", torch.float32, [rows, dim],
+                                      optimizer=optimizer, random_init=True)
+    everything = torch.arange(rows, device="cuda")
+    reference = embedding.gather(everything).clone()
+    assert reference.is_cuda
+    indices = torch.tensor([1, 7, 39, 20], device="cuda")
+    grads = torch.randn(4, dim, device="cuda")
+    embedding.add_gradients(indices, grads)
+    optimizer.step(lr)
+    reference[indices] -= lr * grads
+    got = embedding.gather(everything)
+    assert torch.allclose(got, reference, rtol=1e-5, atol=1e-6), (got - reference).abs().max()
+    wgth.destroy_embedding(embedding)
