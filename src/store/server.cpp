@@ -3,138 +3,15 @@
 #include "src/store/server.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
-#include <map>
-#include <mutex>
-#include <thread>
 
 #include "memloom/error.h"
 #include "src/base/log.h"
-#include "src/store/asio.h"
-#include "src/store/connection_admission.h"
-#include "src/store/frame_channel.h"
-#include "src/store/job_namespaces.h"
-#include "src/store/log_throttle.h"
-#include "src/store/protocol.h"
-#include "src/store/store_engine.h"
-#include "src/store/tls_handshake.h"
+#include "src/store/server_internals.h"
 #include "src/store/url.h"
 
 namespace memloom::store {
-namespace {
-
-namespace asio = boost::asio;
-using asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
-
-class ServerImpl;
-
-// One client connection. Its identity (rank, group) arrives with the hello frame.
-class Session : public Peer, public std::enable_shared_from_this<Session> {
- public:
-  Session(ServerImpl& server, uint64_t id, std::shared_ptr<FrameConnection> channel,
-          const asio::any_io_executor& executor, std::chrono::milliseconds heartbeat_timeout,
-          size_t max_queued_bytes)
-      : server_(server),
-        id_(id),
-        channel_(std::move(channel)),
-        heartbeat_timer_(executor),
-        heartbeat_timeout_(heartbeat_timeout),
-        max_queued_bytes_(max_queued_bytes) {}
-
-  void start();
-  uint64_t peer_id() const override { return id_; }
-  void send(std::string frame) override {
-    channel_->send(std::move(frame));
-    if (channel_->queued_bytes() > max_queued_bytes_) {
-      channel_->close("the client does not read its replies (" +
-                      std::to_string(channel_->queued_bytes()) + " bytes queued)");
-    }
-  }
-  void close(const std::string& reason) {
-    heartbeat_timer_.cancel();
-    channel_->close(reason);
-  }
-  // Only once the I/O thread has stopped.
-  void detach() { channel_->detach(); }
-
-  void set_heartbeat_timeout(std::chrono::milliseconds timeout) {
-    heartbeat_timeout_ = timeout;
-    arm_heartbeat_timer();
-  }
-
-  const std::string& remote() const { return channel_->remote(); }
-  bool hello_done = false;
-  uint64_t admission_ticket = 0;  // 0: authenticated (see connection_admission.h)
-  int64_t rank = -1;
-  std::string group;          // scoped to the job namespace, like every key
-  std::string job_namespace;  // from the hello; "" for clients that do not declare one
-  // This session's key in the engine: confined to its job's namespace (store_engine.h).
-  std::string scoped(const std::string& key) const { return scoped_key(job_namespace, key); }
-
- private:
-  void arm_heartbeat_timer();
-
-  ServerImpl& server_;
-  uint64_t id_;
-  std::shared_ptr<FrameConnection> channel_;
-  asio::steady_timer heartbeat_timer_;
-  std::chrono::milliseconds heartbeat_timeout_;
-  size_t max_queued_bytes_;
-};
-
-class ServerImpl : public Server {
- public:
-  explicit ServerImpl(const ServerOptions& options);
-  ~ServerImpl() override { stop(); }
-
-  std::string url() const override { return url_; }
-  uint16_t port() const override { return port_; }
-  size_t connection_count() const override { return connection_count_.load(); }
-  size_t max_connections() const override { return admission_.limits().max_connections; }
-  void stop() override;
-
-  void dispatch(const std::shared_ptr<Session>& session, const protocol::FrameHeader& header,
-                std::string&& payload);
-  void on_session_closed(const std::shared_ptr<Session>& session, const std::string& reason);
-
- private:
-  void accept_next();
-  void on_accept_error(const boost::system::error_code& error);
-  void accept_plain(tcp::socket socket);
-  void accept_tls(tcp::socket socket);
-  void add_session(std::shared_ptr<FrameConnection> connection, bool authenticated);
-  void evict_session(uint64_t session_id, const std::string& reason);
-  void sweep_unauthenticated();
-  size_t open_connections() const { return sessions_.size() + handshakes_.size(); }
-  void handle_request(const std::shared_ptr<Session>& session, uint16_t type, uint64_t id,
-                      protocol::PayloadReader& reader);
-  void run_io();
-
-  ServerOptions options_;
-  protocol::Limits limits_;
-  asio::io_context io_{1};
-  tcp::acceptor acceptor_{io_};
-  std::shared_ptr<asio::ssl::context> tls_context_;  // null: plain TCP
-  StoreEngine engine_;
-  ConnectionAdmission admission_;
-  JobNamespaces namespaces_;
-  asio::steady_timer accept_backoff_{io_};
-  asio::steady_timer auth_sweep_{io_};
-  LogThrottle accept_error_log_{std::chrono::seconds(10)};
-  LogThrottle refusal_log_{std::chrono::seconds(10)};
-  std::map<uint64_t, std::shared_ptr<Session>> sessions_;
-  std::map<uint64_t, std::shared_ptr<TlsHandshake>> handshakes_;  // connections not yet sessions
-  uint64_t next_handshake_id_ = 1;
-  uint64_t next_session_id_ = 1;
-  std::atomic<size_t> connection_count_{0};
-  std::string url_;
-  uint16_t port_ = 0;
-  std::thread thread_;
-  std::mutex stop_mutex_;
-  bool stopped_ = false;
-};
+namespace server_internals {
 
 void Session::start() {
   auto self = shared_from_this();
@@ -394,180 +271,6 @@ void ServerImpl::on_session_closed(const std::shared_ptr<Session>& session,
   engine_.announce_rank_down(session->rank, session->group);  // scoped at the hello
 }
 
-void ServerImpl::dispatch(const std::shared_ptr<Session>& session,
-                          const protocol::FrameHeader& header, std::string&& payload) {
-  uint16_t type = header.type;
-  if (!protocol::is_request(type)) {
-    raise(Status::kCommunication,
-          "store protocol violation: message type " + std::to_string(type) + " is not a request");
-  }
-  bool is_hello = type == static_cast<uint16_t>(protocol::MessageType::kHello);
-  if (is_hello == session->hello_done) {
-    raise(Status::kCommunication, is_hello
-                                      ? "store protocol violation: a second hello"
-                                      : "store protocol violation: the first frame is " +
-                                            std::string(protocol::type_name(type)) + ", not hello");
-  }
-  protocol::PayloadReader reader(payload, protocol::type_name(type));
-  handle_request(session, type, header.request_id, reader);
-}
-
-void ServerImpl::handle_request(const std::shared_ptr<Session>& session, uint16_t type, uint64_t id,
-                                protocol::PayloadReader& reader) {
-  auto reply = [&](protocol::MessageType request) {
-    return protocol::FrameWriter(protocol::reply_type(request), id);
-  };
-  // Decoding errors above this call close the connection; refusals inside `run` become kError.
-  auto run = [&](auto&& operation) {
-    try {
-      operation();
-    } catch (const Error& refusal) {
-      session->send(protocol::FrameWriter(protocol::MessageType::kError, id)
-                        .u32(static_cast<uint32_t>(refusal.status()))
-                        .str(refusal.what())
-                        .finish());
-    }
-  };
-
-  switch (static_cast<protocol::MessageType>(type)) {
-    case protocol::MessageType::kHello: {
-      protocol::Hello hello = protocol::read_hello(reader, limits_.max_key_bytes);
-      bool joined = false;
-      run([&] {
-        namespaces_.join(hello.job_namespace, hello.namespace_key);
-        joined = true;
-      });
-      if (!joined) {
-        // Refused (not the job's secret): the kError went out; the connection stays without a
-        // hello, so it can do nothing else, and is closed at auth_timeout (TLS: the heartbeat
-        // timeout) if it does not leave.
-        std::string suppressed;
-        if (refusal_log_.admit(&suppressed)) {
-          MEMLOOM_LOG(kWarn, "store server: refused " << session->remote() << " in job '"
-                                                      << hello.job_namespace
-                                                      << "': not the job's secret" << suppressed);
-        }
-        return;
-      }
-      session->hello_done = true;
-      admission_.remove(session->admission_ticket);  // a valid first frame: authenticated
-      session->admission_ticket = 0;
-      session->rank = hello.rank;
-      session->job_namespace = std::move(hello.job_namespace);
-      session->group = session->scoped(hello.group);
-      if (hello.heartbeat_timeout_ms > 0) {
-        session->set_heartbeat_timeout(std::chrono::milliseconds(
-            std::min<uint64_t>(hello.heartbeat_timeout_ms, uint64_t{24} * 3600 * 1000)));
-      }
-      session->send(reply(protocol::MessageType::kHello)
-                        .u16(protocol::kVersion)
-                        .u64(limits_.max_frame_bytes)
-                        .u64(limits_.max_key_bytes)
-                        .u64(limits_.max_value_bytes)
-                        .finish());
-      return;
-    }
-    case protocol::MessageType::kHeartbeat:
-      reader.finish();
-      return session->send(reply(protocol::MessageType::kHeartbeat).finish());
-    case protocol::MessageType::kSet: {
-      std::string key = reader.str();
-      std::string value = reader.str();
-      reader.finish();
-      return run([&] {
-        engine_.set(session->scoped(key), std::move(value));
-        session->send(reply(protocol::MessageType::kSet).finish());
-      });
-    }
-    case protocol::MessageType::kGet: {
-      std::string key = reader.str();
-      uint64_t timeout_ms = reader.u64();
-      reader.finish();
-      auto timeout = std::chrono::milliseconds(std::min<uint64_t>(timeout_ms, INT32_MAX));
-      return run([&] { engine_.get(session, id, session->scoped(key), timeout); });
-    }
-    case protocol::MessageType::kAdd: {
-      std::string key = reader.str();
-      int64_t delta = reader.i64();
-      reader.finish();
-      return run([&] {
-        session->send(reply(protocol::MessageType::kAdd)
-                          .i64(engine_.add(session->scoped(key), delta))
-                          .finish());
-      });
-    }
-    case protocol::MessageType::kCompareAndSwap: {
-      std::string key = reader.str();
-      std::string expected = reader.str();
-      std::string desired = reader.str();
-      bool expected_missing = reader.boolean();
-      reader.finish();
-      return run([&] {
-        auto result = engine_.compare_and_swap(session->scoped(key), expected, std::move(desired),
-                                               expected_missing);
-        session->send(reply(protocol::MessageType::kCompareAndSwap)
-                          .u8(result.swapped)
-                          .u8(result.current_exists)
-                          .str(result.current)
-                          .finish());
-      });
-    }
-    case protocol::MessageType::kAppend: {
-      std::string key = reader.str();
-      std::string value = reader.str();
-      reader.finish();
-      return run([&] {
-        session->send(reply(protocol::MessageType::kAppend)
-                          .u64(engine_.append(session->scoped(key), value))
-                          .finish());
-      });
-    }
-    case protocol::MessageType::kRemove: {
-      std::string key = reader.str();
-      reader.finish();
-      return run([&] {
-        session->send(reply(protocol::MessageType::kRemove)
-                          .u8(engine_.remove(session->scoped(key)))
-                          .finish());
-      });
-    }
-    case protocol::MessageType::kRemovePrefix: {
-      std::string prefix = reader.str();
-      reader.finish();
-      return run([&] {
-        session->send(reply(protocol::MessageType::kRemovePrefix)
-                          .u64(engine_.remove_prefix(session->scoped(prefix)))
-                          .finish());
-      });
-    }
-    case protocol::MessageType::kWatchKey:
-    case protocol::MessageType::kWatchRankDown: {
-      uint64_t watch_id = reader.u64();
-      std::string name = reader.str();
-      reader.finish();
-      return run([&] {
-        if (type == static_cast<uint16_t>(protocol::MessageType::kWatchKey)) {
-          engine_.watch_key(session, watch_id, session->scoped(name));
-        } else {
-          engine_.watch_rank_down(session, watch_id, session->scoped(name));
-        }
-        session->send(reply(static_cast<protocol::MessageType>(type)).finish());
-      });
-    }
-    case protocol::MessageType::kUnwatch: {
-      uint64_t watch_id = reader.u64();
-      reader.finish();
-      engine_.unwatch(*session, watch_id);
-      return session->send(reply(protocol::MessageType::kUnwatch).finish());
-    }
-    case protocol::MessageType::kEvent:
-    case protocol::MessageType::kError:
-      break;
-  }
-  raise(Status::kCommunication,
-        "store protocol violation: unhandled message type " + std::to_string(type));
-}
-
 void ServerImpl::stop() {
   std::lock_guard<std::mutex> lock(stop_mutex_);
   if (stopped_) return;
@@ -593,10 +296,10 @@ void ServerImpl::stop() {
   connection_count_.store(0);
 }
 
-}  // namespace
+}  // namespace server_internals
 
 std::unique_ptr<Server> Server::start(const ServerOptions& options) {
-  return std::make_unique<ServerImpl>(options);
+  return std::make_unique<server_internals::ServerImpl>(options);
 }
 
 }  // namespace memloom::store

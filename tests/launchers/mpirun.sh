@@ -9,4 +9,9 @@ for name in MEMLOOM_RANK MEMLOOM_WORLD_SIZE MEMLOOM_LOCAL_RANK MEMLOOM_LOCAL_SIZ
   MEMLOOM_JOB_ID MEMLOOM_JOB_SECRET MEMLOOM_NODE MEMLOOM_DEVICE MEMLOOM_RUNTIME_DIR; do unset "$name"; done
 extra=(--oversubscribe)
 [[ "$(id -u)" == 0 ]] && extra+=(--allow-run-as-root)
+# LAUNCHER_TEST_DEVICE: one device for every rank (a machine with fewer GPUs than ranks).
+if [[ -n "${LAUNCHER_TEST_DEVICE:-}" ]]; then
+  export MEMLOOM_DEVICE="$LAUNCHER_TEST_DEVICE"
+  extra+=(-x MEMLOOM_DEVICE)
+fi
 exec "$mpirun" "${extra[@]}" -np "$ranks" "$@"

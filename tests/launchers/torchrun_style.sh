@@ -24,16 +24,28 @@ for name in MEMLOOM_RANK MEMLOOM_WORLD_SIZE MEMLOOM_LOCAL_RANK MEMLOOM_LOCAL_SIZ
   MEMLOOM_JOB_ID MEMLOOM_JOB_SECRET MEMLOOM_NODE MEMLOOM_DEVICE MEMLOOM_RUNTIME_DIR; do unset "$name"; done
 export MASTER_ADDR=localhost MASTER_PORT="$port" WORLD_SIZE="$ranks" LOCAL_WORLD_SIZE="$ranks"
 export TORCHELASTIC_RUN_ID="torchrun-style-$$"
+# LAUNCHER_TEST_DEVICE: one device for every rank (a machine with fewer GPUs than ranks).
+if [[ -n "${LAUNCHER_TEST_DEVICE:-}" ]]; then export MEMLOOM_DEVICE="$LAUNCHER_TEST_DEVICE"; fi
 pids=()
 for ((rank = 0; rank < ranks; ++rank)); do
   RANK=$rank LOCAL_RANK=$rank timeout -k 5 "$limit" "$@" &
   pids+=($!)
 done
+# The first copy to fail, whichever it is, ends the job (a copy that waits for a dead one would
+# otherwise sit out its whole deadline).
 status=0
-for pid in "${pids[@]}"; do
-  if ! wait "$pid"; then
-    status=1
-    kill "${pids[@]}" 2>/dev/null
-  fi
+while ((${#pids[@]} > 0)); do
+  running=()
+  for pid in "${pids[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      running+=("$pid")
+    elif ! wait "$pid"; then
+      status=1
+    fi
+  done
+  pids=("${running[@]}")
+  if ((${#pids[@]} == 0)); then break; fi
+  if ((status != 0)); then kill "${pids[@]}" 2>/dev/null; fi
+  sleep 0.2
 done
 exit $status

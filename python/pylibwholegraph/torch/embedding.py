@@ -128,9 +128,12 @@ class WholeMemoryEmbedding(object):
                force_dtype: Union[torch.dtype, None] = None):
         if indice.dim() != 1:
             raise ValueError("indice must be 1-D")
-        output = torch.empty([indice.shape[0], self.shape[1]],
+        # Rows land where the table's memory is computed on (the GPU of a cuda-backend rank, as
+        # upstream's; the CPU on emulated): a GPU cannot write pageable host memory.
+        device = self._table._compute_device()
+        output = torch.empty([indice.shape[0], self.shape[1]], device=device,
                              dtype=force_dtype if force_dtype is not None else self.dtype)
-        self.wmb_embedding.gather(indice.contiguous(), output, is_training)
+        self.wmb_embedding.gather(indice.to(device).contiguous(), output, is_training)
         return output
 
     def add_gradients(self, indice: torch.Tensor, grad_outputs: torch.Tensor):
@@ -146,8 +149,10 @@ class WholeMemoryEmbedding(object):
             indices = torch.empty([0], dtype=torch.int64)
             grads = torch.empty([0, self.shape[1]], dtype=torch.float32)
         self.sparse_indices, self.sparse_grads = [], []
-        self.wmb_embedding.gradient_apply(indices.contiguous(),
-                                          grads.to(torch.float32).contiguous(), True, float(lr))
+        device = self._table._compute_device()
+        self.wmb_embedding.gradient_apply(indices.to(device).contiguous(),
+                                          grads.to(device, torch.float32).contiguous(), True,
+                                          float(lr))
 
     def writeback_all_cache(self):
         self.wmb_embedding.writeback_cache()
@@ -177,14 +182,21 @@ def create_embedding(comm: WholeMemoryCommunicator, memory_type: str, memory_loc
         cache_policy.wmb_cache_policy if cache_policy is not None else None,
         embedding_entry_partition, gather_sms, round_robin_size)
     embedding = WholeMemoryEmbedding(wmb, cache_policy)
-    local, _ = embedding.get_embedding_tensor().get_local_tensor(host_view=True)
-    if random_init:
-        scale = 1.0 / float(sizes[1]) ** 0.5
-        local.copy_(torch.rand(local.shape, dtype=torch.float32) * 2 * scale - scale)
-    else:
-        local.zero_()
-    del local
-    comm.barrier()
+    try:
+        # The rank's own rows where they live (a CUDA tensor for GPU memory), filled there: GPU
+        # memory need not be mapped for the host.
+        local, _ = embedding.get_embedding_tensor().get_local_tensor()
+        if random_init:
+            scale = 1.0 / float(sizes[1]) ** 0.5
+            local.copy_(torch.rand(local.shape, dtype=torch.float32, device=local.device) * 2 *
+                        scale - scale)
+        else:
+            local.zero_()
+        del local
+        comm.barrier()
+    except BaseException:
+        wmb.destroy()
+        raise
     if optimizer is not None:
         optimizer.add_embedding(embedding)
     return embedding
