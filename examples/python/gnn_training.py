@@ -26,9 +26,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def mix(x):
-    """A 64-bit integer hash (splitmix64's finaliser, kept in int64): a node's or an edge's
-    random numbers as a pure function of its id, so each rank builds only its part."""
-    import torch
+    """An integer mix in the style of splitmix64's finaliser, kept non-negative in int64: a
+    node's or an edge's random numbers as a pure function of its id, so each rank builds only
+    its own part of the graph and every rank agrees on it."""
     x = x ^ (x >> 31)
     x = x * 0x5EEC0FFEE + 0x1234567
     x = x ^ (x >> 29)
