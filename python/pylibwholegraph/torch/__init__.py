@@ -1,6 +1,7 @@
-"""pylibwholegraph.torch on memloom: communicators, WholeMemory tensors, set-up, launching, and
-embeddings with sparse optimizers and cache policies. GraphStructure, graph ops and the GNN
-models are not part of this package yet (see README's status table)."""
+"""pylibwholegraph.torch on memloom: communicators, WholeMemory tensors, set-up, launching,
+embeddings with sparse optimizers and cache policies, and GraphStructure with neighbour sampling
+(wholegraph_ops, graph_ops.append_unique). The GNN models and data loaders are not part of this
+package yet (see README's status table)."""
 
 from .comm import (
     WholeMemoryCommunicator,
@@ -33,6 +34,7 @@ from .tensor import (
     create_wholememory_tensor_from_filelist,
     destroy_wholememory_tensor,
 )
+from .graph_structure import GraphStructure
 from .utils import get_part_file_list, get_part_file_name
 from .embedding import (
     WholeMemoryCachePolicy,
