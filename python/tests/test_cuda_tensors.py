@@ -70,3 +70,33 @@ def test_embedding_sgd_step_from_cuda_gradients(wg_comm):
     got = embedding.gather(everything)
     assert torch.allclose(got, reference, rtol=1e-5, atol=1e-6), (got - reference).abs().max()
     wgth.destroy_embedding(embedding)
+
+
+def test_graph_sampling_on_device_memory(wg_comm):
+    nodes, fanout = 200, 5
+    gen = torch.Generator().manual_seed(3)
+    degrees = torch.randint(0, 12, (nodes,), generator=gen)
+    row_ptr = torch.zeros(nodes + 1, dtype=torch.int64)
+    row_ptr[1:] = torch.cumsum(degrees, 0)
+    col = torch.cat([torch.randperm(nodes, generator=gen)[:d] for d in degrees.tolist()])
+    tensors = []
+    for values in (row_ptr, col):
+        tensor = wgth.create_wholememory_tensor(wg_comm, "chunked", "cuda", [values.shape[0]],
+                                                values.dtype, None)
+        tensor.scatter(values.cuda(), torch.arange(values.shape[0], device="cuda"))
+        tensors.append(tensor)
+    graph = wgth.GraphStructure()
+    graph.set_csr_graph(*tensors)
+    centres = torch.arange(0, nodes, 3, device="cuda")
+    offsets, sampled = graph.unweighted_sample_without_replacement_one_hop(centres, fanout,
+                                                                           random_seed=11)
+    assert offsets.is_cuda and sampled.is_cuda
+    offsets, sampled = offsets.cpu(), sampled.cpu()
+    for i, centre in enumerate(centres.cpu().tolist()):
+        got = sampled[offsets[i]:offsets[i + 1]].tolist()
+        real = set(col[row_ptr[centre]:row_ptr[centre + 1]].tolist())
+        assert len(got) == min(fanout, len(real)) and len(set(got)) == len(got)
+        assert set(got) <= real, f"centre {centre}: {got} are not all neighbours"
+    del graph
+    for tensor in tensors:
+        wgth.destroy_wholememory_tensor(tensor)
