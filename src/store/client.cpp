@@ -68,19 +68,7 @@ class ClientImpl : public Client {
   ~ClientImpl() override;
   void open();
 
-  void set(const std::string& key, const std::string& value) override;
-  std::optional<std::string> get(const std::string& key, milliseconds timeout) override;
-  int64_t add(const std::string& key, int64_t delta) override;
-  bool compare_and_swap(const std::string& key, const std::string& expected,
-                        const std::string& desired, bool expected_missing,
-                        std::string* current) override;
-  size_t append(const std::string& key, const std::string& value) override;
-  bool remove(const std::string& key) override;
-  size_t remove_prefix(const std::string& prefix) override;
-  WatchId watch_key(const std::string& key, WatchCallback callback) override;
-  WatchId watch_rank_down(const std::string& group, WatchCallback callback) override;
-  void unwatch(WatchId id) override;
-  bool connected() const override { return connected_.load(); }
+  MEMLOOM_STORE_CLIENT_OVERRIDES
 
  private:
   // Sends one request and waits for its reply until `deadline`; returns the reply payload.

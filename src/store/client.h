@@ -94,6 +94,28 @@ class Client {
   virtual bool connected() const = 0;
 };
 
+// The overrides of every Client above, for the class body of a backend (the TCP client,
+// etcd_client.cpp): one list, so that an operation added to Client is declared in each backend by
+// this line and the backends cannot drift apart in signature. `connected()` reads the backend's
+// `std::atomic<bool> connected_`.
+#define MEMLOOM_STORE_CLIENT_OVERRIDES                                                           \
+  void set(const std::string& key, const std::string& value) override;                           \
+  std::optional<std::string> get(const std::string& key, std::chrono::milliseconds timeout)      \
+      override;                                                                                  \
+  int64_t add(const std::string& key, int64_t delta) override;                                   \
+  bool compare_and_swap(const std::string& key, const std::string& expected,                     \
+                        const std::string& desired, bool expected_missing, std::string* current) \
+      override;                                                                                  \
+  size_t append(const std::string& key, const std::string& value) override;                      \
+  bool remove(const std::string& key) override;                                                  \
+  size_t remove_prefix(const std::string& prefix) override;                                      \
+  WatchId watch_key(const std::string& key, WatchCallback callback) override;                    \
+  WatchId watch_rank_down(const std::string& group, WatchCallback callback) override;            \
+  void unwatch(WatchId id) override;                                                             \
+  bool connected() const override {                                                              \
+    return connected_.load();                                                                    \
+  }
+
 // Namespaces keys: PrefixedKey("wm/comm42/")("rank/3") == "wm/comm42/rank/3".
 class KeyPrefix {
  public:
