@@ -124,12 +124,7 @@ class ClientImpl : public Client {
 
 ClientImpl::ClientImpl(std::string url, const ClientOptions& options)
     : url_(std::move(url)), options_(options) {
-  MEMLOOM_CHECK_ARG(options.connect_timeout.count() >= 0,
-                    "ClientOptions.connect_timeout must not be negative");
-  MEMLOOM_CHECK_ARG(options.heartbeat_interval.count() > 0,
-                    "ClientOptions.heartbeat_interval must be positive");
-  MEMLOOM_CHECK_ARG(options.heartbeat_timeout > options.heartbeat_interval,
-                    "ClientOptions.heartbeat_timeout must be longer than heartbeat_interval");
+  options.check();
   TcpUrl parsed = parse_tcp_url(url_);
   boost::system::error_code error;
   auto address = asio::ip::make_address(parsed.host, error);
@@ -552,6 +547,15 @@ void ClientImpl::unwatch(WatchId watch_id) {
 }
 
 }  // namespace
+
+void ClientOptions::check() const {
+  MEMLOOM_CHECK_ARG(connect_timeout.count() >= 0,
+                    "ClientOptions.connect_timeout must not be negative");
+  MEMLOOM_CHECK_ARG(heartbeat_interval.count() > 0,
+                    "ClientOptions.heartbeat_interval must be positive");
+  MEMLOOM_CHECK_ARG(heartbeat_timeout > heartbeat_interval,
+                    "ClientOptions.heartbeat_timeout must be longer than heartbeat_interval");
+}
 
 std::unique_ptr<Client> Client::connect(const std::string& url, const ClientOptions& options) {
   if (is_etcd_url(url)) return connect_etcd(url, options);

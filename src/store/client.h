@@ -33,6 +33,9 @@ struct ClientOptions {
   // must present the same key. Unset: MEMLOOM_JOB_SECRET; empty: no key (the namespace is only
   // named, so any local user who knows its name may join it).
   std::optional<std::string> job_secret;
+
+  // Throws kInvalidInput for timings no client can work with (every backend checks them first).
+  void check() const;
 };
 
 // The job this process belongs to, from the environment: MEMLOOM_JOB_ID if set, else the job id

@@ -123,12 +123,7 @@ EtcdClient::EtcdClient(const std::string& url, const ClientOptions& options)
       call_time_(std::max(options.connect_timeout, kMinCallTime)),
       http_(parse_etcd_url(url).endpoints),
       root_(etcd_job_root(options)) {
-  MEMLOOM_CHECK_ARG(options.connect_timeout.count() >= 0,
-                    "ClientOptions.connect_timeout must not be negative");
-  MEMLOOM_CHECK_ARG(options.heartbeat_interval.count() > 0,
-                    "ClientOptions.heartbeat_interval must be positive");
-  MEMLOOM_CHECK_ARG(options.heartbeat_timeout > options.heartbeat_interval,
-                    "ClientOptions.heartbeat_timeout must be longer than heartbeat_interval");
+  options.check();
   if (options.tls.resolve()) {
     raise(Status::kNotSupported, "the config store on etcd (" + url +
                                      ") does not speak TLS yet: turn the store's TLS "
