@@ -24,6 +24,7 @@
 
 #include "bench/bench_registry.h"
 #include "bench/reference.h"
+#include "examples/common/wholememory_buffers.h"
 #include "memloom/stream.h"
 #include "src/core/platform_loader.h"
 #include "src/wholememory/blocking_copy.h"
@@ -108,28 +109,8 @@ bool read_exactly(int fd, void* out, size_t bytes, int timeout_ms) {
 }
 
 // Device memory from the default environment, released when the object goes.
-class DeviceMemory {
- public:
-  explicit DeviceMemory(size_t bytes) {
-    auto* env = get_default_env_func();
-    env->temporary_fns.create_memory_context_fn(&context_, nullptr);
-    wholememory_tensor_description_t desc;
-    wholememory_initialize_tensor_desc(&desc);
-    desc.dim = 1;
-    desc.sizes[0] = static_cast<int64_t>(bytes);
-    desc.dtype = WHOLEMEMORY_DT_INT8;
-    data_ = env->output_fns.malloc_fn(&desc, WHOLEMEMORY_MA_DEVICE, context_, nullptr);
-  }
-  ~DeviceMemory() {
-    auto* env = get_default_env_func();
-    env->output_fns.free_fn(context_, nullptr);
-    env->temporary_fns.destroy_memory_context_fn(context_, nullptr);
-  }
-  void* data() const { return data_; }
-
- private:
-  void* context_ = nullptr;
-  void* data_ = nullptr;
+struct DeviceMemory : memloom_examples::EnvMemory {
+  explicit DeviceMemory(size_t bytes) : EnvMemory(bytes, WHOLEMEMORY_MA_DEVICE) {}
 };
 
 void copy(void* dst, const void* src, size_t bytes) {
@@ -185,13 +166,8 @@ Timing run_rank(const Options& options, const Config& config, int rank, int id_r
     return {};
   }
   const auto columns = static_cast<int64_t>(options.row_bytes / 4);
-  wholememory_tensor_description_t desc;
-  wholememory_initialize_tensor_desc(&desc);
-  desc.dim = 2;
-  desc.sizes[0] = static_cast<int64_t>(options.table_rows);
-  desc.sizes[1] = columns;
-  desc.strides[0] = columns;
-  desc.dtype = WHOLEMEMORY_DT_FLOAT;
+  wholememory_tensor_description_t desc = memloom_examples::packed_description(
+      static_cast<int64_t>(options.table_rows), columns, WHOLEMEMORY_DT_FLOAT);
   wholememory_tensor_t table = nullptr;
   if (wholememory_create_tensor(&table, &desc, comm, config.type, WHOLEMEMORY_ML_DEVICE) !=
       WHOLEMEMORY_SUCCESS) {
@@ -221,11 +197,8 @@ Timing run_rank(const Options& options, const Config& config, int rank, int id_r
   DeviceMemory output_memory(options.rows * options.row_bytes);
   if (index_memory.data() == nullptr || output_memory.data() == nullptr) return {};
   copy(index_memory.data(), indices.data(), indices.size() * sizeof(int64_t));
-  wholememory_tensor_description_t index_desc;
-  wholememory_initialize_tensor_desc(&index_desc);
-  index_desc.dim = 1;
-  index_desc.sizes[0] = static_cast<int64_t>(options.rows);
-  index_desc.dtype = WHOLEMEMORY_DT_INT64;
+  wholememory_tensor_description_t index_desc = memloom_examples::packed_description(
+      static_cast<int64_t>(options.rows), 0, WHOLEMEMORY_DT_INT64);
   auto output_desc = desc;
   output_desc.sizes[0] = static_cast<int64_t>(options.rows);
   wholememory_tensor_t index_tensor = pointer_tensor(index_memory.data(), index_desc);

@@ -5,13 +5,14 @@
 //   memloom-run -n 4 --nodes 2 -- build/bin/bm_copy     (or mpirun -np 4, torchrun, srun)
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
 
 #include "memloom/launch.h"
 #include "smem/host/smem_bm.h"
+
+#include "../common/launched_rank.h"
 
 namespace {
 
@@ -45,20 +46,9 @@ bool wait_for(smem_bm_t bm, void* gva, T* value, Pred arrived) {
 }  // namespace
 
 int main(int, char** argv) {
-  // The rank layout and the store from whichever launcher started us (memloom/launch.h).
-  memloom_launch_info_t launch;
-  if (memloom_get_launch_info(&launch) != MEMLOOM_STATUS_SUCCESS || launch.store_url[0] == '\0') {
-    std::fprintf(stderr,
-                 "run me under a launcher: memloom-run -n 4 --nodes 2 -- %s (or mpirun -np 4, "
-                 "torchrun --no-python, srun)\n",
-                 argv[0]);
-    return 2;
-  }
+  const memloom_launch_info_t launch =
+      memloom_examples::launch_info_or_exit(argv[0], "-n 4 --nodes 2", "");
   const int rank = launch.rank, world = launch.world_size;
-  // MEMLOOM_DEVICE (memloom-run sets it), else one device per rank of the node.
-  const char* device_variable = std::getenv("MEMLOOM_DEVICE");
-  const int device = device_variable != nullptr ? std::atoi(device_variable)
-                                                : (launch.local_rank >= 0 ? launch.local_rank : 0);
   const char* store = launch.store_url;
   smem_bm_config_t config;
   smem_bm_config_init(&config);
@@ -68,7 +58,7 @@ int main(int, char** argv) {
   config.autoRanking = false;
   config.controlOperationTimeout = 30;
   if (smem_init(0) != 0) return fail("smem_init");
-  if (smem_bm_init(store, world, static_cast<uint16_t>(device), &config) != 0)
+  if (smem_bm_init(store, world, static_cast<uint16_t>(launch.device), &config) != 0)
     return fail("smem_bm_init");
   smem_bm_t bm = smem_bm_create(0, world, SMEMB_DATA_OP_SDMA, kSlot, kSlot, 0);
   if (bm == nullptr) return fail("smem_bm_create");

@@ -25,6 +25,9 @@
 #include <memloom/stream.h>
 #include <wholememory/wholememory_op.h>
 
+#include "../common/launched_rank.h"
+#include "../common/wholememory_buffers.h"
+
 namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -37,42 +40,12 @@ float embedding_value(int64_t row, int64_t column) {
 }
 
 // Memory for an operand: pinned host memory, which the host fills and reads and a GPU reaches.
-class Pinned {
- public:
-  explicit Pinned(size_t bytes) {
-    auto* env = get_default_env_func();
-    env->temporary_fns.create_memory_context_fn(&context_, nullptr);
-    wholememory_tensor_description_t desc;
-    wholememory_initialize_tensor_desc(&desc);
-    desc.dim = 1;
-    desc.sizes[0] = static_cast<int64_t>(bytes > 0 ? bytes : 1);
-    desc.dtype = WHOLEMEMORY_DT_INT8;
-    data_ = env->output_fns.malloc_fn(&desc, WHOLEMEMORY_MA_PINNED, context_, nullptr);
-  }
-  ~Pinned() {
-    auto* env = get_default_env_func();
-    env->output_fns.free_fn(context_, nullptr);
-    env->temporary_fns.destroy_memory_context_fn(context_, nullptr);
-  }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(data_);
-  }
-
- private:
-  void* context_ = nullptr;
-  void* data_ = nullptr;
-};
+using Pinned = memloom_examples::EnvMemory;
 
 // A tensor over memory this process owns: 1-D int64 indices, or a rows x dim float matrix.
 wholememory_tensor_t local_tensor(void* data, int64_t rows, int64_t dim) {
-  wholememory_tensor_description_t desc;
-  wholememory_initialize_tensor_desc(&desc);
-  desc.dim = dim > 0 ? 2 : 1;
-  desc.sizes[0] = rows;
-  desc.sizes[1] = dim > 0 ? dim : 1;
-  desc.strides[0] = dim > 0 ? dim : 1;
-  desc.dtype = dim > 0 ? WHOLEMEMORY_DT_FLOAT : WHOLEMEMORY_DT_INT64;
+  wholememory_tensor_description_t desc = memloom_examples::packed_description(
+      rows, dim, dim > 0 ? WHOLEMEMORY_DT_FLOAT : WHOLEMEMORY_DT_INT64);
   wholememory_tensor_t tensor = nullptr;
   if (wholememory_make_tensor_from_pointer(&tensor, data, &desc) != WHOLEMEMORY_SUCCESS) {
     return nullptr;
@@ -85,13 +58,8 @@ wholememory_error_code_t create_float_table(wholememory_tensor_t* table, int64_t
                                             int64_t columns, wholememory_comm_t comm,
                                             wholememory_memory_type_t type,
                                             wholememory_memory_location_t location) {
-  wholememory_tensor_description_t desc;
-  wholememory_initialize_tensor_desc(&desc);
-  desc.dim = 2;
-  desc.sizes[0] = rows;
-  desc.sizes[1] = columns;
-  desc.strides[0] = columns;
-  desc.dtype = WHOLEMEMORY_DT_FLOAT;
+  wholememory_tensor_description_t desc =
+      memloom_examples::packed_description(rows, columns, WHOLEMEMORY_DT_FLOAT);
   return wholememory_create_tensor(table, &desc, comm, type, location);
 }
 
@@ -247,14 +215,8 @@ int run(int rank, int world, int64_t rows, int64_t dim, int64_t lookups) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  memloom_launch_info_t launch;
-  if (memloom_get_launch_info(&launch) != MEMLOOM_STATUS_SUCCESS) {
-    std::fprintf(stderr,
-                 "run me under a launcher: memloom-run -n 4 --nodes 2 -- %s [rows] [dim] "
-                 "[lookups] (or mpirun -np 4, torchrun --nproc-per-node 4 --no-python, srun)\n",
-                 argv[0]);
-    return 2;
-  }
+  const memloom_launch_info_t launch =
+      memloom_examples::launch_info_or_exit(argv[0], "-n 4 --nodes 2", "[rows] [dim] [lookups]");
   const int rank = launch.rank, world = launch.world_size;
   const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 100000;
   const int64_t dim = argc > 2 ? std::atoll(argv[2]) : 128;

@@ -30,6 +30,7 @@
 #include <wholememory/wholegraph_op.h>
 #include <wholememory/wholememory_op.h>
 
+#include "../common/wholememory_buffers.h"
 #include "sage_model.h"
 
 namespace {
@@ -71,31 +72,11 @@ void share_unique_id(int rank, const std::string& directory, wholememory_unique_
 }
 
 // Pinned host memory from the default environment: the host fills and reads it, a GPU reaches it.
-struct Pinned {
-  explicit Pinned(size_t bytes) {
-    auto* env = get_default_env_func();
-    env->temporary_fns.create_memory_context_fn(&context, nullptr);
-    wholememory_tensor_description_t desc;
-    wholememory_initialize_tensor_desc(&desc);
-    desc.dim = 1;
-    desc.sizes[0] = static_cast<int64_t>(bytes > 0 ? bytes : 1);
-    desc.dtype = WHOLEMEMORY_DT_INT8;
-    data = env->output_fns.malloc_fn(&desc, WHOLEMEMORY_MA_PINNED, context, nullptr);
-    if (data == nullptr) std::exit(1);
+// The example stops when there is none.
+struct Pinned : memloom_examples::EnvMemory {
+  explicit Pinned(size_t bytes) : EnvMemory(bytes) {
+    if (data() == nullptr) std::exit(1);
   }
-  ~Pinned() {
-    auto* env = get_default_env_func();
-    env->output_fns.free_fn(context, nullptr);
-    env->temporary_fns.destroy_memory_context_fn(context, nullptr);
-  }
-  Pinned(const Pinned&) = delete;
-  Pinned& operator=(const Pinned&) = delete;
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(data);
-  }
-  void* context = nullptr;
-  void* data = nullptr;
 };
 
 // Outputs of the graph operations, sized by them: pinned memory kept per output.
@@ -110,7 +91,7 @@ void* output_malloc(wholememory_tensor_description_t* desc, wholememory_memory_a
   slot->count = desc->sizes[0];
   slot->memory = std::make_unique<Pinned>(static_cast<size_t>(desc->sizes[0]) *
                                           wholememory_dtype_get_element_size(desc->dtype));
-  return slot->memory->data;
+  return slot->memory->data();
 }
 
 void output_free(void* memory_context, void*) {
@@ -129,13 +110,8 @@ wholememory_env_func_t* environment() {
 // A tensor over memory this process owns: 1-D of `dtype`, or rows x columns.
 struct Local {
   Local(void* data, wholememory_dtype_t dtype, int64_t rows, int64_t columns = 0) {
-    wholememory_tensor_description_t desc;
-    wholememory_initialize_tensor_desc(&desc);
-    desc.dim = columns > 0 ? 2 : 1;
-    desc.sizes[0] = rows;
-    desc.sizes[1] = columns > 0 ? columns : 1;
-    desc.strides[0] = columns > 0 ? columns : 1;
-    desc.dtype = dtype;
+    wholememory_tensor_description_t desc =
+        memloom_examples::packed_description(rows, columns, dtype);
     GNN_OK(wholememory_make_tensor_from_pointer(&tensor, data, &desc));
   }
   ~Local() { wholememory_destroy_tensor(tensor); }
@@ -159,12 +135,7 @@ float label_of(int64_t v) {
 template <typename T, typename Value>
 wholememory_tensor_t graph_array(wholememory_comm_t node_comm, int64_t count,
                                  wholememory_dtype_t dtype, Value value) {
-  wholememory_tensor_description_t desc;
-  wholememory_initialize_tensor_desc(&desc);
-  desc.dim = 1;
-  desc.sizes[0] = count;
-  desc.strides[0] = 1;
-  desc.dtype = dtype;
+  wholememory_tensor_description_t desc = memloom_examples::packed_description(count, 0, dtype);
   wholememory_tensor_t tensor = nullptr;
   GNN_OK(wholememory_create_tensor(&tensor, &desc, node_comm, WHOLEMEMORY_MT_CONTINUOUS,
                                    WHOLEMEMORY_ML_HOST));
@@ -190,9 +161,9 @@ Hop sample_hop(wholememory_tensor_t row_ptr, wholememory_tensor_t col,
                const std::vector<int64_t>& nodes, unsigned long long seed) {
   const auto count = static_cast<int64_t>(nodes.size());
   Pinned centres(nodes.size() * sizeof(int64_t)), offsets((nodes.size() + 1) * sizeof(int32_t));
-  std::memcpy(centres.data, nodes.data(), nodes.size() * sizeof(int64_t));
-  Local centre_tensor(centres.data, WHOLEMEMORY_DT_INT64, count);
-  Local offset_tensor(offsets.data, WHOLEMEMORY_DT_INT, count + 1);
+  std::memcpy(centres.data(), nodes.data(), nodes.size() * sizeof(int64_t));
+  Local centre_tensor(centres.data(), WHOLEMEMORY_DT_INT64, count);
+  Local offset_tensor(offsets.data(), WHOLEMEMORY_DT_INT, count + 1);
   OutputSlot sampled;
   GNN_OK(wholegraph_csr_unweighted_sample_without_replacement(
       row_ptr, col, centre_tensor.tensor, kFanout, offset_tensor.tensor, &sampled, nullptr, nullptr,
@@ -204,9 +175,9 @@ Hop sample_hop(wholememory_tensor_t row_ptr, wholememory_tensor_t col,
   for (int64_t k = 0; k < sampled.count; ++k) {
     wide.as<int64_t>()[k] = sampled.memory->as<int32_t>()[k];
   }
-  Local neighbours(wide.data, WHOLEMEMORY_DT_INT64, sampled.count);
+  Local neighbours(wide.data(), WHOLEMEMORY_DT_INT64, sampled.count);
   Pinned mapping(static_cast<size_t>(sampled.count) * sizeof(int32_t) + 4);
-  Local mapping_tensor(mapping.data, WHOLEMEMORY_DT_INT, sampled.count);
+  Local mapping_tensor(mapping.data(), WHOLEMEMORY_DT_INT, sampled.count);
   OutputSlot unique;
   GNN_OK(graph_append_unique(centre_tensor.tensor, neighbours.tensor, &unique,
                              mapping_tensor.tensor, environment(), nullptr));
@@ -222,13 +193,13 @@ void average_over_ranks(wholememory_tensor_t rows, int rank, int world,
   const auto width = static_cast<int64_t>(values->size());
   Pinned mine(values->size() * sizeof(float)), all(values->size() * world * sizeof(float));
   Pinned my_index(sizeof(int64_t)), every(world * sizeof(int64_t));
-  std::memcpy(mine.data, values->data(), values->size() * sizeof(float));
+  std::memcpy(mine.data(), values->data(), values->size() * sizeof(float));
   *my_index.as<int64_t>() = rank;
   for (int r = 0; r < world; ++r) every.as<int64_t>()[r] = r;
-  Local mine_tensor(mine.data, WHOLEMEMORY_DT_FLOAT, 1, width);
-  Local all_tensor(all.data, WHOLEMEMORY_DT_FLOAT, world, width);
-  Local my_index_tensor(my_index.data, WHOLEMEMORY_DT_INT64, 1);
-  Local every_tensor(every.data, WHOLEMEMORY_DT_INT64, world);
+  Local mine_tensor(mine.data(), WHOLEMEMORY_DT_FLOAT, 1, width);
+  Local all_tensor(all.data(), WHOLEMEMORY_DT_FLOAT, world, width);
+  Local my_index_tensor(my_index.data(), WHOLEMEMORY_DT_INT64, 1);
+  Local every_tensor(every.data(), WHOLEMEMORY_DT_INT64, world);
   GNN_OK(
       wholememory_scatter(mine_tensor.tensor, my_index_tensor.tensor, rows, nullptr, nullptr, -1));
   GNN_OK(wholememory_gather(rows, every_tensor.tensor, all_tensor.tensor, nullptr, nullptr, -1));
@@ -258,13 +229,8 @@ int run(int rank, int world, const char* runtime_dir, int64_t nodes, int steps, 
       });
 
   // The embedding: the node's parity in column 0, scaled down, plus a little noise elsewhere.
-  wholememory_tensor_description_t desc;
-  wholememory_initialize_tensor_desc(&desc);
-  desc.dim = 2;
-  desc.sizes[0] = nodes;
-  desc.sizes[1] = kDim;
-  desc.strides[0] = kDim;
-  desc.dtype = WHOLEMEMORY_DT_FLOAT;
+  wholememory_tensor_description_t desc =
+      memloom_examples::packed_description(nodes, kDim, WHOLEMEMORY_DT_FLOAT);
   wholememory_embedding_t embedding = nullptr;
   GNN_OK(wholememory_create_embedding(&embedding, &desc, comm, WHOLEMEMORY_MT_DISTRIBUTED,
                                       WHOLEMEMORY_ML_HOST, nullptr));
@@ -292,13 +258,9 @@ int run(int rank, int world, const char* runtime_dir, int64_t nodes, int steps, 
   }
 
   gnn::Weights weights(kDim, kHidden);
-  wholememory_tensor_description_t grad_desc;
-  wholememory_initialize_tensor_desc(&grad_desc);
-  grad_desc.dim = 2;
-  grad_desc.sizes[0] = world;
-  grad_desc.sizes[1] = static_cast<int64_t>(weights.size()) + 1;  // and the loss
-  grad_desc.strides[0] = grad_desc.sizes[1];
-  grad_desc.dtype = WHOLEMEMORY_DT_FLOAT;
+  // A row per rank: its weight gradients and its loss.
+  wholememory_tensor_description_t grad_desc = memloom_examples::packed_description(
+      world, static_cast<int64_t>(weights.size()) + 1, WHOLEMEMORY_DT_FLOAT);
   wholememory_tensor_t gradient_rows = nullptr;
   GNN_OK(wholememory_create_tensor(&gradient_rows, &grad_desc, comm, WHOLEMEMORY_MT_DISTRIBUTED,
                                    WHOLEMEMORY_ML_HOST));
@@ -317,9 +279,9 @@ int run(int rank, int world, const char* runtime_dir, int64_t nodes, int steps, 
 
     const auto u2 = static_cast<int64_t>(hop2.unique.size());
     Pinned indices(hop2.unique.size() * sizeof(int64_t)), x(hop2.unique.size() * kDim * 4);
-    std::memcpy(indices.data, hop2.unique.data(), hop2.unique.size() * sizeof(int64_t));
-    Local index_tensor(indices.data, WHOLEMEMORY_DT_INT64, u2);
-    Local x_tensor(x.data, WHOLEMEMORY_DT_FLOAT, u2, kDim);
+    std::memcpy(indices.data(), hop2.unique.data(), hop2.unique.size() * sizeof(int64_t));
+    Local index_tensor(indices.data(), WHOLEMEMORY_DT_INT64, u2);
+    Local x_tensor(x.data(), WHOLEMEMORY_DT_FLOAT, u2, kDim);
     GNN_OK(wholememory_embedding_gather(embedding, index_tensor.tensor, x_tensor.tensor, true,
                                         nullptr, 0));
     GNN_OK(memloom_stream_synchronize(nullptr) == MEMLOOM_STATUS_SUCCESS ? WHOLEMEMORY_SUCCESS
@@ -333,8 +295,8 @@ int run(int rank, int world, const char* runtime_dir, int64_t nodes, int steps, 
                                         hop1.hood, hop2.hood, labels, batch_total);
     // The embedding's gradient, through its sparse optimizer (collective).
     Pinned dx(result.dx.size() * sizeof(float));
-    std::memcpy(dx.data, result.dx.data(), result.dx.size() * sizeof(float));
-    Local dx_tensor(dx.data, WHOLEMEMORY_DT_FLOAT, u2, kDim);
+    std::memcpy(dx.data(), result.dx.data(), result.dx.size() * sizeof(float));
+    Local dx_tensor(dx.data(), WHOLEMEMORY_DT_FLOAT, u2, kDim);
     GNN_OK(wholememory_embedding_gather_gradient_apply(embedding, index_tensor.tensor,
                                                        dx_tensor.tensor, true, 0.05f, nullptr, 0));
     // The dense weights: gradients summed over ranks (each rank's is of the global mean loss).

@@ -21,6 +21,8 @@
 #include "memloom/stream.h"
 #include "smem/host/smem_shm.h"
 
+#include "../common/launched_rank.h"
+
 namespace {
 
 // Copies between symmetric memory and host memory, whichever the slots are, and waits for it
@@ -42,20 +44,9 @@ int fail(const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // The rank layout and the store from whichever launcher started us (memloom/launch.h).
-  memloom_launch_info_t launch;
-  if (memloom_get_launch_info(&launch) != MEMLOOM_STATUS_SUCCESS || launch.store_url[0] == '\0') {
-    std::fprintf(stderr,
-                 "run me under a launcher: memloom-run -n 4 -- %s [elements] (or mpirun -np 4, "
-                 "torchrun --no-python, srun)\n",
-                 argv[0]);
-    return 2;
-  }
+  const memloom_launch_info_t launch =
+      memloom_examples::launch_info_or_exit(argv[0], "-n 4", "[elements]");
   const int rank = launch.rank, world = launch.world_size;
-  // MEMLOOM_DEVICE (memloom-run sets it), else one device per rank of the node.
-  const char* device_variable = std::getenv("MEMLOOM_DEVICE");
-  const int device = device_variable != nullptr ? std::atoi(device_variable)
-                                                : (launch.local_rank >= 0 ? launch.local_rank : 0);
   const char* store = launch.store_url;
   const size_t elements = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1u << 16;
   const size_t chunk = (elements + world - 1) / world;
@@ -68,7 +59,7 @@ int main(int argc, char** argv) {
   config.startConfigStoreServer = launch.rank0_serves_store != 0;
   config.controlOperationTimeout = 30;
   if (smem_init(0) != 0) return fail("smem_init");
-  if (smem_shm_init(store, world, rank, static_cast<uint16_t>(device), &config) != 0)
+  if (smem_shm_init(store, world, rank, static_cast<uint16_t>(launch.device), &config) != 0)
     return fail("smem_shm_init");
   void* gva = nullptr;
   smem_shm_t shm = smem_shm_create(0, world, rank, symmetric_size, SMEMS_DATA_OP_MTE, 0, &gva);

@@ -38,6 +38,9 @@ typedef struct memloom_launch_info {
   char rank_variable[32]; /* the variable that gave the rank: "RANK", "OMPI_COMM_WORLD_RANK" */
   char store_url[256];    /* "tcp://node17:29501", "" when none can be found */
   char store_source[128]; /* what gave it: "MASTER_ADDR, MASTER_PORT + 1" */
+  int device; /* the device for this rank (smem_bm_init's deviceId, smem_shm_init's): MEMLOOM_DEVICE
+                 (memloom-run sets it), else the local rank (one device per rank of a node),
+                 else 0 */
 } memloom_launch_info_t;
 
 /* Fills `info` from the environment. MEMLOOM_STATUS_SUCCESS when a launcher was found,

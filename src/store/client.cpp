@@ -68,19 +68,7 @@ class ClientImpl : public Client {
   ~ClientImpl() override;
   void open();
 
-  void set(const std::string& key, const std::string& value) override;
-  std::optional<std::string> get(const std::string& key, milliseconds timeout) override;
-  int64_t add(const std::string& key, int64_t delta) override;
-  bool compare_and_swap(const std::string& key, const std::string& expected,
-                        const std::string& desired, bool expected_missing,
-                        std::string* current) override;
-  size_t append(const std::string& key, const std::string& value) override;
-  bool remove(const std::string& key) override;
-  size_t remove_prefix(const std::string& prefix) override;
-  WatchId watch_key(const std::string& key, WatchCallback callback) override;
-  WatchId watch_rank_down(const std::string& group, WatchCallback callback) override;
-  void unwatch(WatchId id) override;
-  bool connected() const override { return connected_.load(); }
+  MEMLOOM_STORE_CLIENT_OVERRIDES
 
  private:
   // Sends one request and waits for its reply until `deadline`; returns the reply payload.
@@ -136,12 +124,7 @@ class ClientImpl : public Client {
 
 ClientImpl::ClientImpl(std::string url, const ClientOptions& options)
     : url_(std::move(url)), options_(options) {
-  MEMLOOM_CHECK_ARG(options.connect_timeout.count() >= 0,
-                    "ClientOptions.connect_timeout must not be negative");
-  MEMLOOM_CHECK_ARG(options.heartbeat_interval.count() > 0,
-                    "ClientOptions.heartbeat_interval must be positive");
-  MEMLOOM_CHECK_ARG(options.heartbeat_timeout > options.heartbeat_interval,
-                    "ClientOptions.heartbeat_timeout must be longer than heartbeat_interval");
+  options.check();
   TcpUrl parsed = parse_tcp_url(url_);
   boost::system::error_code error;
   auto address = asio::ip::make_address(parsed.host, error);
@@ -564,6 +547,15 @@ void ClientImpl::unwatch(WatchId watch_id) {
 }
 
 }  // namespace
+
+void ClientOptions::check() const {
+  MEMLOOM_CHECK_ARG(connect_timeout.count() >= 0,
+                    "ClientOptions.connect_timeout must not be negative");
+  MEMLOOM_CHECK_ARG(heartbeat_interval.count() > 0,
+                    "ClientOptions.heartbeat_interval must be positive");
+  MEMLOOM_CHECK_ARG(heartbeat_timeout > heartbeat_interval,
+                    "ClientOptions.heartbeat_timeout must be longer than heartbeat_interval");
+}
 
 std::unique_ptr<Client> Client::connect(const std::string& url, const ClientOptions& options) {
   if (is_etcd_url(url)) return connect_etcd(url, options);

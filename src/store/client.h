@@ -33,6 +33,9 @@ struct ClientOptions {
   // must present the same key. Unset: MEMLOOM_JOB_SECRET; empty: no key (the namespace is only
   // named, so any local user who knows its name may join it).
   std::optional<std::string> job_secret;
+
+  // Throws kInvalidInput for timings no client can work with (every backend checks them first).
+  void check() const;
 };
 
 // The job this process belongs to, from the environment: MEMLOOM_JOB_ID if set, else the job id
@@ -93,6 +96,28 @@ class Client {
   // True while the connection to the server is up.
   virtual bool connected() const = 0;
 };
+
+// The overrides of every Client above, for the class body of a backend (the TCP client,
+// etcd_client.cpp): one list, so that an operation added to Client is declared in each backend by
+// this line and the backends cannot drift apart in signature. `connected()` reads the backend's
+// `std::atomic<bool> connected_`.
+#define MEMLOOM_STORE_CLIENT_OVERRIDES                                                           \
+  void set(const std::string& key, const std::string& value) override;                           \
+  std::optional<std::string> get(const std::string& key, std::chrono::milliseconds timeout)      \
+      override;                                                                                  \
+  int64_t add(const std::string& key, int64_t delta) override;                                   \
+  bool compare_and_swap(const std::string& key, const std::string& expected,                     \
+                        const std::string& desired, bool expected_missing, std::string* current) \
+      override;                                                                                  \
+  size_t append(const std::string& key, const std::string& value) override;                      \
+  bool remove(const std::string& key) override;                                                  \
+  size_t remove_prefix(const std::string& prefix) override;                                      \
+  WatchId watch_key(const std::string& key, WatchCallback callback) override;                    \
+  WatchId watch_rank_down(const std::string& group, WatchCallback callback) override;            \
+  void unwatch(WatchId id) override;                                                             \
+  bool connected() const override {                                                              \
+    return connected_.load();                                                                    \
+  }
 
 // Namespaces keys: PrefixedKey("wm/comm42/")("rank/3") == "wm/comm42/rank/3".
 class KeyPrefix {

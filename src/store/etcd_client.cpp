@@ -53,19 +53,7 @@ class EtcdClient : public Client {
   ~EtcdClient() override;
   void open();
 
-  void set(const std::string& key, const std::string& value) override;
-  std::optional<std::string> get(const std::string& key, milliseconds timeout) override;
-  int64_t add(const std::string& key, int64_t delta) override;
-  bool compare_and_swap(const std::string& key, const std::string& expected,
-                        const std::string& desired, bool expected_missing,
-                        std::string* current) override;
-  size_t append(const std::string& key, const std::string& value) override;
-  bool remove(const std::string& key) override;
-  size_t remove_prefix(const std::string& prefix) override;
-  WatchId watch_key(const std::string& key, WatchCallback callback) override;
-  WatchId watch_rank_down(const std::string& group, WatchCallback callback) override;
-  void unwatch(WatchId id) override;
-  bool connected() const override { return connected_.load(); }
+  MEMLOOM_STORE_CLIENT_OVERRIDES
 
  private:
   Deadline call_deadline() const { return Deadline::after(call_time_); }
@@ -135,12 +123,7 @@ EtcdClient::EtcdClient(const std::string& url, const ClientOptions& options)
       call_time_(std::max(options.connect_timeout, kMinCallTime)),
       http_(parse_etcd_url(url).endpoints),
       root_(etcd_job_root(options)) {
-  MEMLOOM_CHECK_ARG(options.connect_timeout.count() >= 0,
-                    "ClientOptions.connect_timeout must not be negative");
-  MEMLOOM_CHECK_ARG(options.heartbeat_interval.count() > 0,
-                    "ClientOptions.heartbeat_interval must be positive");
-  MEMLOOM_CHECK_ARG(options.heartbeat_timeout > options.heartbeat_interval,
-                    "ClientOptions.heartbeat_timeout must be longer than heartbeat_interval");
+  options.check();
   if (options.tls.resolve()) {
     raise(Status::kNotSupported, "the config store on etcd (" + url +
                                      ") does not speak TLS yet: turn the store's TLS "

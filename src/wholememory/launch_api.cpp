@@ -2,6 +2,7 @@
 // through the job's config store (rank 0 creates and publishes it, the others wait for it).
 #include "memloom/launch.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +13,7 @@
 
 #include "memloom/error.h"
 #include "src/base/api_guard.h"
+#include "src/base/environment.h"
 #include "src/base/launcher_detection.h"
 #include "src/base/log.h"
 #include "src/base/wait_reporter.h"
@@ -127,8 +129,10 @@ memloom_status_t memloom_get_launch_info(memloom_launch_info_t* info) {
   std::memset(info, 0, sizeof(*info));
   info->rank = info->world_size = info->local_rank = info->local_world_size = -1;
   base::LaunchInfo launch;
+  int device_variable = -1;
   try {
     launch = base::detect_launch_logged();
+    device_variable = base::Environment::read().device;
   } catch (const memloom::Error& error) {
     base::report_api_failure("memloom_get_launch_info", error.status(), error.what());
     return static_cast<memloom_status_t>(error.status());
@@ -142,6 +146,7 @@ memloom_status_t memloom_get_launch_info(memloom_launch_info_t* info) {
   copy_text(info->rank_variable, launch.rank_variable);
   copy_text(info->store_url, launch.store_url);
   copy_text(info->store_source, launch.store_source);
+  info->device = device_variable >= 0 ? device_variable : std::max(launch.local_rank, 0);
   return launch.found() ? MEMLOOM_STATUS_SUCCESS : MEMLOOM_STATUS_NOT_FOUND;
 }
 

@@ -79,6 +79,10 @@ TEST(ShareUniqueId, EveryRankGetsRankZerosIdUnderTorchrunVariables) {
     EXPECT_EQ(info.rank, context.rank);
     EXPECT_EQ(info.world_size, 3);
     EXPECT_EQ(info.rank0_serves_store, 1);
+    // Without MEMLOOM_DEVICE (memloom-run's), each local rank gets its own device.
+    if (std::getenv("MEMLOOM_DEVICE") == nullptr) {
+      EXPECT_EQ(info.device, context.rank);
+    }
     EXPECT_EQ(std::string(info.store_url), "tcp://localhost:" + std::to_string(master_port + 1));
     ASSERT_EQ(wholememory_init(0, LEVEL_WARN), WHOLEMEMORY_SUCCESS);
     wholememory_unique_id_t id;

@@ -105,17 +105,10 @@ PartitionedTensor Embedding::create_partitioned(int64_t columns, wholememory_dty
                                                 wholememory_memory_type_t type,
                                                 wholememory_memory_location_t location,
                                                 const std::vector<size_t>& partition) {
-  wholememory_tensor_description_t desc;
-  wholememory_initialize_tensor_desc(&desc);
-  desc.dim = 2;
-  desc.sizes[0] = rows_;
-  desc.sizes[1] = columns;
-  desc.strides[0] = columns;
-  desc.strides[1] = 1;
-  desc.dtype = dtype;
   size_t total = 0;
   for (size_t rows : partition) total += rows;
-  if (!partition.empty()) desc.sizes[0] = static_cast<int64_t>(total);
+  wholememory_tensor_description_t desc =
+      matrix_description(partition.empty() ? rows_ : static_cast<int64_t>(total), columns, dtype);
   std::vector<size_t> plan = partition;
   PartitionedTensor result;
   check_code(wholememory_create_tensor(&result.tensor, &desc, comm_handle_, type, location,

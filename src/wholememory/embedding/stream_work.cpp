@@ -67,12 +67,19 @@ LocalArray local_array(wholememory_tensor_t handle, int dims,
 }
 
 wholememory_tensor_description_t array_description(int64_t count, wholememory_dtype_t dtype) {
+  wholememory_array_description_t array = wholememory_create_array_desc(count, 0, dtype);
   wholememory_tensor_description_t desc;
-  wholememory_initialize_tensor_desc(&desc);
-  desc.dim = 1;
-  desc.sizes[0] = count;
-  desc.strides[0] = 1;
-  desc.dtype = dtype;
+  wholememory_copy_array_desc_to_tensor(&desc, &array);
+  return desc;
+}
+
+wholememory_tensor_description_t matrix_description(int64_t rows, int64_t columns,
+                                                    wholememory_dtype_t dtype) {
+  int64_t sizes[2] = {rows, columns};
+  wholememory_matrix_description_t matrix =
+      wholememory_create_matrix_desc(sizes, columns, 0, dtype);
+  wholememory_tensor_description_t desc;
+  wholememory_copy_matrix_desc_to_tensor(&desc, &matrix);
   return desc;
 }
 

@@ -71,6 +71,9 @@ LocalArray local_array(wholememory_tensor_t handle, int dims,
 
 // A 1-D description of `count` elements of `dtype`.
 wholememory_tensor_description_t array_description(int64_t count, wholememory_dtype_t dtype);
+// A packed row-major rows x columns description (stride = columns).
+wholememory_tensor_description_t matrix_description(int64_t rows, int64_t columns,
+                                                    wholememory_dtype_t dtype);
 
 // An operation's output of `count` elements, from env's output allocator with `context` (the
 // caller's memory context); kOutOfMemory naming `what` when it returns none.

@@ -99,35 +99,29 @@ void sample(wholememory_tensor_t row_ptr_handle, wholememory_tensor_t col_handle
 
 }  // namespace
 
+// The definitions name their parameters as sample() does; the header keeps upstream's names.
 extern "C" {
 
 wholememory_error_code_t wholegraph_csr_unweighted_sample_without_replacement(
-    wholememory_tensor_t wm_csr_row_ptr_tensor, wholememory_tensor_t wm_csr_col_ptr_tensor,
-    wholememory_tensor_t center_nodes_tensor, int max_sample_count,
-    wholememory_tensor_t output_sample_offset_tensor, void* output_dest_memory_context,
-    void* output_center_localid_memory_context, void* output_edge_gid_memory_context,
-    unsigned long long random_seed, wholememory_env_func_t* p_env_fns, void* stream) {
+    wholememory_tensor_t row_ptr_handle, wholememory_tensor_t col_handle,
+    wholememory_tensor_t centers_handle, int max_sample_count, wholememory_tensor_t offsets_handle,
+    void* dest_context, void* center_context, void* edge_context, unsigned long long seed,
+    wholememory_env_func_t* env, void* stream) {
   return wm::guarded("wholegraph_csr_unweighted_sample_without_replacement", [&] {
-    sample(wm_csr_row_ptr_tensor, wm_csr_col_ptr_tensor, nullptr, center_nodes_tensor,
-           max_sample_count, output_sample_offset_tensor, output_dest_memory_context,
-           output_center_localid_memory_context, output_edge_gid_memory_context, random_seed,
-           p_env_fns, stream);
+    sample(row_ptr_handle, col_handle, nullptr, centers_handle, max_sample_count, offsets_handle,
+           dest_context, center_context, edge_context, seed, env, stream);
   });
 }
 
 wholememory_error_code_t wholegraph_csr_weighted_sample_without_replacement(
-    wholememory_tensor_t wm_csr_row_ptr_tensor, wholememory_tensor_t wm_csr_col_ptr_tensor,
-    wholememory_tensor_t wm_csr_weight_ptr_tensor, wholememory_tensor_t center_nodes_tensor,
-    int max_sample_count, wholememory_tensor_t output_sample_offset_tensor,
-    void* output_dest_memory_context, void* output_center_localid_memory_context,
-    void* output_edge_gid_memory_context, unsigned long long random_seed,
-    wholememory_env_func_t* p_env_fns, void* stream) {
+    wholememory_tensor_t row_ptr_handle, wholememory_tensor_t col_handle,
+    wholememory_tensor_t weight_handle, wholememory_tensor_t centers_handle, int max_sample_count,
+    wholememory_tensor_t offsets_handle, void* dest_context, void* center_context,
+    void* edge_context, unsigned long long seed, wholememory_env_func_t* env, void* stream) {
   return wm::guarded("wholegraph_csr_weighted_sample_without_replacement", [&] {
-    MEMLOOM_CHECK_ARG(wm_csr_weight_ptr_tensor != nullptr, "wm_csr_weight_ptr_tensor is null");
-    sample(wm_csr_row_ptr_tensor, wm_csr_col_ptr_tensor, wm_csr_weight_ptr_tensor,
-           center_nodes_tensor, max_sample_count, output_sample_offset_tensor,
-           output_dest_memory_context, output_center_localid_memory_context,
-           output_edge_gid_memory_context, random_seed, p_env_fns, stream);
+    MEMLOOM_CHECK_ARG(weight_handle != nullptr, "wm_csr_weight_ptr_tensor is null");
+    sample(row_ptr_handle, col_handle, weight_handle, centers_handle, max_sample_count,
+           offsets_handle, dest_context, center_context, edge_context, seed, env, stream);
   });
 }
 
