@@ -155,8 +155,8 @@ MEMLOOM_HOST_DEVICE inline void update_columns(const OptimizerApplyArgs& args, i
 
 template <OptimizerKind K, DType T>
 MEMLOOM_HOST_DEVICE inline void update_columns_with_decay(const OptimizerApplyArgs& args,
-                                                          int64_t row, int64_t begin,
-                                                          int64_t count, const float* grads) {
+                                                          int64_t row, int64_t begin, int64_t count,
+                                                          const float* grads) {
   if (K == OptimizerKind::kLazyAdam && args.adam_w != 0) {
     update_columns<K, T, true>(args, row, begin, count, grads);
   } else {
@@ -206,12 +206,14 @@ MEMLOOM_HOST_DEVICE inline const float* gradient_row(const OptimizerApplyArgs& a
 }
 
 #if !defined(__CUDA_ARCH__)
+// How many rows ahead a CPU thread prefetches (see OptimizerApplyKernel::body).
+constexpr int64_t kPrefetchRows = 1;
 inline void prefetch_row(const OptimizerApplyArgs& args, int64_t row) {
   constexpr size_t kLine = 64;
   const size_t element = args.embedding_type == DType::kFloat ? 4 : 2;
-  const char* weights = (row < args.cached_rows ? args.cache : args.embedding) +
-                        static_cast<size_t>(row) * static_cast<size_t>(args.embedding_stride) *
-                            element;
+  const char* weights =
+      (row < args.cached_rows ? args.cache : args.embedding) +
+      static_cast<size_t>(row) * static_cast<size_t>(args.embedding_stride) * element;
   const size_t weight_bytes = static_cast<size_t>(args.columns) * element;
   for (size_t at = 0; at < weight_bytes; at += kLine) __builtin_prefetch(weights + at, 1);
   const size_t state_bytes = static_cast<size_t>(args.columns) * sizeof(float);
@@ -248,7 +250,8 @@ struct OptimizerApplyKernel {
     // Rows come in random order, so the hardware prefetcher cannot guess the next one; a CPU
     // thread walks items in order, so it asks for the next row's weights and states now and
     // their memory latency overlaps this row's arithmetic.
-    if (begin == 0 && u + 1 < args.count) prefetch_row(args, args.rows[u + 1]);
+    if (begin == 0 && u + kPrefetchRows < args.count)
+      prefetch_row(args, args.rows[u + kPrefetchRows]);
 #endif
     // Each column's gradient is summed in position order (0 + g1 + g2 ...), whatever the span.
     for (int64_t span = begin; span < end; span += kOptimizerSpan) {
