@@ -426,9 +426,10 @@ TEST(Collectives, MissingRankTimesOutAtTheDeadlineAndPoisonsTheGroup) {
 }
 
 // A barrier that waits past 5 s says, at warn, which rank it waits for (a wait that talks), and
-// then completes normally when that rank comes.
-TEST(Collectives, ABarrierWaitPastFiveSecondsNamesTheRankItWaitsFor) {
-  auto results = testing::run_ranks(options_for(2, 1), [&](const RankContext& context) {
+// then completes normally when that rank comes: on one node (the shared-memory barrier) and
+// across two (the peer mesh).
+void late_rank_is_named(int nodes, const std::string& expected) {
+  auto results = testing::run_ranks(options_for(2, nodes), [&](const RankContext& context) {
     Member member = join_group(context);
     if (context.rank == 1) {
       std::this_thread::sleep_for(std::chrono::milliseconds(6500));
@@ -448,13 +449,20 @@ TEST(Collectives, ABarrierWaitPastFiveSecondsNamesTheRankItWaitsFor) {
     log::set_level(old_level);
     bool named = false;
     for (const std::string& line : warnings) {
-      named = named || line.find("waiting for rank 1 (of 2 on this node) to arrive at barrier") !=
-                           std::string::npos;
+      named = named || line.find(expected) != std::string::npos;
     }
     EXPECT_TRUE(named) << "warnings seen: " << warnings.size()
                        << (warnings.empty() ? "" : ", first: " + warnings.front());
   });
   EXPECT_ALL_RANKS_PASS(results);
+}
+
+TEST(Collectives, ABarrierWaitPastFiveSecondsNamesTheRankItWaitsFor) {
+  late_rank_is_named(1, "waiting for rank 1 (of 2 on this node) to arrive at barrier");
+}
+
+TEST(Collectives, ACrossNodeWaitPastFiveSecondsNamesTheRankItWaitsFor) {
+  late_rank_is_named(2, "waiting for rank 1 on another node");
 }
 
 TEST(Collectives, SixteenRanksDoManyBarriersWithoutBurningCpu) {
