@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "memloom/error.h"
+#include "src/base/wait_reporter.h"
 
 namespace memloom::host {
 
@@ -297,11 +298,28 @@ bool ShmGroup::healthy_or_arrived(uint64_t barrier_number, Deadline deadline,
   if (all_arrived(barrier_number)) return true;
   try {
     check_health_at(deadline, now);
-  } catch (const Error&) {
+  } catch (const Error& error) {
     if (all_arrived(barrier_number)) return true;
+    if (error.status() == Status::kTimeout) {
+      raise(Status::kTimeout,
+            "deadline passed while waiting for " + missing_description(barrier_number));
+    }
     throw;
   }
   return all_arrived(barrier_number);
+}
+
+// "ranks 2,3 (of 4 on this node) to arrive at barrier 7": the group ranks not yet at the barrier.
+std::string ShmGroup::missing_description(uint64_t barrier_number) const {
+  std::vector<int> missing;
+  for (int m = 0; m < local_size(); ++m) {
+    if (arrival(m).number.load(std::memory_order_acquire) < barrier_number) {
+      missing.push_back(members_[m].rank);
+    }
+  }
+  return std::string(missing.size() == 1 ? "rank " : "ranks ") + base::rank_list(missing) +
+         " (of " + std::to_string(local_size()) + " on this node) to arrive at barrier " +
+         std::to_string(barrier_number);
 }
 
 // True when the member this waiter polls last arrived on the CPU this waiter runs on: it is
@@ -369,9 +387,12 @@ void ShmGroup::wait_for_arrivals(uint64_t number, Deadline deadline) {
     ::sched_yield();
     if (all_arrived(number)) return;
   }
-  // 3. Sleep until a completer wakes us, checking health every slice.
+  // 3. Sleep until a completer wakes us, checking health every slice. A wait past 5 s says whom
+  // it waits for (a rank held up or stopped elsewhere; a dead one is caught by the health check).
+  base::WaitReporter reporter(deadline);
   while (true) {
     if (healthy_or_arrived(number, deadline, Clock::now())) return;
+    reporter.poll([&] { return missing_description(number); });
     control_->sleepers.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t generation = control_->generation.load(std::memory_order_seq_cst);
     // An abort bumps the word too: one that came before this load is seen here, one after it

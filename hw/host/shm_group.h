@@ -127,6 +127,8 @@ class ShmGroup {
   [[gnu::visibility("hidden")]] void wait_for_arrivals(uint64_t barrier_number, Deadline deadline);
   [[gnu::visibility("hidden")]] bool healthy_or_arrived(uint64_t barrier_number, Deadline deadline,
                                                         std::chrono::steady_clock::time_point now);
+  // Who has not arrived at `barrier_number`, for reports and errors.
+  std::string missing_description(uint64_t barrier_number) const;
   // check_health with the time already read.
   [[gnu::visibility("hidden")]] void check_health_at(Deadline deadline,
                                                      std::chrono::steady_clock::time_point now);

@@ -5,6 +5,7 @@
 #include "hw/host/host_address.h"
 #include "memloom/error.h"
 #include "src/base/log.h"
+#include "src/base/wait_reporter.h"
 
 namespace memloom::host {
 namespace {
@@ -178,17 +179,27 @@ ZmqPeerMesh::Message ZmqPeerMesh::take(int peer, Deadline deadline, const Health
     raise(Status::kLogic,
           "rank " + std::to_string(rank_) + " has no channel from rank " + std::to_string(peer));
   }
+  // Past 5 s the wait says whom it waits for (a peer node held up elsewhere, or stopped).
+  base::WaitReporter reporter(deadline);
+  const auto waited_for = [&] {
+    return "rank " + std::to_string(peer) + " on another node (rank " + std::to_string(rank_) +
+           " waits for its part of a collective)";
+  };
   while (box->second.empty()) {
     const uint64_t seen = interrupts_;
     lock.unlock();
     try {
       check();  // throws on abort, a dead peer of this node, or the deadline
-    } catch (const Error&) {
+    } catch (const Error& error) {
       // A message that arrived meanwhile was sent before the failure: deliver it.
       lock.lock();
-      if (box->second.empty()) throw;
-      break;
+      if (!box->second.empty()) break;
+      if (error.status() == Status::kTimeout) {
+        raise(Status::kTimeout, "deadline passed while waiting for " + waited_for());
+      }
+      throw;
     }
+    reporter.poll(waited_for);
     lock.lock();
     mailbox_cv_.wait_for(lock,
                          std::min<std::chrono::milliseconds>(

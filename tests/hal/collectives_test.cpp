@@ -9,11 +9,14 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "hw/host/collectives_factory.h"
 #include "memloom/error.h"
+#include "src/base/log.h"
 #include "src/core/store_bootstrap.h"
 #include "src/store/client.h"
 #include "tests/hal/emulated_group_member.h"
@@ -409,12 +412,57 @@ TEST(Collectives, MissingRankTimesOutAtTheDeadlineAndPoisonsTheGroup) {
       // may see either the timeout or the poison.
       EXPECT_TRUE(error.status() == Status::kTimeout || error.status() == Status::kCommunication)
           << error.what();
+      // A timeout names whom it waited for.
+      if (error.status() == Status::kTimeout) {
+        EXPECT_NE(std::string(error.what()).find("rank 2 (of 3 on this node)"), std::string::npos)
+            << error.what();
+      }
     }
     auto elapsed = Clock::now() - start;
     EXPECT_GE(elapsed, std::chrono::milliseconds(250));
     EXPECT_LT(elapsed, std::chrono::milliseconds(1200));
   });
   EXPECT_ALL_RANKS_PASS(results);
+}
+
+// A barrier that waits past 5 s says, at warn, which rank it waits for (a wait that talks), and
+// then completes normally when that rank comes: on one node (the shared-memory barrier) and
+// across two (the peer mesh).
+void late_rank_is_named(int nodes, const std::string& expected) {
+  auto results = testing::run_ranks(options_for(2, nodes), [&](const RankContext& context) {
+    Member member = join_group(context);
+    if (context.rank == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(6500));
+      member.group->barrier(call_deadline());
+      return;
+    }
+    std::mutex mutex;
+    std::vector<std::string> warnings;
+    const log::Level old_level = log::level();
+    log::set_level(log::Level::kWarn);
+    log::set_sink([&](log::Level, const std::string& message) {
+      std::lock_guard<std::mutex> lock(mutex);
+      warnings.push_back(message);
+    });
+    member.group->barrier(Deadline::after(std::chrono::seconds(30)));
+    log::set_sink(nullptr);
+    log::set_level(old_level);
+    bool named = false;
+    for (const std::string& line : warnings) {
+      named = named || line.find(expected) != std::string::npos;
+    }
+    EXPECT_TRUE(named) << "warnings seen: " << warnings.size()
+                       << (warnings.empty() ? "" : ", first: " + warnings.front());
+  });
+  EXPECT_ALL_RANKS_PASS(results);
+}
+
+TEST(Collectives, ABarrierWaitPastFiveSecondsNamesTheRankItWaitsFor) {
+  late_rank_is_named(1, "waiting for rank 1 (of 2 on this node) to arrive at barrier");
+}
+
+TEST(Collectives, ACrossNodeWaitPastFiveSecondsNamesTheRankItWaitsFor) {
+  late_rank_is_named(2, "waiting for rank 1 on another node");
 }
 
 TEST(Collectives, SixteenRanksDoManyBarriersWithoutBurningCpu) {
