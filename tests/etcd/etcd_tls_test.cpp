@@ -6,6 +6,7 @@
 
 #include <openssl/ssl.h>
 
+#include <cstdio>
 #include <thread>
 
 #include "memloom/error.h"
