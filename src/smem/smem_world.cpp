@@ -28,7 +28,7 @@ std::string next_world_prefix(const std::string& api) {
 std::unique_ptr<store::Server> start_server(const std::string& url, const store::TlsSetting& tls,
                                             std::chrono::milliseconds timeout) {
   if (store::is_etcd_url(url)) {
-    store::check_etcd_reachable(url, timeout);
+    store::check_etcd_reachable(url, timeout, tls);
     return nullptr;
   }
   store::ServerOptions options;

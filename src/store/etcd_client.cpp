@@ -121,14 +121,9 @@ EtcdClient::EtcdClient(const std::string& url, const ClientOptions& options)
     : url_(url),
       options_(options),
       call_time_(std::max(options.connect_timeout, kMinCallTime)),
-      http_(parse_etcd_url(url).endpoints),
+      http_(parse_etcd_url(url).endpoints, etcd::make_etcd_tls(options.tls)),
       root_(etcd_job_root(options)) {
   options.check();
-  if (options.tls.resolve()) {
-    raise(Status::kNotSupported, "the config store on etcd (" + url +
-                                     ") does not speak TLS yet: turn the store's TLS "
-                                     "off for this client or use a tcp:// store");
-  }
   watch_thread_ = std::thread([this] { watch_io_.run(); });
 }
 
@@ -389,7 +384,7 @@ std::optional<std::string> EtcdClient::get(const std::string& key, milliseconds 
   std::optional<std::string> found;
   std::string unreachable;
   auto stream = etcd::WatchStream::start(
-      io, http_.endpoints(), http_.preferred(), full, "", revision + 1,
+      io, http_.endpoints(), http_.tls(), http_.preferred(), full, "", revision + 1,
       [&](const std::vector<etcd::KvEvent>& events) {
         for (const auto& event : events) {
           if (!event.deleted) {
@@ -490,7 +485,7 @@ int64_t EtcdClient::current_revision(const std::string& key, const std::string& 
 void EtcdClient::start_watch(WatchId id, const std::string& key, const std::string& range_end,
                              int64_t revision, etcd::WatchStream::OnEvents on_events) {
   auto stream = etcd::WatchStream::start(
-      watch_io_, http_.endpoints(), http_.preferred(), key, range_end, revision + 1,
+      watch_io_, http_.endpoints(), http_.tls(), http_.preferred(), key, range_end, revision + 1,
       std::move(on_events), [this](const std::string& why) {
         if (connected_.exchange(false))
           MEMLOOM_LOG(kWarn, "store client: no etcd member of " << url_ << " takes a watch (" << why
@@ -568,8 +563,9 @@ std::unique_ptr<Client> connect_etcd(const std::string& url, const ClientOptions
   return client;
 }
 
-void check_etcd_reachable(const std::string& url, std::chrono::milliseconds timeout) {
-  etcd::EtcdHttp http(parse_etcd_url(url).endpoints);
+void check_etcd_reachable(const std::string& url, std::chrono::milliseconds timeout,
+                          const TlsSetting& tls) {
+  etcd::EtcdHttp http(parse_etcd_url(url).endpoints, etcd::make_etcd_tls(tls));
   http.call("/v3/maintenance/status", "{}", Deadline::after(std::max(timeout, kMinCallTime)),
             "reachability check");
 }

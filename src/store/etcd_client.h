@@ -26,7 +26,9 @@ std::unique_ptr<Client> connect_etcd(const std::string& url, const ClientOptions
 std::string etcd_job_root(const ClientOptions& options);
 
 // Asks every member of the cluster at `url` for its status until one answers or `timeout`
-// passes; throws like a store call (kTimeout / kCommunication naming the endpoints tried).
-void check_etcd_reachable(const std::string& url, std::chrono::milliseconds timeout);
+// passes, over TLS when `tls` says so (as a client would connect); throws like a store call
+// (kTimeout / kCommunication naming the endpoints tried).
+void check_etcd_reachable(const std::string& url, std::chrono::milliseconds timeout,
+                          const TlsSetting& tls = TlsSetting());
 
 }  // namespace memloom::store

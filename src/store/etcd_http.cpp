@@ -4,6 +4,7 @@
 
 #include "memloom/error.h"
 #include "src/store/etcd_beast.h"
+#include "src/store/etcd_stream.h"
 
 namespace memloom::store::etcd {
 
@@ -29,6 +30,7 @@ constexpr int64_t kGrpcUnavailable = 14;
 struct Attempt {
   bool answered = false;  // an HTTP reply came back
   std::string failure;    // why not, or why the reply cannot be used
+  bool refused = false;   // a TLS refusal or mismatch: trying again cannot help
   unsigned status = 0;
   std::string body;
 };
@@ -66,9 +68,12 @@ void async_connect_endpoint(beast::tcp_stream& stream, tcp::resolver& resolver,
 }
 
 // One keep-alive connection; used by one call at a time. Each exchange runs the connection's own
-// io_context until the exchange completes; the stream's expiry bounds every step.
+// io_context until the exchange completes; the stream's expiry bounds every step (the TLS
+// handshake's too).
 class HttpConnection {
  public:
+  explicit HttpConnection(EtcdTls tls) : tls_(std::move(tls)) {}
+
   Attempt exchange(size_t endpoint_index, const EtcdEndpoint& endpoint, const std::string& path,
                    const std::string& body, Clock::time_point until) {
     Attempt attempt;
@@ -76,27 +81,35 @@ class HttpConnection {
     boost::system::error_code error;
     bool reused = stream_.has_value();
     if (!reused) {
-      stream_.emplace(io_);
+      stream_.emplace(io_, tls_);
       endpoint_ = endpoint_index;
-      stream_->expires_at(until);
-      async_connect_endpoint(*stream_, resolver_, endpoint,
-                             [&](const boost::system::error_code& result) { error = result; });
+      stream_->tcp().expires_at(until);
+      std::optional<StreamFailure> failure;
+      stream_->async_open(resolver_, endpoint, [&](std::optional<StreamFailure> result) {
+        failure = std::move(result);
+      });
       run(until);
-      if (error) return fail(attempt, "cannot connect: " + describe(error));
+      if (failure) return fail(attempt, *failure);
     }
     auto request = gateway_request(endpoint, path, body);
-    stream_->expires_at(until);
+    stream_->tcp().expires_at(until);
     http::async_write(*stream_, request,
                       [&](const boost::system::error_code& result, size_t) { error = result; });
     run(until);
-    if (error) return fail(attempt, "cannot send: " + describe(error));
+    if (error) return fail(attempt, EtcdStream::describe(error), "cannot send: ");
     http::response_parser<http::string_body> parser;
     parser.body_limit(kMaxReplyBytes);
     parser.header_limit(64 * 1024);
     http::async_read(*stream_, buffer_, parser,
                      [&](const boost::system::error_code& result, size_t) { error = result; });
     run(until);
-    if (error) return fail(attempt, "no reply: " + describe(error));
+    if (error) {
+      StreamFailure failure = EtcdStream::describe(error);
+      // An etcd that serves HTTPS says nothing at all to a plain request: the likely cause.
+      if (!tls_ && error == beast::error::timeout)
+        failure.reason += " (if the member serves HTTPS, turn the store's TLS on for this client)";
+      return fail(attempt, failure, "no reply: ");
+    }
     auto& response = parser.get();
     attempt.answered = true;
     attempt.status = response.result_int();
@@ -107,8 +120,6 @@ class HttpConnection {
 
   void close() {
     if (!stream_) return;
-    boost::system::error_code ignored;
-    stream_->socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream_->close();
     stream_.reset();
     buffer_.clear();
@@ -119,12 +130,9 @@ class HttpConnection {
   ~HttpConnection() { close(); }
 
  private:
-  static std::string describe(const boost::system::error_code& error) {
-    if (error == beast::error::timeout) return "timed out";
-    return error.message();
-  }
-  Attempt& fail(Attempt& attempt, std::string why) {
-    attempt.failure = std::move(why);
+  Attempt& fail(Attempt& attempt, const StreamFailure& failure, const std::string& step = "") {
+    attempt.failure = step + failure.reason;
+    attempt.refused = failure.refused;
     close();
     return attempt;
   }
@@ -135,20 +143,22 @@ class HttpConnection {
     io_.run_until(until + milliseconds(200));
     if (!io_.stopped()) {
       resolver_.cancel();
-      if (stream_) stream_->cancel();
+      if (stream_) stream_->tcp().cancel();
       io_.restart();
       io_.run();
     }
   }
 
+  const EtcdTls tls_;
   asio::io_context io_{1};
   tcp::resolver resolver_{io_};
-  std::optional<beast::tcp_stream> stream_;
+  std::optional<EtcdStream> stream_;
   size_t endpoint_ = 0;
   beast::flat_buffer buffer_;
 };
 
-EtcdHttp::EtcdHttp(std::vector<EtcdEndpoint> endpoints) : endpoints_(std::move(endpoints)) {
+EtcdHttp::EtcdHttp(std::vector<EtcdEndpoint> endpoints, EtcdTls tls)
+    : endpoints_(std::move(endpoints)), tls_(std::move(tls)) {
   MEMLOOM_CHECK_ARG(!endpoints_.empty(), "etcd client: no endpoints");
 }
 
@@ -165,7 +175,7 @@ void EtcdHttp::prefer_next_after(size_t failed) {
 
 std::unique_ptr<HttpConnection> EtcdHttp::acquire() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (idle_.empty()) return std::make_unique<HttpConnection>();
+  if (idle_.empty()) return std::make_unique<HttpConnection>(tls_);
   auto connection = std::move(idle_.back());
   idle_.pop_back();
   return connection;
@@ -183,6 +193,7 @@ JsonValue EtcdHttp::call(const std::string& path, const std::string& body, Deadl
   bool any_answered = false;
   size_t index = preferred_.load();
   size_t tried_this_round = 0;
+  size_t refused_in_row = 0;
   while (true) {
     // Share what is left between the members not yet tried in this round, so that one member
     // that swallows requests (stopped, partitioned) cannot use up the whole deadline.
@@ -225,7 +236,10 @@ JsonValue EtcdHttp::call(const std::string& path, const std::string& body, Deadl
     }
     failures[index] = attempt.failure;
     prefer_next_after(index);
-    if (deadline.expired()) break;
+    // As with the TCP store, a refused TLS connection is final: when every member refused,
+    // waiting out the deadline would only delay the same answer.
+    refused_in_row = attempt.refused ? refused_in_row + 1 : 0;
+    if (refused_in_row >= endpoints_.size() || deadline.expired()) break;
     index = (index + 1) % endpoints_.size();
     if (++tried_this_round == endpoints_.size()) {
       tried_this_round = 0;
@@ -237,6 +251,9 @@ JsonValue EtcdHttp::call(const std::string& path, const std::string& body, Deadl
     if (failures[i].empty()) continue;
     tried += (tried.empty() ? "" : "; ") + endpoints_[i].to_string() + ": " + failures[i];
   }
+  if (refused_in_row >= endpoints_.size())
+    raise(Status::kCommunication, "store " + what + ": every etcd member of " + url() +
+                                      " refused the connection (" + tried + ")");
   raise(any_answered ? Status::kTimeout : Status::kCommunication,
         "store " + what + ": no etcd member of " + url() + " served it in time (" + tried + ")");
 }

@@ -11,6 +11,7 @@
 
 #include "memloom/deadline.h"
 #include "src/store/etcd_json.h"
+#include "src/store/etcd_stream.h"
 #include "src/store/url.h"
 
 namespace memloom::store::etcd {
@@ -19,7 +20,8 @@ class HttpConnection;
 
 class EtcdHttp {
  public:
-  explicit EtcdHttp(std::vector<EtcdEndpoint> endpoints);
+  // `tls`: HTTPS with this client context (make_etcd_tls); nullptr: plain HTTP.
+  explicit EtcdHttp(std::vector<EtcdEndpoint> endpoints, EtcdTls tls = nullptr);
   ~EtcdHttp();
   EtcdHttp(const EtcdHttp&) = delete;
   EtcdHttp& operator=(const EtcdHttp&) = delete;
@@ -35,6 +37,7 @@ class EtcdHttp {
                  const std::string& what);
 
   const std::vector<EtcdEndpoint>& endpoints() const { return endpoints_; }
+  const EtcdTls& tls() const { return tls_; }
   // "etcd://a:1,b:2", for messages.
   std::string url() const;
   // The member the next new connection tries first (the last one that answered).
@@ -46,6 +49,7 @@ class EtcdHttp {
   void release(std::unique_ptr<HttpConnection> connection);
 
   const std::vector<EtcdEndpoint> endpoints_;
+  const EtcdTls tls_;
   std::atomic<size_t> preferred_{0};
   std::mutex mutex_;
   std::vector<std::unique_ptr<HttpConnection>> idle_;

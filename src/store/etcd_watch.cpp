@@ -3,6 +3,7 @@
 #include "src/base/log.h"
 #include "src/store/etcd_beast.h"
 #include "src/store/etcd_json.h"
+#include "src/store/etcd_stream.h"
 
 namespace memloom::store::etcd {
 namespace {
@@ -16,11 +17,12 @@ constexpr size_t kMaxMessageBytes = 512u << 20;
 
 class WatchStreamImpl : public WatchStream, public std::enable_shared_from_this<WatchStreamImpl> {
  public:
-  WatchStreamImpl(asio::io_context& io, std::vector<EtcdEndpoint> endpoints, size_t first,
-                  std::string key, std::string range_end, int64_t start_revision,
+  WatchStreamImpl(asio::io_context& io, std::vector<EtcdEndpoint> endpoints, EtcdTls tls,
+                  size_t first, std::string key, std::string range_end, int64_t start_revision,
                   OnEvents on_events, OnUnreachable on_unreachable)
       : io_(io),
         endpoints_(std::move(endpoints)),
+        tls_(std::move(tls)),
         endpoint_(first % endpoints_.size()),
         key_(std::move(key)),
         range_end_(std::move(range_end)),
@@ -31,17 +33,17 @@ class WatchStreamImpl : public WatchStream, public std::enable_shared_from_this<
 
   void connect() {
     if (cancelled_) return;
-    stream_.emplace(io_);
+    stream_.emplace(io_, tls_);
     resolver_.emplace(io_);
     pending_.clear();
     buffer_.clear();  // bytes of the broken stream are no part of the new one
-    stream_->expires_after(kConnectTime);
+    stream_->tcp().expires_after(kConnectTime);  // the TLS handshake's too
     auto self = shared_from_this();
-    async_connect_endpoint(*stream_, *resolver_, endpoints_[endpoint_],
-                           [self](const boost::system::error_code& error) {
-                             if (error) return self->broken("cannot connect: " + error.message());
-                             self->send();
-                           });
+    stream_->async_open(*resolver_, endpoints_[endpoint_],
+                        [self](std::optional<StreamFailure> failure) {
+                          if (failure) return self->broken(failure->reason);
+                          self->send();
+                        });
   }
 
   void cancel() override {
@@ -62,24 +64,25 @@ class WatchStreamImpl : public WatchStream, public std::enable_shared_from_this<
                                JsonObject().raw("create_request", create.finish()).finish());
     auto self = shared_from_this();
     http::async_write(*stream_, request_, [self](const boost::system::error_code& error, size_t) {
-      if (error) return self->broken("cannot send: " + error.message());
+      if (error) return self->broken("cannot send: " + EtcdStream::describe(error).reason);
       self->read();
     });
   }
 
   void read() {
     if (cancelled_) return;
-    stream_->expires_never();  // a watch is silent until something changes
+    stream_->tcp().expires_never();  // a watch is silent until something changes
     parser_.emplace();
     parser_->body_limit(kMaxMessageBytes);
     parser_->on_chunk_body(chunk_body_);
     auto self = shared_from_this();
-    http::async_read(*stream_, buffer_, *parser_,
-                     [self](const boost::system::error_code& error, size_t) {
-                       if (error) return self->broken("the watch stream ended: " + error.message());
-                       std::string body = self->parser_->get().body();
-                       self->broken("etcd ended the watch: " + body.substr(0, 200));
-                     });
+    http::async_read(
+        *stream_, buffer_, *parser_, [self](const boost::system::error_code& error, size_t) {
+          if (error)
+            return self->broken("the watch stream ended: " + EtcdStream::describe(error).reason);
+          std::string body = self->parser_->get().body();
+          self->broken("etcd ended the watch: " + body.substr(0, 200));
+        });
   }
 
   void on_data(std::string_view data) {
@@ -154,6 +157,7 @@ class WatchStreamImpl : public WatchStream, public std::enable_shared_from_this<
 
   asio::io_context& io_;
   const std::vector<EtcdEndpoint> endpoints_;
+  const EtcdTls tls_;
   size_t endpoint_;
   const std::string key_;
   const std::string range_end_;
@@ -163,7 +167,7 @@ class WatchStreamImpl : public WatchStream, public std::enable_shared_from_this<
   std::string failures_;  // why the members failed since one last served
   size_t failed_in_row_ = 0;
   asio::steady_timer timer_;
-  std::optional<beast::tcp_stream> stream_;
+  std::optional<EtcdStream> stream_;
   std::optional<tcp::resolver> resolver_;
   http::request<http::string_body> request_;
   std::optional<http::response_parser<http::string_body>> parser_;
@@ -182,13 +186,13 @@ class WatchStreamImpl : public WatchStream, public std::enable_shared_from_this<
 }  // namespace
 
 std::shared_ptr<WatchStream> WatchStream::start(asio::io_context& io,
-                                                std::vector<EtcdEndpoint> endpoints,
+                                                std::vector<EtcdEndpoint> endpoints, EtcdTls tls,
                                                 size_t first_endpoint, std::string key,
                                                 std::string range_end, int64_t start_revision,
                                                 OnEvents on_events, OnUnreachable on_unreachable) {
   auto stream = std::make_shared<WatchStreamImpl>(
-      io, std::move(endpoints), first_endpoint, std::move(key), std::move(range_end),
-      start_revision, std::move(on_events), std::move(on_unreachable));
+      io, std::move(endpoints), std::move(tls), first_endpoint, std::move(key),
+      std::move(range_end), start_revision, std::move(on_events), std::move(on_unreachable));
   asio::post(io, [stream] { stream->connect(); });
   return stream;
 }

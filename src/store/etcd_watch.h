@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "src/store/asio.h"
+#include "src/store/etcd_stream.h"
 #include "src/store/url.h"
 
 namespace memloom::store::etcd {
@@ -28,10 +29,10 @@ class WatchStream {
   using OnEvents = std::function<void(const std::vector<KvEvent>&)>;
   // Told why, each time a whole round of the members failed to take the watch (it keeps trying).
   using OnUnreachable = std::function<void(const std::string& why)>;
-  // Watches [key, range_end) ("" range_end: the key alone) from `start_revision`. `on_events`
-  // runs on the io_context's thread.
+  // Watches [key, range_end) ("" range_end: the key alone) from `start_revision`, over HTTPS
+  // when `tls` is set. `on_events` runs on the io_context's thread.
   static std::shared_ptr<WatchStream> start(asio::io_context& io,
-                                            std::vector<EtcdEndpoint> endpoints,
+                                            std::vector<EtcdEndpoint> endpoints, EtcdTls tls,
                                             size_t first_endpoint, std::string key,
                                             std::string range_end, int64_t start_revision,
                                             OnEvents on_events,

@@ -38,13 +38,16 @@ uint16_t free_port() {
   return ntohs(address.sin_port);
 }
 
-std::string loopback(uint16_t port) {
-  return "http://127.0.0.1:" + std::to_string(port);
+std::string loopback(uint16_t port, const char* scheme = "http") {
+  return std::string(scheme) + "://127.0.0.1:" + std::to_string(port);
 }
 
 }  // namespace
 
-EtcdCluster::EtcdCluster(int members) : owner_(::getpid()) {
+EtcdCluster::EtcdCluster(int members, std::optional<EtcdServerTls> tls)
+    : tls_(std::move(tls)),
+      client_tls_(tls_ ? etcd::make_etcd_tls(TlsSetting::use(tls_->client)) : nullptr),
+      owner_(::getpid()) {
   // In memory: etcd syncs its log to disk on every write, which on a shared CI disk would make
   // the tests measure the disk. The "memloom" name lets CI's /dev/shm check catch a leftover.
   char pattern[] = "/dev/shm/memloom-etcd-test-XXXXXX";
@@ -94,16 +97,22 @@ void EtcdCluster::spawn(int index, bool initial) {
   Member& member = members_[static_cast<size_t>(index)];
   std::string data = directory_ + "/" + member.name;
   std::string log = directory_ + "/" + member.name + ".log";
+  const char* client_scheme = tls_ ? "https" : "http";
   std::vector<std::string> args = {
       "etcd", "--name", member.name, "--data-dir", data, "--listen-client-urls",
-      loopback(member.client_port), "--advertise-client-urls", loopback(member.client_port),
-      "--listen-peer-urls", loopback(member.peer_port), "--initial-advertise-peer-urls",
-      loopback(member.peer_port), "--initial-cluster", initial_cluster_, "--initial-cluster-token",
-      token_, "--initial-cluster-state", initial ? "new" : "existing",
+      loopback(member.client_port, client_scheme), "--advertise-client-urls",
+      loopback(member.client_port, client_scheme), "--listen-peer-urls", loopback(member.peer_port),
+      "--initial-advertise-peer-urls", loopback(member.peer_port), "--initial-cluster",
+      initial_cluster_, "--initial-cluster-token", token_, "--initial-cluster-state",
+      initial ? "new" : "existing",
       // Quick elections (and so a 1 s least lease TTL) and room for the 8 MiB values of the
       // conformance suite (base64 in JSON: about 11 MiB a request).
       "--heartbeat-interval", "50", "--election-timeout", "500", "--max-request-bytes",
       std::to_string(32 << 20), "--logger", "zap", "--log-level", "warn"};
+  if (tls_) {
+    args.insert(args.end(), {"--cert-file", tls_->cert_file, "--key-file", tls_->key_file,
+                             "--trusted-ca-file", tls_->ca_file, "--client-cert-auth"});
+  }
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("cannot fork etcd");
@@ -171,7 +180,7 @@ void EtcdCluster::wait_ready(std::chrono::milliseconds timeout) const {
   Deadline deadline = Deadline::after(timeout);
   for (size_t i = 0; i < members_.size(); ++i) {
     if (members_[i].pid <= 0) continue;
-    etcd::EtcdHttp http({EtcdEndpoint{"127.0.0.1", members_[i].client_port}});
+    etcd::EtcdHttp http({EtcdEndpoint{"127.0.0.1", members_[i].client_port}}, client_tls_);
     while (true) {
       try {
         // A write needs a leader and a quorum, as the tests' calls do.

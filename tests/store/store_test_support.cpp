@@ -108,6 +108,7 @@ std::unique_ptr<Client> StoreConformance::connect(ClientOptions options) {
     options.job_namespace = std::string(test->test_suite_name()) + "." + test->name() + "." +
                             std::to_string(::getpid());
   }
+  store_->configure(options);
   return Client::connect(store_->url(), options);
 }
 

@@ -50,6 +50,8 @@ class TestStore {
   virtual std::string url() = 0;
   // The TCP server, for checks only it can answer (nullptr for etcd).
   virtual Server* tcp_server() { return nullptr; }
+  // Adds what a client of this store needs besides the URL (TLS).
+  virtual void configure(ClientOptions& /*options*/) {}
 };
 
 struct StoreKind {

@@ -49,9 +49,9 @@ void add_extension(X509* cert, X509* issuer, int nid, const char* value) {
   X509_EXTENSION_free(extension);
 }
 
-// issuer == nullptr: self-signed (a CA).
+// issuer == nullptr: self-signed (a CA). `alt_names`: the subjectAltName value, if any.
 Cert new_cert(const std::string& common_name, EVP_PKEY* key, long serial, X509* issuer,
-              EVP_PKEY* issuer_key) {
+              EVP_PKEY* issuer_key, const std::string& alt_names = "") {
   Cert cert(X509_new());
   check(cert != nullptr, "X509_new");
   X509_set_version(cert.get(), X509_VERSION_3);
@@ -77,6 +77,8 @@ Cert new_cert(const std::string& common_name, EVP_PKEY* key, long serial, X509* 
     add_extension(cert.get(), signer, NID_basic_constraints, "critical,CA:FALSE");
     add_extension(cert.get(), signer, NID_key_usage, "critical,digitalSignature");
     add_extension(cert.get(), signer, NID_ext_key_usage, "serverAuth,clientAuth");
+    if (!alt_names.empty())
+      add_extension(cert.get(), signer, NID_subject_alt_name, alt_names.c_str());
   }
   check(X509_sign(cert.get(), is_ca ? key : issuer_key, EVP_sha256()) > 0, "signing");
   return cert;
@@ -147,7 +149,8 @@ TestPki::TestPki() {
     ca_file_ = write("ca1.pem", cert_pem(ca1.cert.get()));
     other_ca_file_ = write("ca2.pem", cert_pem(ca2.cert.get()));
 
-    server_ = issue("server", ca1, 10);
+    // etcd's clients (memloom's too) check the host a server certificate names.
+    server_ = issue("server", ca1, 10, "", "IP:127.0.0.1,IP:::1,DNS:localhost");
     client_ = issue("client", ca1, 11);
     revoked_ = issue("revoked", ca1, 12);
     encrypted_client_ = issue("encrypted", ca1, 13, kPassword);
@@ -166,9 +169,10 @@ TestPki::~TestPki() {
 }
 
 Identity TestPki::issue(const std::string& name, Authority& ca, long serial,
-                        const std::string& password) {
+                        const std::string& password, const std::string& alt_names) {
   Key key = new_key();
-  Cert cert = new_cert("memloom " + name, key.get(), serial, ca.cert.get(), ca.key.get());
+  Cert cert =
+      new_cert("memloom " + name, key.get(), serial, ca.cert.get(), ca.key.get(), alt_names);
   Identity identity;
   identity.key_pem = key_pem(key.get(), password);
   identity.cert_file = write(name + ".pem", cert_pem(cert.get()));

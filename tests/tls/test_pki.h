@@ -25,8 +25,8 @@ class TestPki {
   TestPki& operator=(const TestPki&) = delete;
 
   const std::string& dir() const { return dir_; }
-  // CA 1 issues server, client, revoked (listed in crl_file) and encrypted_client (key
-  // encrypted with kPassword); CA 2 issues other_ca_client.
+  // CA 1 issues server (for 127.0.0.1, ::1 and localhost), client, revoked (listed in crl_file) and
+  // encrypted_client (key encrypted with kPassword); CA 2 issues other_ca_client.
   const std::string& ca_file() const { return ca_file_; }
   const std::string& other_ca_file() const { return other_ca_file_; }
   const std::string& crl_file() const { return crl_file_; }
@@ -48,7 +48,7 @@ class TestPki {
  private:
   struct Authority;
   Identity issue(const std::string& name, Authority& ca, long serial,
-                 const std::string& password = "");
+                 const std::string& password = "", const std::string& alt_names = "");
 
   std::string dir_;
   std::string ca_file_, other_ca_file_, crl_file_;
