@@ -6,7 +6,9 @@
 // each other through the config store, which the decode instance starts.
 //
 //   kv_transfer [--two-nodes]               both roles on this host (forks the prefill process);
-//                                           --two-nodes puts them on two emulated nodes
+//                                           --two-nodes puts them on two emulated nodes; the
+//                                           store is MEMLOOM_STORE_URL (tcp:// or etcd://) if
+//                                           set, else a TCP store on a free local port
 //   kv_transfer decode  STORE ID            starts STORE, prints the pool address, checks blocks
 //   kv_transfer prefill STORE ID PEER POOL  writes the blocks into PEER's pool at address POOL
 // e.g. decode tcp://10.0.0.1:7000 10.0.0.1:7001, then
@@ -22,6 +24,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -172,7 +175,12 @@ int main(int argc, char** argv) {
                  argv[0]);
     return 2;
   }
-  const std::string store = "tcp://" + free_local_id();
+  // A store named by the environment (an etcd cluster, say) is used as it is; decode's "start"
+  // of an etcd store only checks that it answers.
+  const char* named_store = std::getenv("MEMLOOM_STORE_URL");
+  const std::string store = named_store != nullptr && named_store[0] != '\0'
+                                ? std::string(named_store)
+                                : "tcp://" + free_local_id();
   const std::string decode_id = free_local_id();
   const std::string prefill_id = free_local_id();
   int channel[2];

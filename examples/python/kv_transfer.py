@@ -1,12 +1,14 @@
 """Prefill -> decode KV-cache hand-off with memfabric_hybrid's TransferEngine, the way LLM
 serving stacks use it, checked byte for byte.
 
-    python3 examples/python/kv_transfer.py [--layers 4] [--blocks 64] [--nodes 1|2]
+    python3 examples/python/kv_transfer.py [--layers 4] [--blocks 64] [--nodes 1|2] [--store URL]
 
 Starts two processes: "Decode" allocates the KV cache (a torch tensor), registers it and tells
 prefill its address; "Prefill" computes KV blocks, writes each layer with one batched write (and
 the first block with a plain one) into decode's cache, and decode checks every byte. --nodes 2
-puts them on two emulated nodes (the network path instead of direct copies)."""
+puts them on two emulated nodes (the network path instead of direct copies). The config store is
+--store (tcp:// or etcd://), else $MEMLOOM_STORE_URL, else a TCP store prefill starts on a free
+port."""
 
 import argparse
 import multiprocessing as mp
@@ -106,8 +108,10 @@ def main():
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--blocks", type=int, default=64)
     parser.add_argument("--nodes", type=int, choices=(1, 2), default=1)
+    parser.add_argument("--store", help="config store URL (an etcd one is used as it runs)")
     args = parser.parse_args()
-    args.store_url = f"tcp://127.0.0.1:{free_port()}"
+    args.store_url = (args.store or os.environ.get("MEMLOOM_STORE_URL")
+                      or f"tcp://127.0.0.1:{free_port()}")
     from memfabric_hybrid import TransferEngine
     args.op = int(TransferEngine.TransDataOpType.SDMA if args.nodes == 1
                   else TransferEngine.TransDataOpType.DEVICE_RDMA)
