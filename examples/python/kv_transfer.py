@@ -22,10 +22,16 @@ import torch
 BLOCK_TOKENS, HEADS, HEAD_DIM = 16, 8, 64
 
 
-def free_port():
-    with socket.socket() as probe:
+def free_ports(count):
+    """Distinct free ports: every probe stays bound until all are picked, or the kernel could
+    hand out one port twice (two instances named alike)."""
+    probes = [socket.socket() for _ in range(count)]
+    for probe in probes:
         probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    ports = [probe.getsockname()[1] for probe in probes]
+    for probe in probes:
+        probe.close()
+    return ports
 
 
 def kv_blocks(layers, blocks):
@@ -110,12 +116,13 @@ def main():
     parser.add_argument("--nodes", type=int, choices=(1, 2), default=1)
     parser.add_argument("--store", help="config store URL (an etcd one is used as it runs)")
     args = parser.parse_args()
+    ports = free_ports(3)
     args.store_url = (args.store or os.environ.get("MEMLOOM_STORE_URL")
-                      or f"tcp://127.0.0.1:{free_port()}")
+                      or f"tcp://127.0.0.1:{ports[0]}")
     from memfabric_hybrid import TransferEngine
     args.op = int(TransferEngine.TransDataOpType.SDMA if args.nodes == 1
                   else TransferEngine.TransDataOpType.DEVICE_RDMA)
-    names = [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]
+    names = [f"127.0.0.1:{ports[1]}", f"127.0.0.1:{ports[2]}"]
     context = mp.get_context("spawn")  # each role initialises memloom in a fresh process
     ours, theirs = context.Pipe()
     nodes = ["kv-node0", "kv-node0" if args.nodes == 1 else "kv-node1"]
