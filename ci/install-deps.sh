@@ -12,7 +12,7 @@ packages=(
 if [[ "${MEMLOOM_DEPS:-all}" != "demo" ]]; then
   packages+=(libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev clang-format)
   # The etcd store's tests (tests/etcd) and memloom-bench store start real etcd servers.
-  packages+=(etcd-server)
+  packages+=(etcd-server curl)  # curl: tests/etcd/with_etcd.sh asks etcd for its health
   # The Python packages (python/) and their tests; skipped when MEMLOOM_NO_PYTHON=1 (the build
   # then leaves them out: MEMLOOM_BUILD_PYTHON is AUTO).
   if [[ "${MEMLOOM_NO_PYTHON:-0}" != "1" ]]; then

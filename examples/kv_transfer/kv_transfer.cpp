@@ -6,7 +6,9 @@
 // each other through the config store, which the decode instance starts.
 //
 //   kv_transfer [--two-nodes]               both roles on this host (forks the prefill process);
-//                                           --two-nodes puts them on two emulated nodes
+//                                           --two-nodes puts them on two emulated nodes; the
+//                                           store is MEMLOOM_STORE_URL (tcp:// or etcd://) if
+//                                           set, else a TCP store on a free local port
 //   kv_transfer decode  STORE ID            starts STORE, prints the pool address, checks blocks
 //   kv_transfer prefill STORE ID PEER POOL  writes the blocks into PEER's pool at address POOL
 // e.g. decode tcp://10.0.0.1:7000 10.0.0.1:7001, then
@@ -22,6 +24,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -144,17 +147,25 @@ int run_prefill(const std::string& store, const std::string& id, const std::stri
   return 0;
 }
 
-// A port nobody listens on, for the single-host demo.
-std::string free_local_id() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), length);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+// `count` distinct ports nobody listens on, for the single-host demo: every socket stays bound
+// until all are picked, or the kernel could hand out one port twice (the two instances would then
+// be named alike and the second could not listen).
+std::vector<std::string> free_local_ids(int count) {
+  std::vector<int> fds;
+  std::vector<std::string> ids;
+  for (int i = 0; i < count; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&address), length);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    fds.push_back(fd);
+    ids.push_back("127.0.0.1:" + std::to_string(ntohs(address.sin_port)));
+  }
+  for (int fd : fds) ::close(fd);
+  return ids;
 }
 
 }  // namespace
@@ -172,9 +183,15 @@ int main(int argc, char** argv) {
                  argv[0]);
     return 2;
   }
-  const std::string store = "tcp://" + free_local_id();
-  const std::string decode_id = free_local_id();
-  const std::string prefill_id = free_local_id();
+  const std::vector<std::string> ids = free_local_ids(3);
+  // A store named by the environment (an etcd cluster, say) is used as it is; decode's "start"
+  // of an etcd store only checks that it answers.
+  const char* named_store = std::getenv("MEMLOOM_STORE_URL");
+  const std::string store = named_store != nullptr && named_store[0] != '\0'
+                                ? std::string(named_store)
+                                : "tcp://" + ids[0];
+  const std::string decode_id = ids[1];
+  const std::string prefill_id = ids[2];
   int channel[2];
   if (::pipe(channel) != 0) return fail("pipe", -1);
   std::fflush(stdout);

@@ -5,9 +5,10 @@ the ranks and applies the embedding's sparse gradients with its optimizer. Print
 every step and checks that it fell.
 
     PYTHONPATH=build/python python3 examples/python/gnn_training.py [--nodes 1000000]
-        [--steps 20] [--batch 512] [--ranks 4] [--emulated-nodes 2]
+        [--steps 20] [--batch 512] [--ranks 4] [--emulated-nodes 2] [--store URL]
 
-starts its ranks through memloom-run (found as $MEMLOOM_RUN, on PATH, or in build/bin). The
+starts its ranks through memloom-run (found as $MEMLOOM_RUN, on PATH, or in build/bin), with
+the config store --store names (tcp:// or etcd://) or else memloom-run's embedded one. The
 graph: node v is of class v % CLASSES and 80% of its edges go to nodes of its class; its
 feature row is a noisy one-hot of its class, so the model learns by averaging neighbours. Each
 node holds its own copy of the graph, CHUNKED over its node's ranks (sampling maps the CSR in
@@ -185,7 +186,8 @@ def launch(args, argv):
         port = probe.getsockname()[1]
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     command = [find_memloom_run(), "-n", str(args.ranks), "--nodes", str(args.emulated_nodes),
-               "--timeout", "600", "--", sys.executable, os.path.abspath(__file__), *argv]
+               "--timeout", "600", *(["--store", args.store] if args.store else []),
+               "--", sys.executable, os.path.abspath(__file__), *argv]
     return subprocess.call(command, env=env)
 
 
@@ -199,6 +201,7 @@ def main():
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--ranks", type=int, default=4)
     parser.add_argument("--emulated-nodes", type=int, default=2)
+    parser.add_argument("--store", help="config store URL for memloom-run --store")
     argv = sys.argv[1:]
     args = parser.parse_args(argv)
     if args.nodes < 2 * CLASSES or args.batch > args.nodes:

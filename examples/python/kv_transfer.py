@@ -1,12 +1,14 @@
 """Prefill -> decode KV-cache hand-off with memfabric_hybrid's TransferEngine, the way LLM
 serving stacks use it, checked byte for byte.
 
-    python3 examples/python/kv_transfer.py [--layers 4] [--blocks 64] [--nodes 1|2]
+    python3 examples/python/kv_transfer.py [--layers 4] [--blocks 64] [--nodes 1|2] [--store URL]
 
 Starts two processes: "Decode" allocates the KV cache (a torch tensor), registers it and tells
 prefill its address; "Prefill" computes KV blocks, writes each layer with one batched write (and
 the first block with a plain one) into decode's cache, and decode checks every byte. --nodes 2
-puts them on two emulated nodes (the network path instead of direct copies)."""
+puts them on two emulated nodes (the network path instead of direct copies). The config store is
+--store (tcp:// or etcd://), else $MEMLOOM_STORE_URL, else a TCP store prefill starts on a free
+port."""
 
 import argparse
 import multiprocessing as mp
@@ -20,10 +22,16 @@ import torch
 BLOCK_TOKENS, HEADS, HEAD_DIM = 16, 8, 64
 
 
-def free_port():
-    with socket.socket() as probe:
+def free_ports(count):
+    """Distinct free ports: every probe stays bound until all are picked, or the kernel could
+    hand out one port twice (two instances named alike)."""
+    probes = [socket.socket() for _ in range(count)]
+    for probe in probes:
         probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    ports = [probe.getsockname()[1] for probe in probes]
+    for probe in probes:
+        probe.close()
+    return ports
 
 
 def kv_blocks(layers, blocks):
@@ -106,12 +114,15 @@ def main():
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--blocks", type=int, default=64)
     parser.add_argument("--nodes", type=int, choices=(1, 2), default=1)
+    parser.add_argument("--store", help="config store URL (an etcd one is used as it runs)")
     args = parser.parse_args()
-    args.store_url = f"tcp://127.0.0.1:{free_port()}"
+    ports = free_ports(3)
+    args.store_url = (args.store or os.environ.get("MEMLOOM_STORE_URL")
+                      or f"tcp://127.0.0.1:{ports[0]}")
     from memfabric_hybrid import TransferEngine
     args.op = int(TransferEngine.TransDataOpType.SDMA if args.nodes == 1
                   else TransferEngine.TransDataOpType.DEVICE_RDMA)
-    names = [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]
+    names = [f"127.0.0.1:{ports[1]}", f"127.0.0.1:{ports[2]}"]
     context = mp.get_context("spawn")  # each role initialises memloom in a fresh process
     ours, theirs = context.Pipe()
     nodes = ["kv-node0", "kv-node0" if args.nodes == 1 else "kv-node1"]

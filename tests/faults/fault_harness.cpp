@@ -82,6 +82,23 @@ std::map<std::string, std::string> fault_environment() {
           {"MEMLOOM_LOG_LEVEL", "off"}};
 }
 
+namespace {
+
+std::string& job_store_url_storage() {
+  static std::string url;
+  return url;
+}
+
+}  // namespace
+
+void set_job_store_url(const std::string& url) {
+  job_store_url_storage() = url;
+}
+
+const std::string& job_store_url() {
+  return job_store_url_storage();
+}
+
 CallResult call_until_failure(const std::function<CallResult()>& call, Clock::duration give_up,
                               Clock::duration* failing_call_took) {
   const auto end = Clock::now() + give_up;
@@ -199,7 +216,8 @@ void RankAudit::expect_nothing_left(const std::string& where) const {
   EXPECT_EQ(after.count("tcp"), 0) << where << ": TCP sockets left open";
 }
 
-JobAudit::JobAudit() : shm_before_(testing::leftover_shm_entries()) {
+JobAudit::JobAudit()
+    : shm_before_(testing::leftover_shm_entries()), children_before_(live_children()) {
   become_subreaper();
   std::sort(shm_before_.begin(), shm_before_.end());
 }
@@ -213,10 +231,21 @@ void JobAudit::expect_nothing_left() const {
   EXPECT_TRUE(added.empty()) << added.size() << " new /dev/shm entries, e.g. "
                              << (added.empty() ? "" : added.front());
   // Orphans are adopted by this (subreaper) process but may need a moment to finish dying.
-  std::vector<int> children = live_children();
+  auto new_children = [this] {
+    std::vector<int> children = live_children();
+    children.erase(std::remove_if(children.begin(), children.end(),
+                                  [this](int pid) {
+                                    return std::find(children_before_.begin(),
+                                                     children_before_.end(),
+                                                     pid) != children_before_.end();
+                                  }),
+                   children.end());
+    return children;
+  };
+  std::vector<int> children = new_children();
   for (int i = 0; i < 200 && !children.empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    children = live_children();
+    children = new_children();
   }
   EXPECT_TRUE(children.empty()) << "processes of the job still alive: " << join(children);
 }
@@ -228,6 +257,7 @@ void run_kill_case(const ScenarioFactory& factory, const Topology& topology, Kil
   options.nodes = topology.nodes;
   options.timeout = std::chrono::seconds(60);
   options.env = fault_environment();
+  options.store_url = job_store_url();
   auto results = testing::run_ranks(options, [&](const testing::RankContext& rank) {
     FaultContext context{rank, topology.victim, topology.victim * topology.nodes / topology.ranks};
     RankAudit audit;  // brings the backend up

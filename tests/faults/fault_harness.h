@@ -71,6 +71,12 @@ using ScenarioFactory = std::function<std::unique_ptr<Scenario>()>;
 // Timeouts for every API, through the environment (MEMLOOM_TIMEOUT_S) and the configs.
 std::map<std::string, std::string> fault_environment();
 
+// The config store of the jobs the harness starts (run_kill_case, the missing-rank cases): "" (the
+// default) starts a TCP store server per job; a test binary that runs the same cases on etcd names
+// its cluster here once, before the first job.
+void set_job_store_url(const std::string& url);
+const std::string& job_store_url();
+
 // Runs the scenario on topology.ranks processes, kills the victim at `when`, and checks the
 // survivors and the leftovers with gtest assertions.
 void run_kill_case(const ScenarioFactory& factory, const Topology& topology, KillPoint when);
@@ -88,7 +94,8 @@ class RankAudit {
   std::shared_ptr<Snapshot> before_;
 };
 
-// Checks of the test process around a job: no new /dev/shm entry, no live child.
+// Checks of the test process around a job: no new /dev/shm entry, no live child that was not
+// there before (a store the test runs for several jobs, such as an etcd member, is).
 class JobAudit {
  public:
   JobAudit();
@@ -96,6 +103,7 @@ class JobAudit {
 
  private:
   std::vector<std::string> shm_before_;
+  std::vector<int> children_before_;
 };
 
 // A config store server in a child of the test process, which a test may kill. Forked before the

@@ -36,6 +36,7 @@ void run_without_rank_two(const std::function<CallResult(const testing::RankCont
   options.ranks = kWorld - 1;
   options.timeout = std::chrono::seconds(60);
   options.env = fault_environment();
+  options.store_url = job_store_url();
   auto results = testing::run_ranks(options, [&](const testing::RankContext& rank) {
     // Every present rank's backend is up before the audit's baseline and anyone's clock: on a
     // loaded GPU machine bringing up CUDA took seconds, and a rank still doing so looked missing
@@ -141,6 +142,7 @@ void run_create_without_rank_two(
   options.ranks = 3;
   options.timeout = std::chrono::seconds(60);
   options.env = fault_environment();
+  options.store_url = job_store_url();
   auto results = testing::run_ranks(options, [&](const testing::RankContext& rank) {
     // As above: set-up runs under the short deadline too (the WholeMemory communicator timed out
     // on a loaded GPU machine while a rank was still creating its CUDA context).

@@ -179,9 +179,9 @@ std::vector<RankResult> run_ranks(const MultiProcessOptions& opts,
   std::fflush(stdout);
   std::fflush(stderr);
   const std::string job_id = make_job_id();
-  std::string store_url;
+  std::string store_url = opts.store_url;
   pid_t store_pid = -1;
-  if (opts.start_store) store_pid = start_store_process(&store_url);
+  if (store_url.empty() && opts.start_store) store_pid = start_store_process(&store_url);
 
   std::vector<pid_t> pids(opts.ranks, -1);
   for (int rank = 0; rank < opts.ranks; ++rank) {

@@ -31,7 +31,9 @@ struct MultiProcessOptions {
   int nodes = 1;  // ranks are dealt to nodes in contiguous blocks
   // Children still alive then are SIGKILLed (times MEMLOOM_TEST_TIMEOUT_SCALE when set).
   std::chrono::milliseconds timeout{60000};
-  bool start_store = true;                 // a store server in its own child process
+  bool start_store = true;  // a store server in its own child process
+  // A store that already runs (an etcd cluster) for the ranks to use; when set, none is started.
+  std::string store_url;
   std::map<std::string, std::string> env;  // extra environment for every rank
 };
 
