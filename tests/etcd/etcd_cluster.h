@@ -41,6 +41,8 @@ class EtcdCluster {
   // "etcd://127.0.0.1:Pi", one member only.
   std::string member_url(int member) const;
   int size() const { return static_cast<int>(members_.size()); }
+  // A member's process (the leader of its process group), -1 once killed by this object.
+  pid_t pid(int member) const { return members_[static_cast<size_t>(member)].pid; }
 
   // SIGKILLs a member (its data stays), or sends it another signal (SIGSTOP / SIGCONT).
   void kill(int member);

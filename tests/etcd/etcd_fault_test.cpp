@@ -1,29 +1,24 @@
 // The fault cases that involve the config store, with the store on a real single-member etcd
 // (tests/etcd/etcd_cluster.h) instead of the TCP store: a rank SIGKILLed in a call that goes
 // through the store or a group built on it (the kill matrix's harness, tests/faults), etcd itself
-// killed while ranks wait on it, and (tests/faults/missing_rank_test.cpp, compiled in here too) a
-// rank that never arrives. Each test gets its own etcd, so keys of one test never meet another's
-// even when the binary runs every test in one process.
+// killed while ranks wait on it or after they built objects on it (the TCP store's store-death
+// cases, tests/faults/store_death_cases.h), and (tests/faults/missing_rank_test.cpp, compiled in
+// here too) a rank that never arrives. Each test gets its own etcd, so keys of one test never meet
+// another's even when the binary runs every test in one process.
 #include <gtest/gtest.h>
-#include <signal.h>
 
 #include <chrono>
 #include <cstdio>
-#include <cstring>
-#include <functional>
 #include <iterator>
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "src/base/log.h"
-#include "src/core/group.h"
 #include "src/store/client.h"
 #include "tests/etcd/etcd_cluster.h"
 #include "tests/faults/scenarios.h"
-#include "wholememory/wholememory.h"
+#include "tests/faults/store_death_cases.h"
 
 namespace memloom::faults {
 namespace {
@@ -104,63 +99,35 @@ TEST(EtcdKillMatrix, CoversEveryStoreScenario) {
   EXPECT_EQ(etcd_kill_cases().size(), 2 * std::size(kStoreScenarios));
 }
 
-// etcd itself SIGKILLed while every rank waits on it. Unlike the TCP store, whose death closes
-// the connection at once, an etcd client may retry until its deadline: the call must fail by then
-// (never hang), with a message, and the rank must still shut down cleanly.
+// etcd itself SIGKILLed, with the bodies of the TCP store's cases (tests/faults/
+// store_death_cases.h). Unlike the TCP store, whose death closes the connection at once, an etcd
+// client retries the members until its deadline: a call that needs the store must fail by then
+// (never hang), with a message, and the rank must still shut down cleanly. Calls that do not need
+// the store (collectives of groups built before, transfers to peers already known) must keep
+// working, as on the TCP store. A shutdown still makes its clean-up calls to the store, each of
+// which waits out its client's call time before the keys are left behind: shutdown is bounded by
+// those calls' times (KillableStore::after_death), where on the TCP store it is prompt.
 constexpr uint32_t kWaitSeconds = 6;
-constexpr auto kKillAfter = std::chrono::milliseconds(300);
 
-void run_with_killable_etcd(const std::function<void(const testing::RankContext&)>& body) {
-  JobAudit job;
-  testing::MultiProcessOptions options;
-  options.ranks = 3;
-  options.timeout = std::chrono::seconds(60);
-  options.env = fault_environment();
-  options.store_url = job_store_url();
-  auto results = testing::run_ranks(options, [&](const testing::RankContext& rank) {
-    RankAudit audit;
-    body(rank);
-    audit.expect_nothing_left("rank " + std::to_string(rank.rank) + " after shutdown");
-  });
-  EXPECT_ALL_RANKS_PASS(results);
-  job.expect_nothing_left();
-}
-
-// Every rank makes `call`, which blocks on the store; rank 0 kills etcd meanwhile (the member is
-// the test process's child, but any process of the job may signal its group).
-void expect_failure_within_deadline(const testing::RankContext& rank,
-                                    const std::function<CallResult()>& call) {
-  const std::string barrier = rank.job_id + "/before-call";
-  store_barrier(rank.store_url, barrier, rank.world_size);
-  if (rank.rank == 0) {
-    await_all_left_barrier(rank.store_url, barrier, rank.world_size);
-    std::thread([] {
-      std::this_thread::sleep_for(kKillAfter);
-      current_cluster()->kill(0);
-    }).detach();
-  }
-  const auto start = Clock::now();
-  CallResult result = call();
-  const auto took = Clock::now() - start;
-  EXPECT_TRUE(result.failed()) << "the call succeeded without the store";
-  EXPECT_FALSE(result.message.empty());
-  EXPECT_LT(took, std::chrono::seconds(kWaitSeconds) + kSlack)
-      << "failed after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
-      << " ms (its deadline: " << kWaitSeconds << " s); message: " << result.message;
-  if (rank.rank == 0) {
-    std::printf(
-        "[etcd killed] failed after %lld ms: %s\n",
-        static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()),
-        result.message.c_str());
-  }
+KillableStore killable_etcd() {
+  KillableStore store;
+  store.url = job_store_url();
+  store.pid = current_cluster() ? current_cluster()->pid(0) : -1;
+  // The member is the test process's child, but any process of the job may signal its group.
+  store.kill = [] { current_cluster()->kill(0); };
+  store.wait_seconds = kWaitSeconds;
+  store.fail_within = std::chrono::seconds(kWaitSeconds) + kSlack;
+  store.dead_store_fails_calls_at_once = false;
+  return store;
 }
 
 TEST(EtcdDeath, BlockedGetFailsAndLaterOpsFailWithinTheirDeadline) {
-  run_with_killable_etcd([](const testing::RankContext& rank) {
+  const KillableStore store = killable_etcd();
+  run_with_killable_store(store, [&](const testing::RankContext& rank) {
     store::ClientOptions options;
     options.connect_timeout = std::chrono::seconds(kCallTimeoutSeconds);
-    auto client = store::Client::connect(rank.store_url, options);
-    expect_failure_within_deadline(rank, [&] {
+    auto client = store::Client::connect(store.url, options);
+    expect_failure_when_store_dies(rank, store, [&] {
       return core_call(
           [&] { client->get(rank.job_id + "/never-set", std::chrono::seconds(kWaitSeconds)); });
     });
@@ -174,37 +141,27 @@ TEST(EtcdDeath, BlockedGetFailsAndLaterOpsFailWithinTheirDeadline) {
 }
 
 TEST(EtcdDeath, GroupWaitingForAMissingRankFailsWithinItsDeadline) {
-  run_with_killable_etcd([](const testing::RankContext& rank) {
-    std::shared_ptr<store::Client> client = store::Client::connect(rank.store_url);
-    expect_failure_within_deadline(rank, [&] {
-      return core_call([&] {
-        core::Group::create(client, store::KeyPrefix(rank.job_id + "/group/"), rank.rank,
-                            rank.world_size + 1,
-                            Deadline::after(std::chrono::seconds(kWaitSeconds)));
-      });
-    });
-  });
+  group_waiting_for_a_missing_rank(killable_etcd());
+}
+
+TEST(EtcdDeath, ShmInitWaitingForAMissingRankFailsWithinItsDeadline) {
+  shm_init_waiting_for_a_missing_rank(killable_etcd());
+}
+
+TEST(EtcdDeath, BmInitWaitingForAMissingRankFailsWithinItsDeadline) {
+  bm_init_waiting_for_a_missing_rank(killable_etcd());
 }
 
 TEST(EtcdDeath, WholeMemoryCommunicatorWaitingForAMissingRankFailsWithinItsDeadline) {
-  run_with_killable_etcd([](const testing::RankContext& rank) {
-    ::setenv("MEMLOOM_TIMEOUT_S", std::to_string(kWaitSeconds).c_str(), 1);
-    ASSERT_EQ(wholememory_init(0, LEVEL_FATAL), WHOLEMEMORY_SUCCESS);
-    wholememory_unique_id_t id{};
-    if (rank.rank == 0) {
-      ASSERT_EQ(wholememory_create_unique_id(&id), WHOLEMEMORY_SUCCESS);
-      publish(rank.store_url, rank.job_id + "/id", std::string(id.internal, sizeof(id.internal)));
-    } else {
-      std::memcpy(id.internal, await(rank.store_url, rank.job_id + "/id").data(), sizeof(id));
-    }
-    expect_failure_within_deadline(rank, [&] {
-      wholememory_comm_t comm = nullptr;
-      auto code = wholememory_create_communicator(&comm, id, rank.rank, rank.world_size + 1);
-      return code == WHOLEMEMORY_SUCCESS ? CallResult{}
-                                         : CallResult{static_cast<int>(code), log::last_error()};
-    });
-    EXPECT_EQ(wholememory_finalize(), WHOLEMEMORY_SUCCESS);
-  });
+  wholememory_communicator_waiting_for_a_missing_rank(killable_etcd());
+}
+
+TEST(EtcdDeath, ShmObjectsBuiltBeforeKeepWorkingAndShutDown) {
+  shm_objects_built_before_keep_working(killable_etcd());
+}
+
+TEST(EtcdDeath, TransKnownPeersStayReachableNewOnesFailWithinTheirDeadline) {
+  trans_known_peers_stay_reachable(killable_etcd());
 }
 
 }  // namespace
