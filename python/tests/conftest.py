@@ -38,6 +38,20 @@ def comm():
     wm.finalize()
 
 
+@pytest.fixture(scope="module")
+def wg_comm():
+    """A one-rank pylibwholegraph communicator in this process, with wgth.init/finalize around it."""
+    import pylibwholegraph.torch as wgth
+    from memloom import wholememory as wm
+
+    wgth.init(0, 1, 0, 1, wm_log_level="fatal")
+    communicator = wgth.WholeMemoryCommunicator(
+        wm.create_communicator(wm.create_unique_id(), 0, 1))
+    yield communicator
+    wgth.destroy_communicator(communicator)
+    wgth.finalize()
+
+
 def memloom_run():
     path = os.environ.get("MEMLOOM_RUN")
     if not path or not os.access(path, os.X_OK):

@@ -9,20 +9,10 @@ import pytest
 import torch
 
 import pylibwholegraph.torch as wgth
-from memloom import wholememory as wm
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MEMLOOM_BACKEND") != "cuda" or not torch.cuda.is_available(),
     reason="needs MEMLOOM_BACKEND=cuda and a torch that sees a GPU")
-
-
-@pytest.fixture(scope="module")
-def wg_comm():
-    wgth.init(0, 1, 0, 1, wm_log_level="fatal")
-    comm = wgth.WholeMemoryCommunicator(wm.create_communicator(wm.create_unique_id(), 0, 1))
-    yield comm
-    wgth.destroy_communicator(comm)
-    wgth.finalize()
 
 
 @pytest.mark.parametrize("memory_type", ["continuous", "chunked"])

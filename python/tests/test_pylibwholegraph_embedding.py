@@ -5,16 +5,6 @@ import pytest
 import torch
 
 import pylibwholegraph.torch as wgth
-from memloom import wholememory as wm
-
-
-@pytest.fixture(scope="module")
-def wg_comm():
-    wgth.init(0, 1, 0, 1, wm_log_level="fatal")
-    comm = wgth.WholeMemoryCommunicator(wm.create_communicator(wm.create_unique_id(), 0, 1))
-    yield comm
-    wgth.destroy_communicator(comm)
-    wgth.finalize()
 
 
 

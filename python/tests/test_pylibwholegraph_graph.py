@@ -8,19 +8,9 @@ import torch
 
 import pylibwholegraph.torch as wgth
 from pylibwholegraph.torch import graph_ops, wholegraph_ops
-from memloom import wholememory as wm
 from _memloom_native import wholememory as native
 
 from conftest import free_port
-
-
-@pytest.fixture(scope="module")
-def wg_comm():
-    wgth.init(0, 1, 0, 1, wm_log_level="fatal")
-    comm = wgth.WholeMemoryCommunicator(wm.create_communicator(wm.create_unique_id(), 0, 1))
-    yield comm
-    wgth.destroy_communicator(comm)
-    wgth.finalize()
 
 
 def random_csr(nodes, max_degree, seed):

@@ -8,15 +8,6 @@ import pylibwholegraph.torch as wgth
 from memloom import wholememory as wm
 
 
-@pytest.fixture(scope="module")
-def wg_comm():
-    wgth.init(0, 1, 0, 1, wm_log_level="fatal")
-    comm = wgth.WholeMemoryCommunicator(wm.create_communicator(wm.create_unique_id(), 0, 1))
-    yield comm
-    wgth.destroy_communicator(comm)
-    wgth.finalize()
-
-
 def test_a_tensor_without_torch_distributed(wg_comm):
     tensor = wgth.create_wholememory_tensor(wg_comm, "chunked", "cpu", [16], torch.int64, None)
     local, start = tensor.get_local_tensor(host_view=True)
