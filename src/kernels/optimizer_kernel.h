@@ -210,7 +210,7 @@ MEMLOOM_HOST_DEVICE inline const float* gradient_row(const OptimizerApplyArgs& a
 constexpr int64_t kPrefetchRows = 1;
 inline void prefetch_row(const OptimizerApplyArgs& args, int64_t row) {
   constexpr size_t kLine = 64;
-  const size_t element = args.embedding_type == DType::kFloat ? 4 : 2;
+  const size_t element = element_size(args.embedding_type);
   const char* weights =
       (row < args.cached_rows ? args.cache : args.embedding) +
       static_cast<size_t>(row) * static_cast<size_t>(args.embedding_stride) * element;
