@@ -1,6 +1,7 @@
-// Conformance tests of the emulated backend's Transport, built through its factory. Most tests
-// run two endpoints in one process (the bytes still cross TCP); the dead/hung peer tests serve
-// from a forked process that they kill or stop.
+// Conformance tests of the emulated backend's Transport (the host layer's UCX transport), built
+// through its factory. Most tests run two endpoints in one process (the bytes still cross UCX's
+// wire); the dead/hung peer tests serve from a forked process that they kill or stop. ctest runs
+// them as they are and again with UCX_TLS set (tests/hal/CMakeLists.txt).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -65,9 +66,9 @@ class TransportPair : public ::testing::Test {
   std::vector<std::byte> exposed;
 };
 
-TEST_F(TransportPair, AddressesAreTcpUrlsOnLoopbackByDefault) {
+TEST_F(TransportPair, AddressesAreUcxUrlsOnLoopbackByDefault) {
   if (std::getenv("MEMLOOM_HOST_ADDR") != nullptr) GTEST_SKIP() << "MEMLOOM_HOST_ADDR is set";
-  EXPECT_EQ(server->address().rfind("tcp://127.0.0.1:", 0), 0u) << server->address();
+  EXPECT_EQ(server->address().rfind("ucx://127.0.0.1:", 0), 0u) << server->address();
   EXPECT_NE(server->address(), requester->address());
 }
 
