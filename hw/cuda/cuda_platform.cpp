@@ -13,6 +13,8 @@
 #include "hw/cuda/staged_tcp_transport.h"
 #include "hw/host/collectives_factory.h"
 #include "hw/host/device_choice.h"
+#include "hw/host/ucx_transport.h"
+#include "hw/host/ucx_worker.h"
 #include "memloom/error.h"
 #include "src/base/environment.h"
 #include "src/base/hex.h"
@@ -179,6 +181,14 @@ std::unique_ptr<hal::Collectives> CudaPlatform::create_collectives(const hal::Gr
 }
 
 std::unique_ptr<hal::Transport> CudaPlatform::create_transport() {
+  // Where UCX moves device memory itself (built with CUDA: cuda_copy, GPUDirect RDMA), the UCX
+  // transport serves every peer. Without it,
+  // exposed device memory could not be registered for one-sided access, so the staged TCP
+  // transport (a two-sided protocol that stages on the serving side) stays until the UCX transport
+  // gains a staged two-sided path of its own.
+  if (host::ucx_supports_cuda_memory()) {
+    return std::make_unique<host::UcxTransport>();
+  }
   return std::make_unique<StagedTcpTransport>(current_device_);
 }
 

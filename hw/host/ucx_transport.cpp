@@ -40,11 +40,10 @@ std::string format_address(const std::string& host, uint16_t port) {
 
 }  // namespace
 
-UcxTransport::UcxTransport(std::unique_ptr<BufferStaging> staging)
+UcxTransport::UcxTransport()
     : regions_(worker_),
       endpoints_(worker_, [this](ucp_ep_h ep) { regions_.forget_holder(ep); }),
-      remote_keys_(worker_, endpoints_),
-      staging_(std::move(staging)) {
+      remote_keys_(worker_, endpoints_) {
   handlers_[0] = {[](void* self, const void* data, size_t length, ucp_ep_h reply_ep) {
                     static_cast<UcxTransport*>(self)->regions_.answer_request(data, length,
                                                                               reply_ep);
@@ -79,11 +78,6 @@ UcxTransport::~UcxTransport() {
 }
 
 void UcxTransport::expose(void* address, size_t size) {
-  if (staging_ != nullptr && address != nullptr && staging_->needs_staging(address) &&
-      !worker_.supports_cuda_memory()) {
-    raise(Status::kNotSupported,
-          "expose: this UCX cannot register device memory (it was built without CUDA)");
-  }
   regions_.expose(address, size);
 }
 
@@ -128,21 +122,11 @@ void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
   for (const hal::TransferOp* op : work) {
     keys.push_back(remote_keys_.key_for(peer, op->remote_address, op->bytes, deadline));
   }
-  // Local device memory UCX cannot reach goes through host copies: writes copied out before they
-  // are issued, reads copied in once the batch completed.
-  const bool stage_local = staging_ != nullptr && !worker_.supports_cuda_memory();
-  std::vector<std::vector<char>> bounce(stage_local ? work.size() : 0);
   UcxTransferBatch batch(worker_, peer->ep());
   bool issued = true;
   for (size_t i = 0; i < work.size() && issued; ++i) {
     const hal::TransferOp& op = *work[i];
     void* local = op.local_address;
-    if (stage_local && staging_->needs_staging(local)) {
-      bounce[i].resize(op.bytes);
-      if (op.direction == Direction::kWrite)
-        staging_->copy(bounce[i].data(), local, op.bytes, deadline);
-      local = bounce[i].data();
-    }
     issued = op.direction == Direction::kWrite
                  ? batch.put(local, op.bytes, op.remote_address, keys[i]->key, deadline)
                  : batch.get(local, op.bytes, op.remote_address, keys[i]->key, deadline);
@@ -156,11 +140,6 @@ void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
     }
     peer->force_close(Deadline::after(std::chrono::seconds(2)));
     raise(Status::kTimeout, "transfer with " + peer->address() + " timed out");
-  }
-  for (size_t i = 0; i < bounce.size(); ++i) {
-    if (!bounce[i].empty() && work[i]->direction == Direction::kRead) {
-      staging_->copy(work[i]->local_address, bounce[i].data(), work[i]->bytes, deadline);
-    }
   }
 }
 

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "hw/hal/transport.h"
-#include "hw/host/buffer_staging.h"
 #include "hw/host/ucx_endpoints.h"
 #include "hw/host/ucx_messages.h"
 #include "hw/host/ucx_region_registry.h"
@@ -26,15 +25,12 @@ namespace memloom::host {
 
 class UcxTransport : public hal::Transport {
  public:
-  // `staging` (optional) moves local device memory through host buffers when this UCX cannot
-  // touch it itself (supports_cuda_memory() is false).
-  explicit UcxTransport(std::unique_ptr<BufferStaging> staging = nullptr);
+  // Device memory (on either side) needs a UCX with CUDA support (ucx_supports_cuda_memory()):
+  // UCX then registers and moves it itself; the CUDA backend uses this transport only then.
+  UcxTransport();
   ~UcxTransport() override;
   UcxTransport(const UcxTransport&) = delete;
   UcxTransport& operator=(const UcxTransport&) = delete;
-
-  // True when UCX registers and moves CUDA device memory itself.
-  bool supports_cuda_memory() const { return worker_.supports_cuda_memory(); }
 
   std::string address() const override { return address_; }
   void expose(void* address, size_t size) override;
@@ -52,7 +48,6 @@ class UcxTransport : public hal::Transport {
   UcxRegionRegistry regions_;
   UcxEndpoints endpoints_;
   UcxRemoteKeys remote_keys_;
-  std::unique_ptr<BufferStaging> staging_;
   std::string address_;
 };
 

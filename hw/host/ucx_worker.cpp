@@ -26,6 +26,27 @@ std::string ucx_error(const std::string& what, ucs_status_t status) {
   return what + ": " + ucs_status_string(status);
 }
 
+bool ucx_supports_cuda_memory() {
+  static const bool supported = [] {
+    ucp_config_t* config = nullptr;
+    if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) return false;
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM;
+    ucp_context_h context = nullptr;
+    const ucs_status_t status = ucp_init(&params, config, &context);
+    ucp_config_release(config);
+    if (status != UCS_OK) return false;
+    ucp_context_attr_t attr{};
+    attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    const bool cuda = ucp_context_query(context, &attr) == UCS_OK &&
+                      (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+    ucp_cleanup(context);
+    return cuda;
+  }();
+  return supported;
+}
+
 UcxWorker::UcxWorker() {
   ucp_config_t* config = nullptr;
   ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
@@ -37,12 +58,6 @@ UcxWorker::UcxWorker() {
   status = ucp_init(&params, config, &context_);
   ucp_config_release(config);
   if (status != UCS_OK) raise(Status::kCommunication, ucx_error("UCX context", status));
-
-  ucp_context_attr_t context_attr{};
-  context_attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
-  if (ucp_context_query(context_, &context_attr) == UCS_OK) {
-    cuda_memory_ = (context_attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
-  }
 
   ucp_worker_params_t worker_params{};
   worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;

@@ -33,8 +33,6 @@ class UcxWorker {
 
   ucp_context_h context() const { return context_; }
   ucp_worker_h worker() const { return worker_; }
-  // True when UCX can register and move CUDA device memory (GPUDirect RDMA or cuda_copy/ipc).
-  bool supports_cuda_memory() const { return cuda_memory_; }
 
   // Progresses the worker until `done()` holds; false when the deadline passed first. Spins while
   // there is work, then sleeps on the event fd in short slices.
@@ -54,10 +52,13 @@ class UcxWorker {
   ucp_worker_h worker_ = nullptr;
   int event_fd_ = -1;
   int wake_pipe_[2] = {-1, -1};
-  bool cuda_memory_ = false;
   std::atomic<bool> stopping_{false};
   std::thread progress_thread_;
 };
+
+// Whether a UCX context here would report CUDA memory support (asked once per process, without
+// creating a worker): the CUDA backend chooses its transport by it.
+bool ucx_supports_cuda_memory();
 
 // "what: UCX's description of status".
 std::string ucx_error(const std::string& what, ucs_status_t status);

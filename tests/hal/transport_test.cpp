@@ -289,6 +289,24 @@ TEST(Transport, DeadPeerFailsWithinTheDeadline) {
   });
 }
 
+TEST(Transport, PeerKilledMidTransferFailsWithinTheDeadline) {
+  run_against_forked_peer([](pid_t pid, const std::string& address, uint64_t pointer) {
+    auto transport = emulated::create_transport();
+    auto data = random_bytes(1 << 20, 6);
+    // 256 MiB in one call (the peer's 1 MiB, over and over): far longer than the kill below.
+    std::vector<Op> ops(256, Op{Direction::kWrite, pointer, data.data(), data.size()});
+    std::thread killer([pid] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      ::kill(pid, SIGKILL);
+    });
+    auto start = Clock::now();
+    const Status status = status_of([&] { transport->transfer(address, ops, soon()); });
+    killer.join();
+    EXPECT_EQ(status, Status::kCommunication);
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(5)) << "deadline was 20 s";
+  });
+}
+
 TEST(Transport, HungPeerTimesOutAtTheDeadline) {
   run_against_forked_peer([](pid_t pid, const std::string& address, uint64_t pointer) {
     auto transport = emulated::create_transport();
