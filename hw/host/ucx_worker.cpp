@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include "memloom/error.h"
@@ -19,6 +20,18 @@ namespace {
 constexpr int kSpinsBeforeSleep = 200;
 // A sleeping waiter re-checks at least this often (a wake-up consumed by another thread).
 constexpr int kSleepSliceMs = 1;
+
+// UCX's TCP transport moves RMA in software, in segments of UCX_TCP_{TX,RX}_SEG_SIZE (8 KiB by
+// default); 256 KiB segments doubled 64 MiB put/get between emulated nodes here (1.1 -> 2.3 GB/s).
+// Applied to the configuration object only where the user left the variable unset. UCX 1.13 keeps
+// transport options given to ucp_config_modify under their name inside the transport's table
+// (TX_SEG_SIZE, without UCX_TCP_), and warns of invalid configurations for the prefixed ones.
+void default_unless_set(ucp_config_t* config, const char* variable, const char* value) {
+  if (std::getenv(variable) != nullptr) return;
+  const char* name = variable + std::strlen("UCX_TCP_");
+  ucs_status_t status = ucp_config_modify(config, name, value);
+  if (status != UCS_OK) MEMLOOM_LOG(kDebug, ucx_error(std::string("UCX default ") + name, status));
+}
 
 }  // namespace
 
@@ -51,6 +64,8 @@ UcxWorker::UcxWorker() {
   ucp_config_t* config = nullptr;
   ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
   if (status != UCS_OK) raise(Status::kCommunication, ucx_error("UCX configuration", status));
+  default_unless_set(config, "UCX_TCP_TX_SEG_SIZE", "256k");
+  default_unless_set(config, "UCX_TCP_RX_SEG_SIZE", "256k");
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
