@@ -182,13 +182,14 @@ std::unique_ptr<hal::Collectives> CudaPlatform::create_collectives(const hal::Gr
 
 std::unique_ptr<hal::Transport> CudaPlatform::create_transport() {
   // Where UCX moves device memory itself (built with CUDA: cuda_copy, GPUDirect RDMA), the UCX
-  // transport serves every peer. Without it,
-  // exposed device memory could not be registered for one-sided access, so the staged TCP
-  // transport (a two-sided protocol that stages on the serving side) stays until the UCX transport
-  // gains a staged two-sided path of its own.
+  // transport serves every peer. Without it, exposed device memory could not be registered for
+  // one-sided access, so the staged TCP transport (a two-sided protocol that stages on the serving
+  // side) stays until the UCX transport gains a staged two-sided path of its own.
   if (host::ucx_supports_cuda_memory()) {
+    MEMLOOM_LOG(kDebug, "transport: UCX (this UCX registers CUDA memory)");
     return std::make_unique<host::UcxTransport>();
   }
+  MEMLOOM_LOG(kDebug, "transport: staged TCP (this UCX has no CUDA memory support)");
   return std::make_unique<StagedTcpTransport>(current_device_);
 }
 
