@@ -68,6 +68,14 @@ for lib in ssl crypto; do
     ln -sf /usr/lib/x86_64-linux-gnu/lib$lib.so.3 "$deps_lib/lib$lib.so"
   fi
 done
+# The image sets CXX=/opt/gcc/bin/g++, a wrapper that finds only libstdc++.a: each memloom shared
+# library would get its own C++ runtime (CMakeLists.txt refuses that). Its system g++ links the
+# shared one.
+cxx=${CXX:-c++}
+if [[ $($cxx -print-file-name=libstdc++.so) != /* && -x /usr/bin/g++ ]]; then
+  note "CXX=$cxx finds no shared libstdc++: building with /usr/bin/g++ and /usr/bin/gcc instead"
+  export CXX=/usr/bin/g++ CC=/usr/bin/gcc
+fi
 cmake_args=(
   -DCMAKE_BUILD_TYPE=RelWithDebInfo
   -DMEMLOOM_WITH_CUDA=ON
@@ -90,6 +98,9 @@ if [[ -x $venv_python ]] && pybind11_dir=$("$venv_python" -m pybind11 --cmakedir
                -Dpybind11_DIR="$pybind11_dir")
   if ! "$venv_python" -c 'import pytest' 2>/dev/null; then
     cmake_args+=(-DMEMLOOM_PYTHON_TEST_PATH="$deps_root/usr/lib/python3/dist-packages")
+    # The venv's own pytest plugins (pytest_timeout) are written for a newer pytest than Debian's
+    # 7.2 and fail its start-up.
+    export PYTEST_DISABLE_PLUGIN_AUTOLOAD=1
   fi
   python_on=1
 else
