@@ -105,6 +105,24 @@ const void* CudaPlatform::native_device_properties(int device) {
   return properties.get();
 }
 
+std::optional<hal::PeerAccess> CudaPlatform::peer_access(int from, int to) {
+  check_device(from, "peer_access");
+  check_device(to, "peer_access");
+  MEMLOOM_CHECK_ARG(from != to, "peer_access: a device is not its own peer");
+  hal::PeerAccess access;
+  int value = 0;
+  check_cuda(cudaDeviceCanAccessPeer(&value, from, to), "cudaDeviceCanAccessPeer");
+  access.accessible = value != 0;
+  if (!access.accessible) return access;
+  check_cuda(cudaDeviceGetP2PAttribute(&value, cudaDevP2PAttrPerformanceRank, from, to),
+             "cudaDeviceGetP2PAttribute(cudaDevP2PAttrPerformanceRank)");
+  access.performance_rank = value;
+  check_cuda(cudaDeviceGetP2PAttribute(&value, cudaDevP2PAttrNativeAtomicSupported, from, to),
+             "cudaDeviceGetP2PAttribute(cudaDevP2PAttrNativeAtomicSupported)");
+  access.native_atomics = value != 0;
+  return access;
+}
+
 CudaPlatform::~CudaPlatform() = default;
 
 void CudaPlatform::check_device(int device, const char* what) const {
