@@ -8,6 +8,7 @@
 
 #include "hw/cuda/cuda_buffer_staging.h"
 #include "hw/cuda/cuda_check.h"
+#include "hw/cuda/cuda_row_grouping.h"
 #include "hw/cuda/cuda_stream.h"
 #include "hw/cuda/nccl_collectives.h"
 #include "hw/cuda/staged_tcp_transport.h"
@@ -124,6 +125,12 @@ void CudaPlatform::set_current_device(int device) {
   check_device(device, "set_current_device");
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   current_device_ = device;
+}
+
+size_t CudaPlatform::kernel_scratch_bytes(hal::KernelId id, size_t work_items) const {
+  if (id != hal::KernelId::kGroupRows) return 0;
+  DeviceGuard guard(current_device_);
+  return group_rows_scratch_bytes(static_cast<int64_t>(work_items));
 }
 
 std::unique_ptr<hal::Stream> CudaPlatform::create_stream(int device) {

@@ -37,6 +37,7 @@ class CudaPlatform : public hal::Platform {
   int current_device() const override { return current_device_; }
   void follow_caller_device() override;
   const void* native_device_properties(int device) override;
+  size_t kernel_scratch_bytes(hal::KernelId id, size_t work_items) const override;
 
   hal::MemoryDomain& memory_domain() override { return *memory_domain_; }
   std::unique_ptr<hal::Stream> create_stream(int device) override;
