@@ -7,8 +7,10 @@
 #include <type_traits>
 
 #include "hw/cuda/cuda_check.h"
+#include "hw/cuda/cuda_count_scan.h"
 #include "hw/cuda/cuda_row_grouping.h"
 #include "memloom/error.h"
+#include "src/kernels/count_scan_kernel.h"
 #include "src/kernels/fill_kernel.h"
 #include "src/kernels/optimizer_kernel.h"
 #include "src/kernels/owner_routing_kernel.h"

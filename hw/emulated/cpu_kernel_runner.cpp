@@ -7,6 +7,7 @@
 
 #include "hw/emulated/cpu_row_grouping.h"
 #include "memloom/error.h"
+#include "src/kernels/count_scan_kernel.h"
 #include "src/kernels/fill_kernel.h"
 #include "src/kernels/optimizer_kernel.h"
 #include "src/kernels/owner_routing_kernel.h"
@@ -50,6 +51,17 @@ void run_place_by_owner(const void* args, size_t begin, size_t end) {
 // The grouping is one item: the whole list, sorted on one thread.
 void run_group_rows(const void* args, size_t begin, size_t end) {
   if (begin < end) group_rows_on_cpu(*static_cast<const kernels::GroupRowsArgs*>(args));
+}
+
+// The scan is one item too: a sequential sum (the caller guarantees it fits INT32).
+void run_scan_counts(const void* args, size_t begin, size_t end) {
+  if (begin >= end) return;
+  const auto& scan = *static_cast<const kernels::ScanCountsArgs*>(args);
+  int32_t total = 0;
+  for (int64_t i = 0; i <= scan.count; ++i) {
+    scan.offsets[i] = total;
+    if (i < scan.count) total += scan.counts[i];
+  }
 }
 
 // A kernel whose Args are not a body's: the args struct is named directly.
@@ -106,6 +118,7 @@ constexpr std::array<CpuKernel, static_cast<size_t>(hal::KernelId::kCount)> kKer
     make_cpu_kernel<kernels::SelfLoopKernel>("add_self_loop", 1024),
     make_cpu_kernel<kernels::IndexRequestsKernel>("index_requests", 16 * 1024),
     make_whole_kernel<kernels::GroupRowsArgs>("group_rows", &run_group_rows),
+    make_whole_kernel<kernels::ScanCountsArgs>("scan_counts", &run_scan_counts),
 };
 static_assert(kKernels.size() == static_cast<size_t>(hal::KernelId::kCount),
               "every KernelId needs a CPU runner");

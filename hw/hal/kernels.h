@@ -20,6 +20,7 @@ enum class KernelId : uint32_t {
   kAddSelfLoop = 8,       // sampling_kernel.h: SelfLoopArgs, a CSR with a self loop per row
   kIndexRequests = 9,     // row_grouping_kernel.h: IndexRequestsArgs, an apply's requests
   kGroupRows = 10,        // row_grouping_kernel.h: GroupRowsArgs, one item: requests by row
+  kScanCounts = 11,       // count_scan_kernel.h: ScanCountsArgs, one item: offsets from counts
   kCount,
 };
 

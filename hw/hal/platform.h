@@ -47,7 +47,8 @@ class Platform {
   }
 
   // Device scratch memory the kernel `id` needs for `work_items` items (on the current device),
-  // for the kernels whose arguments carry a scratch pointer (kGroupRows: items = requests).
+  // for the kernels whose arguments carry a scratch pointer (kGroupRows: items = requests;
+  // kScanCounts: items = counts).
   virtual size_t kernel_scratch_bytes(KernelId id, size_t work_items) const {
     (void)id;
     (void)work_items;
