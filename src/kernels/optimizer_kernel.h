@@ -240,8 +240,20 @@ struct OptimizerApplyKernel {
       return;
     }
     const auto per_row = static_cast<size_t>(args.items_per_row);
-    const auto u = static_cast<int64_t>(item / per_row);
-    const int64_t begin = static_cast<int64_t>(item % per_row) * args.columns_per_item;
+    // A GPU divides 64-bit integers in software (tens of instructions per item, one item per
+    // column); 32 bits suffice below 2^32 items, which any batch but a huge one is.
+    size_t row_index = 0, part = 0;
+    if (item <= 0xffffffffu && per_row <= 0xffffffffu) {
+      const auto narrow_item = static_cast<uint32_t>(item);
+      const auto narrow_per_row = static_cast<uint32_t>(per_row);
+      row_index = narrow_item / narrow_per_row;
+      part = narrow_item % narrow_per_row;
+    } else {
+      row_index = item / per_row;
+      part = item % per_row;
+    }
+    const auto u = static_cast<int64_t>(row_index);
+    const int64_t begin = static_cast<int64_t>(part) * args.columns_per_item;
     const int64_t end =
         begin + args.columns_per_item < args.columns ? begin + args.columns_per_item : args.columns;
     const int64_t row = args.rows[u];
