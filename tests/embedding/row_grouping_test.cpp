@@ -166,7 +166,7 @@ TEST(EmbeddingRowGrouping, TwoRanksManyDuplicatesMatchTheReference) {
 }
 
 // One rank finds a bad index on the device: the call fails and changes nothing, for either index
-// type and wherever the bad index is.
+// type and wherever the bad index is; a list of skipped indices only changes nothing either.
 TEST(EmbeddingRowGrouping, OneRankBadIndexChangesNothing) {
   auto results = run_with_comm(ranks_on_nodes(1, 1), [](const auto& context, auto comm) {
     const int64_t rows = 50, dim = 3;
@@ -192,6 +192,11 @@ TEST(EmbeddingRowGrouping, OneRankBadIndexChangesNothing) {
     EXPECT_EQ(WHOLEMEMORY_INVALID_INPUT,
               wholememory_embedding_gather_gradient_apply(embedding, narrow.tensor(),
                                                           grads.tensor(), false, 0.1F, nullptr, 0));
+    expect_near_all(initial, embedding_gather_floats(embedding, all, dim), 0, "table");
+    // A list of negative indices only asks for nothing: no group, no change.
+    DeviceTensor nothing(std::vector<int64_t>(list.size(), -1), WHOLEMEMORY_DT_INT64);
+    EMB_ASSERT_OK(wholememory_embedding_gather_gradient_apply(
+        embedding, nothing.tensor(), grads.tensor(), false, 0.1F, nullptr, 0));
     expect_near_all(initial, embedding_gather_floats(embedding, all, dim), 0, "table");
     // The same list without its bad indices is applied.
     DeviceTensor good(std::vector<int64_t>{3, 3, 7, -1, 1, -1, 3}, WHOLEMEMORY_DT_INT64);
