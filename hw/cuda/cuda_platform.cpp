@@ -8,6 +8,8 @@
 
 #include "hw/cuda/cuda_buffer_staging.h"
 #include "hw/cuda/cuda_check.h"
+#include "hw/cuda/cuda_count_scan.h"
+#include "hw/cuda/cuda_row_grouping.h"
 #include "hw/cuda/cuda_stream.h"
 #include "hw/cuda/nccl_collectives.h"
 #include "hw/cuda/staged_tcp_transport.h"
@@ -142,6 +144,19 @@ void CudaPlatform::set_current_device(int device) {
   check_device(device, "set_current_device");
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   current_device_ = device;
+}
+
+size_t CudaPlatform::kernel_scratch_bytes(hal::KernelId id, size_t work_items) const {
+  const auto items = static_cast<int64_t>(work_items);
+  if (id == hal::KernelId::kGroupRows) {
+    DeviceGuard guard(current_device_);
+    return group_rows_scratch_bytes(items);
+  }
+  if (id == hal::KernelId::kScanCounts) {
+    DeviceGuard guard(current_device_);
+    return scan_counts_scratch_bytes(items);
+  }
+  return 0;
 }
 
 std::unique_ptr<hal::Stream> CudaPlatform::create_stream(int device) {

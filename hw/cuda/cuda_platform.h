@@ -39,6 +39,7 @@ class CudaPlatform : public hal::Platform {
   void follow_caller_device() override;
   const void* native_device_properties(int device) override;
   std::optional<hal::PeerAccess> peer_access(int from, int to) override;
+  size_t kernel_scratch_bytes(hal::KernelId id, size_t work_items) const override;
 
   hal::MemoryDomain& memory_domain() override { return *memory_domain_; }
   std::unique_ptr<hal::Stream> create_stream(int device) override;

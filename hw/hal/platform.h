@@ -65,6 +65,15 @@ class Platform {
     return std::nullopt;
   }
 
+  // Device scratch memory the kernel `id` needs for `work_items` items (on the current device),
+  // for the kernels whose arguments carry a scratch pointer (kGroupRows: items = requests;
+  // kScanCounts: items = counts).
+  virtual size_t kernel_scratch_bytes(KernelId id, size_t work_items) const {
+    (void)id;
+    (void)work_items;
+    return 0;
+  }
+
   virtual MemoryDomain& memory_domain() = 0;
   virtual std::unique_ptr<Stream> create_stream(int device) = 0;
   // A Stream over one the caller owns and keeps alive (an API's user-supplied stream): a
