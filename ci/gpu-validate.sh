@@ -12,6 +12,7 @@
 #   ci/gpu-validate.sh                 # build + both runs
 #   GPU_VALIDATE_TESTS=Regex ci/gpu-validate.sh   # only tests matching the regex
 #   GPU_VALIDATE_BENCH=0 ci/gpu-validate.sh       # without memloom-bench-gpu (run first, ~2 min)
+#   GPU_VALIDATE_BENCH_ONLY=local,embedding ...   # only those bench groups (--only)
 #   GPU_VALIDATE_EMULATED_S=0 ...                 # leave no time for the emulated control run
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -174,6 +175,7 @@ bench=$(find "$build_dir" -maxdepth 3 -type f -name memloom-bench-gpu | head -1)
 if [[ ${GPU_VALIDATE_BENCH:-1} == 1 && -n $bench ]]; then
   note "memloom-bench-gpu ($(elapsed) s)"
   timeout --kill-after=10 "${GPU_VALIDATE_BENCH_S:-200}" "$bench" --markdown "$out/bench-gpu.md" \
+    ${GPU_VALIDATE_BENCH_ONLY:+--only "$GPU_VALIDATE_BENCH_ONLY"} \
     >"$out/bench-gpu.log" 2>&1
   note "memloom-bench-gpu: exit $? ($(elapsed) s)"
   grep -E "PASS|MISS|FAILED|REPORT|CEILING" "$out/bench-gpu.log" | sed 's/^/  bench: /' | tee -a "$summary"

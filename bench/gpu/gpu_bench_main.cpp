@@ -3,7 +3,7 @@
 // CUDA, so it can fork every job); a failing or hung job is reported and killed after its
 // timeout, and the program goes on with the next figure.
 //
-//   memloom-bench-gpu [--only ceilings|local|embedding|sampling|gather|shm|bm|trans]
+//   memloom-bench-gpu [--only ceilings|local|embedding|sampling|gather|shm|bm|trans[,...]]
 //                     [--markdown PATH] [--sampling-edges N]   (N: the sampling graph, 100M)
 //
 // Exit code: 0 when every figure was measured and met its target, 1 otherwise, 2 when no CUDA
@@ -50,11 +50,16 @@ bool parse(int argc, char** argv, Options* options) {
       return false;
     }
   }
-  if (options->only.empty()) return true;
-  for (const char* group : kGroups) {
-    if (options->only == group) return true;
+  // --only takes one group or a comma-separated list of them.
+  std::string list = options->only + ",";
+  for (size_t start = 0, comma; (comma = list.find(',', start)) != std::string::npos;
+       start = comma + 1) {
+    const std::string group = list.substr(start, comma - start);
+    bool known = false;
+    for (const char* name : kGroups) known = known || group == name;
+    if (!known) return false;
   }
-  return false;
+  return true;
 }
 
 // Runs a job of `ranks` ranks; on failure prints why (naming the group) and returns no figures,
@@ -291,7 +296,10 @@ int run(const Options& options) {
 
   Report report;
   const Ceilings ceilings = measure_ceilings(report, devices);  // every other figure needs them
-  auto wanted = [&](const char* group) { return options.only.empty() || options.only == group; };
+  auto wanted = [&](const char* group) {
+    return options.only.empty() ||
+           ("," + options.only + ",").find("," + std::string(group) + ",") != std::string::npos;
+  };
   if (wanted("local")) local_gather(report, ceilings);
   if (wanted("embedding")) embedding_apply(report, ceilings);
   if (wanted("sampling")) sampling(report, options.sampling_edges);
