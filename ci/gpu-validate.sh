@@ -12,6 +12,7 @@
 #   ci/gpu-validate.sh                 # build + both runs
 #   GPU_VALIDATE_TESTS=Regex ci/gpu-validate.sh   # only tests matching the regex
 #   GPU_VALIDATE_BENCH=0 ci/gpu-validate.sh       # without memloom-bench-gpu (run first, ~2 min)
+#   GPU_VALIDATE_BENCH_ONLY=local,embedding ...   # only those bench groups (--only)
 #   GPU_VALIDATE_EMULATED_S=0 ...                 # leave no time for the emulated control run
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -68,6 +69,14 @@ for lib in ssl crypto; do
     ln -sf /usr/lib/x86_64-linux-gnu/lib$lib.so.3 "$deps_lib/lib$lib.so"
   fi
 done
+# The image sets CXX=/opt/gcc/bin/g++, a wrapper that finds only libstdc++.a: each memloom shared
+# library would get its own C++ runtime (CMakeLists.txt refuses that). Its system g++ links the
+# shared one.
+cxx=${CXX:-c++}
+if [[ $($cxx -print-file-name=libstdc++.so) != /* && -x /usr/bin/g++ ]]; then
+  note "CXX=$cxx finds no shared libstdc++: building with /usr/bin/g++ and /usr/bin/gcc instead"
+  export CXX=/usr/bin/g++ CC=/usr/bin/gcc
+fi
 cmake_args=(
   -DCMAKE_BUILD_TYPE=RelWithDebInfo
   -DMEMLOOM_WITH_CUDA=ON
@@ -90,6 +99,9 @@ if [[ -x $venv_python ]] && pybind11_dir=$("$venv_python" -m pybind11 --cmakedir
                -Dpybind11_DIR="$pybind11_dir")
   if ! "$venv_python" -c 'import pytest' 2>/dev/null; then
     cmake_args+=(-DMEMLOOM_PYTHON_TEST_PATH="$deps_root/usr/lib/python3/dist-packages")
+    # The venv's own pytest plugins (pytest_timeout) are written for a newer pytest than Debian's
+    # 7.2 and fail its start-up.
+    export PYTEST_DISABLE_PLUGIN_AUTOLOAD=1
   fi
   python_on=1
 else
@@ -163,6 +175,7 @@ bench=$(find "$build_dir" -maxdepth 3 -type f -name memloom-bench-gpu | head -1)
 if [[ ${GPU_VALIDATE_BENCH:-1} == 1 && -n $bench ]]; then
   note "memloom-bench-gpu ($(elapsed) s)"
   timeout --kill-after=10 "${GPU_VALIDATE_BENCH_S:-200}" "$bench" --markdown "$out/bench-gpu.md" \
+    ${GPU_VALIDATE_BENCH_ONLY:+--only "$GPU_VALIDATE_BENCH_ONLY"} \
     >"$out/bench-gpu.log" 2>&1
   note "memloom-bench-gpu: exit $? ($(elapsed) s)"
   grep -E "PASS|MISS|FAILED|REPORT|CEILING" "$out/bench-gpu.log" | sed 's/^/  bench: /' | tee -a "$summary"

@@ -1,10 +1,12 @@
 // memloom-info: what memloom would do in this environment, like ucx_info or fi_info. The
 // version and build options, the backend it would choose and why (the real loader or driver
-// error when CUDA is skipped), its devices, the launcher variables found and the rank they give,
-// the config store, and every MEMLOOM_* setting with its value in effect and its default.
+// error when CUDA is skipped), its devices and how they reach each other (the peer access matrix
+// of CUDA GPUs), the launcher variables found and the rank they give, the config store, and every
+// MEMLOOM_* setting with its value in effect and its default.
 //   memloom-info [--json] [--version]
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,13 +42,97 @@ std::string gib(size_t bytes) {
   return text;
 }
 
+// One row per device, one entry per peer; the diagonal (a device and itself) stays empty.
+using PeerMatrix = std::vector<std::vector<std::optional<memloom::hal::PeerAccess>>>;
+
 struct Report {
   std::string backend, backend_reason, backend_error;
   int devices = 0;
   std::vector<size_t> capacities;
+  // Empty when the backend's devices have no peer links of their own (no CUDA devices).
+  PeerMatrix peers;
+  std::string peers_error;
   memloom::base::LaunchInfo launch;
   std::string launch_error;
 };
+
+// Asks the backend how each device reaches every other; empty when it has no peer links to report.
+PeerMatrix peer_matrix(memloom::hal::Platform& platform, int devices, std::string* error) {
+  PeerMatrix matrix;
+  if (!platform.capabilities().peer_links) return matrix;
+  try {
+    for (int from = 0; from < devices; ++from) {
+      matrix.emplace_back(devices);
+      for (int to = 0; to < devices; ++to) {
+        if (from == to) continue;
+        matrix[from][to] = platform.peer_access(from, to);
+        if (!matrix[from][to]) {
+          *error = "the backend reported no peer access from device " + std::to_string(from) +
+                   " to " + std::to_string(to);
+          return {};
+        }
+      }
+    }
+  } catch (const memloom::Error& failure) {
+    *error = failure.what();
+    return {};
+  }
+  return matrix;
+}
+
+std::string peer_entry(const std::optional<memloom::hal::PeerAccess>& access, bool self) {
+  if (self) return "self";
+  if (!access->accessible) return "-";
+  return "P2P r" + std::to_string(access->performance_rank) +
+         (access->native_atomics ? " atomics" : "");
+}
+
+void print_peer_matrix(const Report& r) {
+  if (!r.peers_error.empty()) {
+    std::printf("peer access: error: %s\n", r.peers_error.c_str());
+    return;
+  }
+  if (r.peers.empty()) {
+    std::printf("peer access: no CUDA devices (%s devices have no peer links)\n",
+                r.backend.c_str());
+    return;
+  }
+  std::printf(
+      "peer access (row: from, column: to; P2P rN: peer access, link rank N (0: best), atomics: "
+      "native atomics; -: none):\n%-8s",
+      "");
+  const size_t n = r.peers.size();
+  for (size_t to = 0; to < n; ++to) std::printf("  %-14s", ("GPU" + std::to_string(to)).c_str());
+  std::printf("\n");
+  for (size_t from = 0; from < n; ++from) {
+    std::printf("  %-6s", ("GPU" + std::to_string(from)).c_str());
+    for (size_t to = 0; to < n; ++to) {
+      std::printf("  %-14s", peer_entry(r.peers[from][to], from == to).c_str());
+    }
+    std::printf("\n");
+  }
+}
+
+std::string peer_matrix_json(const Report& r) {
+  if (r.peers.empty()) return "null";
+  std::string out = "[";
+  for (size_t from = 0; from < r.peers.size(); ++from) {
+    out += from ? ",\n    [" : "\n    [";
+    for (size_t to = 0; to < r.peers.size(); ++to) {
+      if (to) out += ", ";
+      const auto& access = r.peers[from][to];
+      if (from == to) {
+        out += "\"self\"";
+      } else {
+        out += std::string("{\"accessible\": ") + (access->accessible ? "true" : "false") +
+               ", \"performance_rank\": " + std::to_string(access->performance_rank) +
+               ", \"native_atomics\": " + (access->native_atomics ? "true" : "false") + "}";
+      }
+    }
+    out += "]";
+  }
+  return out + "\n  ]";
+}
 
 Report gather() {
   Report report;
@@ -56,6 +142,7 @@ Report gather() {
     report.devices = platform.device_count();
     for (int d = 0; d < report.devices; ++d)
       report.capacities.push_back(platform.device_capacity(d));
+    report.peers = peer_matrix(platform, report.devices, &report.peers_error);
   } catch (const memloom::Error& error) {
     report.backend_error = error.what();
   }
@@ -84,6 +171,7 @@ void print_text(const Report& r) {
       }
     }
     std::printf("\n");
+    print_peer_matrix(r);
   } else {
     std::printf("backend:  none: %s\n", r.backend_error.c_str());
   }
@@ -114,6 +202,8 @@ void print_json(const Report& r) {
   for (size_t d = 0; d < r.capacities.size(); ++d)
     std::printf("%s{\"index\": %zu, \"capacity_bytes\": %zu}", d ? ", " : "", d, r.capacities[d]);
   std::printf("],\n");
+  std::printf("  \"peer_access\": %s,\n  \"peer_access_error\": %s,\n", peer_matrix_json(r).c_str(),
+              json_string(r.peers_error).c_str());
   const auto& l = r.launch;
   std::printf(
       "  \"launch\": {\"launcher\": %s, \"rank_variable\": %s, \"rank\": %d, \"world_size\": %d, "
@@ -151,8 +241,9 @@ int main(int argc, char** argv) {
       std::puts(
           "usage: memloom-info [--json] [--version]\n"
           "Prints the version and build options, the backend memloom would choose and why, its\n"
-          "devices, the launcher variables found and the rank they give, the config store, and\n"
-          "every MEMLOOM_* setting in effect with its default. --json: the same for scripts.");
+          "devices and their peer access matrix (CUDA), the launcher variables found and the\n"
+          "rank they give, the config store, and every MEMLOOM_* setting in effect with its\n"
+          "default. --json: the same for scripts.");
       return 0;
     } else {
       std::fprintf(stderr, "memloom-info: unknown option '%s' (try --help)\n", arg.c_str());

@@ -3,7 +3,8 @@
 // CUDA, so it can fork every job); a failing or hung job is reported and killed after its
 // timeout, and the program goes on with the next figure.
 //
-//   memloom-bench-gpu [--only ceilings|local|embedding|gather|shm|bm|trans] [--markdown PATH]
+//   memloom-bench-gpu [--only ceilings|local|embedding|sampling|gather|shm|bm|trans[,...]]
+//                     [--markdown PATH] [--sampling-edges N]   (N: the sampling graph, 100M)
 //
 // Exit code: 0 when every figure was measured and met its target, 1 otherwise, 2 when no CUDA
 // device can be used or the arguments are wrong.
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -26,12 +28,14 @@
 namespace memloom::bench::gpu {
 namespace {
 
-const char* const kGroups[] = {"ceilings", "local", "embedding", "gather", "shm", "bm", "trans"};
+const char* const kGroups[] = {"ceilings", "local", "embedding", "sampling",
+                               "gather",   "shm",   "bm",        "trans"};
 constexpr std::chrono::seconds kJobTimeout{150};
 
 struct Options {
   std::string only;  // empty: every group
   std::string markdown;
+  long long sampling_edges = 100000000;  // the issue's graph: 100M edges
 };
 
 bool parse(int argc, char** argv, Options* options) {
@@ -39,15 +43,23 @@ bool parse(int argc, char** argv, Options* options) {
     const std::string arg = argv[i];
     if ((arg == "--only" || arg == "--markdown") && i + 1 < argc) {
       (arg == "--only" ? options->only : options->markdown) = argv[++i];
+    } else if (arg == "--sampling-edges" && i + 1 < argc) {
+      options->sampling_edges = std::atoll(argv[++i]);
+      if (options->sampling_edges < 1000 || options->sampling_edges > INT32_MAX) return false;
     } else {
       return false;
     }
   }
-  if (options->only.empty()) return true;
-  for (const char* group : kGroups) {
-    if (options->only == group) return true;
+  // --only takes one group or a comma-separated list of them.
+  std::string list = options->only + ",";
+  for (size_t start = 0, comma; (comma = list.find(',', start)) != std::string::npos;
+       start = comma + 1) {
+    const std::string group = list.substr(start, comma - start);
+    bool known = false;
+    for (const char* name : kGroups) known = known || group == name;
+    if (!known) return false;
   }
-  return false;
+  return true;
 }
 
 // Runs a job of `ranks` ranks; on failure prints why (naming the group) and returns no figures,
@@ -136,6 +148,24 @@ void embedding_apply(Report& report, const Ceilings& ceilings) {
   report.add({"embedding apply, lazy Adam, 1M x 512 B rows (row, grad, 2 states)",
               rate(7.0 * kApplyRows * kRowBytes, seconds), "GB/s", ceilings.d2d, "D2D cudaMemcpy",
               0.7, micros(seconds)});
+}
+
+// Sampled edges per second, against the bench's plain CUDA sampler in the same job (issue 21's
+// target: at least as fast).
+void sampling(Report& report, long long edges) {
+  const Figures figures = run_job("sampling", 1, [edges](const RankInfo& info) {
+    return sampling_rank(info, static_cast<int64_t>(edges));
+  });
+  const auto samples = figure(figures, "sampled edges");
+  const double count = samples ? *samples : 0;
+  const auto graph = figure(figures, "graph edges");
+  char name[160];
+  std::snprintf(name, sizeof(name),
+                "unweighted sampling, fanout 30, 1M centres, power-law graph of %.0fM edges",
+                (graph ? *graph : static_cast<double>(edges)) / 1e6);
+  report.add({name, rate(count, figure(figures, "sample")), "G sampled edges/s",
+              rate(count, figure(figures, "sample reference")), "plain CUDA sampler (bench)", 1.0,
+              micros(figure(figures, "sample"))});
 }
 
 void local_gather(Report& report, const Ceilings& ceilings) {
@@ -266,9 +296,13 @@ int run(const Options& options) {
 
   Report report;
   const Ceilings ceilings = measure_ceilings(report, devices);  // every other figure needs them
-  auto wanted = [&](const char* group) { return options.only.empty() || options.only == group; };
+  auto wanted = [&](const char* group) {
+    return options.only.empty() ||
+           ("," + options.only + ",").find("," + std::string(group) + ",") != std::string::npos;
+  };
   if (wanted("local")) local_gather(report, ceilings);
   if (wanted("embedding")) embedding_apply(report, ceilings);
+  if (wanted("sampling")) sampling(report, options.sampling_edges);
   for (const char* group : {"gather", "shm", "bm", "trans"}) {
     if (!wanted(group)) continue;
     if (devices < 2) {
@@ -302,8 +336,8 @@ int main(int argc, char** argv) {
   memloom::bench::gpu::Options options;
   if (!memloom::bench::gpu::parse(argc, argv, &options)) {
     std::fprintf(stderr,
-                 "usage: memloom-bench-gpu [--only ceilings|local|embedding|gather|shm|bm|trans]"
-                 " [--markdown PATH]\n");
+                 "usage: memloom-bench-gpu [--only ceilings|local|embedding|sampling|gather|shm|bm|"
+                 "trans] [--markdown PATH] [--sampling-edges N (1000..2^31-1, default 1e8)]\n");
     return 2;
   }
   return memloom::bench::gpu::run(options);

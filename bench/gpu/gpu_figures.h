@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "bench/bench_ranks.h"
 #include "wholememory/wholememory.h"
@@ -42,6 +43,11 @@ Figures node_per_gpu_gather_rank(const RankInfo& info, wholememory_memory_type_t
 // "apply": seconds of one wholememory_embedding_gather_gradient_apply (lazy Adam) of every row
 // of a kApplyRows x kRowFloats FLOAT embedding on GPU 0 (gpu_embedding.cpp).
 Figures embedding_apply_rank(const RankInfo& info);
+
+// "sample", "sample reference": seconds of one unweighted sampling (fanout 30, 1M centres) of a
+// power-law graph of about `edges` edges on GPU 0, by memloom and by the bench's plain CUDA
+// sampler; "sampled edges", "graph edges": the counts (gpu_sampling.cpp).
+Figures sampling_rank(const RankInfo& info, int64_t edges);
 
 // "put", "get": rank 0's copies of kCopyBytes to / from rank 1's SHM slot (GPU 1).
 Figures shm_rank(const RankInfo& info);

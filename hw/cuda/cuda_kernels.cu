@@ -7,11 +7,15 @@
 #include <type_traits>
 
 #include "hw/cuda/cuda_check.h"
+#include "hw/cuda/cuda_count_scan.h"
+#include "hw/cuda/cuda_row_grouping.h"
 #include "memloom/error.h"
+#include "src/kernels/count_scan_kernel.h"
 #include "src/kernels/fill_kernel.h"
 #include "src/kernels/optimizer_kernel.h"
 #include "src/kernels/owner_routing_kernel.h"
 #include "src/kernels/row_copy_kernel.h"
+#include "src/kernels/row_grouping_kernel.h"
 #include "src/kernels/sampling_kernel.h"
 
 namespace memloom::cuda {
@@ -191,9 +195,20 @@ constexpr std::array<CudaKernel, static_cast<size_t>(hal::KernelId::kCount)> kKe
     make_cuda_kernel<kernels::SampleCountKernel>("sample_count"),
     make_cuda_kernel<kernels::SampleNeighboursKernel>("sample_neighbours"),
     make_cuda_kernel<kernels::SelfLoopKernel>("add_self_loop"),
+    make_cuda_kernel<kernels::IndexRequestsKernel>("index_requests"),
+    CudaKernel{"group_rows", sizeof(kernels::GroupRowsArgs), &launch_group_rows, &load_group_rows},
+    CudaKernel{"scan_counts", sizeof(kernels::ScanCountsArgs), &launch_scan_counts,
+               &load_scan_counts},
 };
-static_assert(kKernels.size() == static_cast<size_t>(hal::KernelId::kCount),
-              "every KernelId needs a CUDA launcher");
+// The array's size is fixed by its type, so a missing entry would be a zero one (null launcher
+// and loader: the first stream crashed calling it). Every entry must be filled in.
+constexpr bool every_kernel_filled() {
+  for (const CudaKernel& kernel : kKernels) {
+    if (kernel.name == nullptr || kernel.launch == nullptr || kernel.load == nullptr) return false;
+  }
+  return true;
+}
+static_assert(every_kernel_filled(), "every KernelId needs a CUDA launcher and loader");
 
 }  // namespace
 

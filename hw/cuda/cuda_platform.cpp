@@ -8,6 +8,8 @@
 
 #include "hw/cuda/cuda_buffer_staging.h"
 #include "hw/cuda/cuda_check.h"
+#include "hw/cuda/cuda_count_scan.h"
+#include "hw/cuda/cuda_row_grouping.h"
 #include "hw/cuda/cuda_stream.h"
 #include "hw/cuda/nccl_collectives.h"
 #include "hw/cuda/staged_tcp_transport.h"
@@ -107,6 +109,24 @@ const void* CudaPlatform::native_device_properties(int device) {
   return properties.get();
 }
 
+std::optional<hal::PeerAccess> CudaPlatform::peer_access(int from, int to) {
+  check_device(from, "peer_access");
+  check_device(to, "peer_access");
+  MEMLOOM_CHECK_ARG(from != to, "peer_access: a device is not its own peer");
+  hal::PeerAccess access;
+  int value = 0;
+  check_cuda(cudaDeviceCanAccessPeer(&value, from, to), "cudaDeviceCanAccessPeer");
+  access.accessible = value != 0;
+  if (!access.accessible) return access;
+  check_cuda(cudaDeviceGetP2PAttribute(&value, cudaDevP2PAttrPerformanceRank, from, to),
+             "cudaDeviceGetP2PAttribute(cudaDevP2PAttrPerformanceRank)");
+  access.performance_rank = value;
+  check_cuda(cudaDeviceGetP2PAttribute(&value, cudaDevP2PAttrNativeAtomicSupported, from, to),
+             "cudaDeviceGetP2PAttribute(cudaDevP2PAttrNativeAtomicSupported)");
+  access.native_atomics = value != 0;
+  return access;
+}
+
 CudaPlatform::~CudaPlatform() = default;
 
 void CudaPlatform::check_device(int device, const char* what) const {
@@ -126,6 +146,19 @@ void CudaPlatform::set_current_device(int device) {
   check_device(device, "set_current_device");
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   current_device_ = device;
+}
+
+size_t CudaPlatform::kernel_scratch_bytes(hal::KernelId id, size_t work_items) const {
+  const auto items = static_cast<int64_t>(work_items);
+  if (id == hal::KernelId::kGroupRows) {
+    DeviceGuard guard(current_device_);
+    return group_rows_scratch_bytes(items);
+  }
+  if (id == hal::KernelId::kScanCounts) {
+    DeviceGuard guard(current_device_);
+    return scan_counts_scratch_bytes(items);
+  }
+  return 0;
 }
 
 std::unique_ptr<hal::Stream> CudaPlatform::create_stream(int device) {

@@ -30,6 +30,7 @@ class CudaPlatform : public hal::Platform {
   hal::Capabilities capabilities() const override {
     hal::Capabilities capabilities;
     capabilities.lockstep_kernel_threads = true;
+    capabilities.peer_links = true;
     return capabilities;
   }
   int device_count() const override { return device_count_; }
@@ -38,6 +39,8 @@ class CudaPlatform : public hal::Platform {
   int current_device() const override { return current_device_; }
   void follow_caller_device() override;
   const void* native_device_properties(int device) override;
+  std::optional<hal::PeerAccess> peer_access(int from, int to) override;
+  size_t kernel_scratch_bytes(hal::KernelId id, size_t work_items) const override;
 
   hal::MemoryDomain& memory_domain() override { return *memory_domain_; }
   std::unique_ptr<hal::Stream> create_stream(int device) override;

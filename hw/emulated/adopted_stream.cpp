@@ -1,7 +1,10 @@
 #include "hw/emulated/adopted_stream.h"
 
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
 #include <mutex>
-#include <sstream>
+#include <string>
 #include <unordered_set>
 
 #include "memloom/error.h"
@@ -41,11 +44,18 @@ void forget_live_stream(void* native_handle) {
 
 std::unique_ptr<hal::Stream> adopt_live_stream(void* native_handle) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (native_handle == nullptr || g_live.count(native_handle) == 0) {
-    std::ostringstream text;
-    text << "emulated backend: " << native_handle
-         << " is not a live stream of this process (only its own streams can be adopted)";
-    raise(Status::kNotSupported, text.str());
+  // A null handle (the default stream: every gather or scatter without one asks here first) is
+  // the common case and needs no formatting; other addresses are printed without iostreams.
+  if (native_handle == nullptr) {
+    raise(Status::kNotSupported, "emulated backend: there is no native default stream to adopt");
+  }
+  if (g_live.count(native_handle) == 0) {
+    char address[2 + 2 * sizeof(uintptr_t) + 1];
+    std::snprintf(address, sizeof address, "0x%" PRIxPTR,
+                  reinterpret_cast<uintptr_t>(native_handle));
+    raise(Status::kNotSupported,
+          std::string("emulated backend: ") + address +
+              " is not a live stream of this process (only its own streams can be adopted)");
   }
   return std::make_unique<AdoptedStream>(*static_cast<hal::Stream*>(native_handle));
 }

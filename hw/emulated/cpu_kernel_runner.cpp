@@ -5,11 +5,14 @@
 #include <string>
 #include <type_traits>
 
+#include "hw/emulated/cpu_row_grouping.h"
 #include "memloom/error.h"
+#include "src/kernels/count_scan_kernel.h"
 #include "src/kernels/fill_kernel.h"
 #include "src/kernels/optimizer_kernel.h"
 #include "src/kernels/owner_routing_kernel.h"
 #include "src/kernels/row_copy_kernel.h"
+#include "src/kernels/row_grouping_kernel.h"
 #include "src/kernels/sampling_kernel.h"
 
 namespace memloom::emulated {
@@ -43,6 +46,31 @@ void run_count_by_owner(const void* args, size_t begin, size_t end) {
 void run_place_by_owner(const void* args, size_t begin, size_t end) {
   kernels::PlaceByOwner::place_rows(*static_cast<const kernels::OwnerRoutingArgs*>(args),
                                     static_cast<int64_t>(begin), static_cast<int64_t>(end));
+}
+
+// The grouping is one item: the whole list, sorted on one thread.
+void run_group_rows(const void* args, size_t begin, size_t end) {
+  if (begin < end) group_rows_on_cpu(*static_cast<const kernels::GroupRowsArgs*>(args));
+}
+
+// The scan is one item too: a sequential sum (the caller guarantees it fits INT32).
+void run_scan_counts(const void* args, size_t begin, size_t end) {
+  if (begin >= end) return;
+  const auto& scan = *static_cast<const kernels::ScanCountsArgs*>(args);
+  int32_t total = 0;
+  for (int64_t i = 0; i <= scan.count; ++i) {
+    scan.offsets[i] = total;
+    if (i < scan.count) total += scan.counts[i];
+  }
+}
+
+// A kernel whose Args are not a body's: the args struct is named directly.
+template <class Args>
+constexpr CpuKernel make_whole_kernel(const char* name,
+                                      void (*run_range)(const void*, size_t, size_t)) {
+  static_assert(alignof(Args) <= alignof(std::max_align_t));
+  static_assert(std::is_trivially_copyable_v<Args>);
+  return CpuKernel{name, sizeof(Args), 1, run_range};
 }
 
 template <class Kernel>
@@ -88,6 +116,9 @@ constexpr std::array<CpuKernel, static_cast<size_t>(hal::KernelId::kCount)> kKer
     // A centre's sampling costs fanout^2 / 2 comparisons (unweighted) or its degree (weighted).
     make_cpu_kernel<kernels::SampleNeighboursKernel>("sample_neighbours", 64),
     make_cpu_kernel<kernels::SelfLoopKernel>("add_self_loop", 1024),
+    make_cpu_kernel<kernels::IndexRequestsKernel>("index_requests", 16 * 1024),
+    make_whole_kernel<kernels::GroupRowsArgs>("group_rows", &run_group_rows),
+    make_whole_kernel<kernels::ScanCountsArgs>("scan_counts", &run_scan_counts),
 };
 static_assert(kKernels.size() == static_cast<size_t>(hal::KernelId::kCount),
               "every KernelId needs a CPU runner");

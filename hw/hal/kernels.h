@@ -18,6 +18,9 @@ enum class KernelId : uint32_t {
   kSampleCount = 6,       // sampling_kernel.h: SampleArgs, samples per centre node
   kSampleNeighbours = 7,  // sampling_kernel.h: SampleArgs, the samples of each centre node
   kAddSelfLoop = 8,       // sampling_kernel.h: SelfLoopArgs, a CSR with a self loop per row
+  kIndexRequests = 9,     // row_grouping_kernel.h: IndexRequestsArgs, an apply's requests
+  kGroupRows = 10,        // row_grouping_kernel.h: GroupRowsArgs, one item: requests by row
+  kScanCounts = 11,       // count_scan_kernel.h: ScanCountsArgs, one item: offsets from counts
   kCount,
 };
 

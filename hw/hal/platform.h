@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "hw/hal/bootstrap.h"
@@ -21,6 +22,16 @@ struct Capabilities {
   // 16-byte chunk so that neighbouring threads touch neighbouring bytes. Without it a kernel
   // thread takes whole rows.
   bool lockstep_kernel_threads = false;
+  // Its devices have peer links of their own to report (Platform::peer_access): CUDA GPUs.
+  bool peer_links = false;
+};
+
+// How one device of this process reaches another one directly, as the driver reports it (CUDA
+// peer access between GPUs: over NVLink or PCIe).
+struct PeerAccess {
+  bool accessible = false;      // the device can map and load/store the peer's memory
+  int performance_rank = -1;    // the driver's relative rank of the link (0: its best); -1: none
+  bool native_atomics = false;  // atomics on the peer's memory run natively over the link
 };
 
 class Platform {
@@ -44,6 +55,23 @@ class Platform {
   virtual const void* native_device_properties(int device) {
     (void)device;
     return nullptr;
+  }
+  // How device `from` reaches device `to` (two different devices of this backend). Nullopt where
+  // the backend's devices have no peer links of their own (capabilities().peer_links is false:
+  // emulated devices are host memory).
+  virtual std::optional<PeerAccess> peer_access(int from, int to) {
+    (void)from;
+    (void)to;
+    return std::nullopt;
+  }
+
+  // Device scratch memory the kernel `id` needs for `work_items` items (on the current device),
+  // for the kernels whose arguments carry a scratch pointer (kGroupRows: items = requests;
+  // kScanCounts: items = counts).
+  virtual size_t kernel_scratch_bytes(KernelId id, size_t work_items) const {
+    (void)id;
+    (void)work_items;
+    return 0;
   }
 
   virtual MemoryDomain& memory_domain() = 0;

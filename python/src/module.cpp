@@ -75,6 +75,7 @@ PYBIND11_MODULE(_memloom_native, m) {
   mp::bind_wholememory_tensor(wholememory);
   mp::bind_wholememory_embedding(wholememory);
   mp::bind_wholegraph_sample(wholememory);
+  mp::bind_graph_op(wholememory);
 
   auto smem = m.def_submodule("smem", "The MemFabric C API as memfabric_hybrid binds it.");
   mp::bind_smem_top(smem);

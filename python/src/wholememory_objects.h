@@ -92,5 +92,6 @@ void bind_wholememory_comm(py::module_& module);
 void bind_wholememory_tensor(py::module_& module);
 void bind_wholememory_embedding(py::module_& module);
 void bind_wholegraph_sample(py::module_& module);
+void bind_graph_op(py::module_& module);
 
 }  // namespace memloom::python

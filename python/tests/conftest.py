@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -95,16 +96,29 @@ class Job:
         self.processes = processes
 
     def wait(self, timeout):
+        """Waits for every process and returns their outputs. The first process to fail ends the
+        others, as torchrun does, so a failed rank is reported at once instead of after its
+        peers have sat out their deadlines waiting for it."""
         deadline = time.monotonic() + timeout
-        outputs = []
-        try:
-            for process in self.processes:
-                left = max(0.1, deadline - time.monotonic())
-                out, _ = process.communicate(timeout=left)
-                outputs.append(out)
-        except subprocess.TimeoutExpired:
-            self.stop()
-            pytest.fail(f"the job did not finish within {timeout} s")
+        outputs = [""] * len(self.processes)
+
+        def read(index, process):
+            outputs[index] = process.stdout.read()
+
+        readers = [threading.Thread(target=read, args=(index, process), daemon=True)
+                   for index, process in enumerate(self.processes)]
+        for reader in readers:
+            reader.start()
+        while any(process.poll() is None for process in self.processes):
+            if any(process.poll() not in (None, 0) for process in self.processes):
+                self.stop()
+                break
+            if time.monotonic() > deadline:
+                self.stop()
+                pytest.fail(f"the job did not finish within {timeout} s")
+            time.sleep(0.05)
+        for reader in readers:
+            reader.join(timeout=5)
         return outputs
 
     def stop(self):

@@ -218,6 +218,46 @@ def test_append_unique_keeps_targets_and_first_appearance():
         graph_ops.append_unique(torch.tensor([1, 1]), neighbours)
 
 
+def self_loop_reference(row_ptr, col):
+    """Row by row in Python: the row's own id, then its neighbours in CSR order."""
+    out_row_ptr, out_col = [0], []
+    for row in range(row_ptr.shape[0] - 1):
+        out_col.append(row)
+        out_col.extend(col[row_ptr[row]:row_ptr[row + 1]].tolist())
+        out_row_ptr.append(len(out_col))
+    return (torch.tensor(out_row_ptr, dtype=torch.int32),
+            torch.tensor(out_col, dtype=torch.int32))
+
+
+def test_add_csr_self_loop_matches_a_reference(wg_comm):
+    row_ptr, col = random_csr(300, 9, seed=12)  # some rows without any neighbour
+    row_ptr, col = row_ptr.to(torch.int32), col.to(torch.int32)
+    looped_row_ptr, looped_col = graph_ops.add_csr_self_loop(row_ptr, col)
+    expected_row_ptr, expected_col = self_loop_reference(row_ptr, col)
+    assert looped_row_ptr.dtype == torch.int32 and looped_col.dtype == torch.int32
+    assert torch.equal(looped_row_ptr, expected_row_ptr)
+    assert torch.equal(looped_col, expected_col)
+    # Non-contiguous inputs are read as their values; a graph of no rows is one row pointer.
+    spread = torch.zeros(2 * row_ptr.shape[0], dtype=torch.int32)
+    spread[::2] = row_ptr
+    assert torch.equal(graph_ops.add_csr_self_loop(spread[::2], col)[1], expected_col)
+    empty_row_ptr, empty_col = graph_ops.add_csr_self_loop(
+        torch.zeros(1, dtype=torch.int32), torch.tensor([], dtype=torch.int32))
+    assert empty_row_ptr.tolist() == [0] and empty_col.shape[0] == 0
+
+
+def test_add_csr_self_loop_bad_input(wg_comm):
+    row_ptr, col = torch.tensor([0, 1], dtype=torch.int32), torch.tensor([0], dtype=torch.int32)
+    with pytest.raises(TypeError, match="csr_row_ptr_tensor has dtype torch.int64"):
+        graph_ops.add_csr_self_loop(row_ptr.long(), col)
+    with pytest.raises(ValueError, match="csr_col_ptr_tensor must be 1-D"):
+        graph_ops.add_csr_self_loop(row_ptr, col.reshape(1, 1))
+    with pytest.raises(TypeError, match="must be a torch.Tensor"):
+        graph_ops.add_csr_self_loop([0, 1], col)
+    with pytest.raises(ValueError, match="rows \\+ 1"):
+        graph_ops.add_csr_self_loop(torch.tensor([], dtype=torch.int32), col)
+
+
 def test_bad_input(make_graph, wg_comm):
     row_ptr, col = random_csr(20, 5, seed=10)
     g = make_graph(row_ptr, col)

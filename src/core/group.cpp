@@ -14,6 +14,7 @@
 #include "src/base/log.h"
 #include "src/base/wait_reporter.h"
 #include "src/core/platform_loader.h"
+#include "src/store/call_deadline.h"
 
 namespace memloom::core {
 namespace {
@@ -63,13 +64,15 @@ void Group::retire() noexcept {
 }
 
 std::shared_ptr<Group> Group::create(std::shared_ptr<store::Client> client, store::KeyPrefix prefix,
-                                     int rank, int size, Deadline deadline, GroupTraffic traffic) {
+                                     int rank, int size, Deadline deadline, GroupTraffic traffic,
+                                     const std::optional<GroupIdentity>& identity) {
   MEMLOOM_CHECK_ARG(client != nullptr, "group needs a config store client");
   MEMLOOM_CHECK_ARG(size > 0, "group size must be positive, got " + std::to_string(size));
   MEMLOOM_CHECK_ARG(
       rank >= 0 && rank < size,
       "rank " + std::to_string(rank) + " is out of range [0, " + std::to_string(size) + ")");
   std::shared_ptr<Group> group(new Group(client, prefix, rank, size));
+  const store::CallDeadlineScope store_calls(deadline);
 
   // Announce myself (with my size, for the ranks that arrived first); a second process claiming
   // the same rank is refused.
@@ -88,6 +91,8 @@ std::shared_ptr<Group> Group::create(std::shared_ptr<store::Client> client, stor
   if (!client->compare_and_swap(prefix("size"), "", my_size, true, &recorded)) {
     check_same_size(prefix, rank, size, recorded);
   }
+  std::optional<MeetingRecord> meeting;
+  if (identity) meeting.emplace(*client, *identity, rank);
   group->nodes_.resize(size);
   group->pids_.resize(size);
   base::WaitReporter reporter(deadline);
@@ -103,17 +108,21 @@ std::shared_ptr<Group> Group::create(std::shared_ptr<store::Client> client, stor
   for (int r = 0; r < size; ++r) {
     std::optional<std::string> value;
     while (true) {
-      // Slices end when a report is due, so a long wait says what it waits for.
-      value = client->get(prefix("member/" + std::to_string(r)),
-                          std::min(deadline.remaining(), std::max(reporter.next_report_in(),
-                                                                  std::chrono::milliseconds(1))));
+      // Slices end when a report is due, so a long wait says what it waits for, and with an
+      // identity often enough to hear of a peer that gave up over a disagreement.
+      auto slice = std::max(reporter.next_report_in(), std::chrono::milliseconds(1));
+      if (meeting) slice = std::min(slice, MeetingRecord::kPollEvery);
+      value =
+          client->get(prefix("member/" + std::to_string(r)), std::min(deadline.remaining(), slice));
       if (value || deadline.expired()) break;
+      if (meeting) meeting->check_peer_gave_up(r);
       reporter.poll([&] {
         return "ranks " + base::rank_list(missing_from(r)) + " of " + std::to_string(size) +
                " to arrive at the creation of group '" + prefix.prefix() + "'";
       });
     }
     if (!value) {
+      if (meeting) meeting->check_missing_at_deadline(missing_from(r));
       raise(Status::kTimeout, "group '" + prefix.prefix() + "' (" + std::to_string(size) +
                                   " ranks): timed out waiting for rank(s) " +
                                   base::rank_list(missing_from(r), 32) +

@@ -4,11 +4,13 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "hw/hal/collectives.h"
 #include "memloom/deadline.h"
+#include "src/core/meeting_record.h"
 #include "src/core/store_bootstrap.h"
 #include "src/store/client.h"
 
@@ -26,10 +28,13 @@ class Group {
  public:
   // Collective over `size` processes, each passing its own rank. Waits for every member until the
   // deadline; a timeout names the ranks that never arrived. Two processes claiming one rank fail.
+  // With an identity (what names the group besides its prefix, meeting_record.h), a rank whose
+  // peers wait under another value names both values instead of timing out.
   static std::shared_ptr<Group> create(std::shared_ptr<store::Client> client,
                                        store::KeyPrefix prefix, int rank, int size,
                                        Deadline deadline,
-                                       GroupTraffic traffic = GroupTraffic::kData);
+                                       GroupTraffic traffic = GroupTraffic::kData,
+                                       const std::optional<GroupIdentity>& identity = {});
   ~Group();
 
   int rank() const { return rank_; }

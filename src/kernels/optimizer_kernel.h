@@ -1,12 +1,13 @@
 // The sparse optimizer kernel (hw/hal/kernels.h: KernelId::kOptimizerApply): one step of SGD,
 // lazy Adam, RMSProp or AdaGrad on the rows of a rank's own partition that a batch touched.
 //
-// The host has grouped the gradients by row (each distinct row once, `first` and `positions`
-// listing its gradient rows in a fixed order), so a row's gradient is the sum of its gradient rows
-// in that order: deterministic, and the same on every backend. The update formulas are
-// WholeMemory's (weight decay added to the gradient, or with adam_w subtracted from the weight;
-// Adam's bias correction from the row's running beta1^t, beta2^t). The table may be FLOAT, HALF
-// or BF16: values are computed in float and rounded once when stored; states are FLOAT.
+// The requests have been grouped by row (row_grouping_kernel.h: each distinct row once, in
+// ascending order, `first` and `positions` listing its gradient rows in a fixed order), so a row's
+// gradient is the sum of its gradient rows in that order: deterministic, and the same on every
+// backend. The update formulas are WholeMemory's (weight decay added to the gradient, or with
+// adam_w subtracted from the weight; Adam's bias correction from the row's running beta1^t,
+// beta2^t). The table may be FLOAT, HALF or BF16: values are computed in float and rounded once
+// when stored; states are FLOAT.
 //
 // A work item is (row u, columns [part * columns_per_item, ...)): a GPU takes one column per
 // item so that neighbouring threads touch neighbouring words, a CPU thread whole rows. Every
@@ -240,16 +241,28 @@ struct OptimizerApplyKernel {
       return;
     }
     const auto per_row = static_cast<size_t>(args.items_per_row);
-    const auto u = static_cast<int64_t>(item / per_row);
-    const int64_t begin = static_cast<int64_t>(item % per_row) * args.columns_per_item;
+    // A GPU divides 64-bit integers in software (tens of instructions per item, one item per
+    // column); 32 bits suffice below 2^32 items, which any batch but a huge one is.
+    size_t row_index = 0, part = 0;
+    if (item <= 0xffffffffu && per_row <= 0xffffffffu) {
+      const auto narrow_item = static_cast<uint32_t>(item);
+      const auto narrow_per_row = static_cast<uint32_t>(per_row);
+      row_index = narrow_item / narrow_per_row;
+      part = narrow_item % narrow_per_row;
+    } else {
+      row_index = item / per_row;
+      part = item % per_row;
+    }
+    const auto u = static_cast<int64_t>(row_index);
+    const int64_t begin = static_cast<int64_t>(part) * args.columns_per_item;
     const int64_t end =
         begin + args.columns_per_item < args.columns ? begin + args.columns_per_item : args.columns;
     const int64_t row = args.rows[u];
     const int64_t from = args.first[u], to = args.first[u + 1];
 #if !defined(__CUDA_ARCH__)
-    // Rows come in random order, so the hardware prefetcher cannot guess the next one; a CPU
-    // thread walks items in order, so it asks for the next row's weights and states now and
-    // their memory latency overlaps this row's arithmetic.
+    // Rows come in ascending order but with gaps (only the batch's rows), which the hardware
+    // prefetcher follows poorly; a CPU thread walks items in order, so it asks for the next row's
+    // weights and states now and their memory latency overlaps this row's arithmetic.
     if (begin == 0 && u + kPrefetchRows < args.count)
       prefetch_row(args, args.rows[u + kPrefetchRows]);
 #endif

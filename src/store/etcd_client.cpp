@@ -1,5 +1,6 @@
 // The etcd client's operations. Every call runs under a deadline of connect_timeout (at least
-// kMinCallTime) to find a member that serves it (etcd_http.h). Atomic read-modify-writes (add,
+// kMinCallTime), or the deadline of the API call it serves when that is earlier
+// (call_deadline.h), to find a member that serves it (etcd_http.h). Atomic read-modify-writes (add,
 // append, compare-and-swap) are transactions that compare the key's revision (or value) and the
 // absence of a receipt key unique to the call, and write the new value and the receipt together:
 // a call whose reply was lost and is sent again fails the comparison and finds its receipt, so
@@ -16,6 +17,7 @@
 #include "src/base/hex.h"
 #include "src/base/log.h"
 #include "src/store/asio.h"
+#include "src/store/call_deadline.h"
 #include "src/store/etcd_http.h"
 #include "src/store/etcd_json.h"
 #include "src/store/etcd_requests.h"
@@ -56,7 +58,8 @@ class EtcdClient : public Client {
   MEMLOOM_STORE_CLIENT_OVERRIDES
 
  private:
-  Deadline call_deadline() const { return Deadline::after(call_time_); }
+  // The client's time per call, bounded by the deadline of the API call it serves.
+  Deadline call_deadline() const { return CallDeadlineScope::bound(Deadline::after(call_time_)); }
   JsonValue call(const std::string& path, const std::string& body, const std::string& what,
                  Deadline deadline);
   JsonValue call(const std::string& path, const std::string& body, const std::string& what) {

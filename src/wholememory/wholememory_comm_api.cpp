@@ -2,12 +2,14 @@
 // runs through guarded() (wholememory_error.h); handles are validated against the Runtime registry.
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 
 #include "memloom/error.h"
 #include "src/base/launcher_detection.h"
 #include "src/base/log.h"
 #include "src/core/group.h"
 #include "src/core/platform_loader.h"
+#include "src/store/call_deadline.h"
 #include "src/wholememory/collective_check.h"
 #include "src/wholememory/device_count.h"
 #include "src/wholememory/enum_arguments.h"
@@ -39,6 +41,21 @@ memloom::log::Level to_log_level(LogLevel level) {
   }
   raise(Status::kInvalidInput,
         "log level " + std::to_string(static_cast<int>(level)) + " is not a LogLevel");
+}
+
+// Ranks given different unique ids never meet. They can still see each other where a launcher
+// names the job (their store clients share its namespace; without one, each unique id is its own
+// namespace) and the communicator spans the job's world, so that each rank of the job holds one
+// communicator rank and a slot per rank tells them apart.
+std::optional<memloom::core::GroupIdentity> unique_id_identity(const wm::UniqueId& id, int size) {
+  if (memloom::store::default_job_namespace().empty()) return std::nullopt;
+  try {
+    if (memloom::base::detect_launch().world_size != size) return std::nullopt;
+  } catch (const memloom::Error&) {
+    return std::nullopt;  // launcher variables that do not parse are reported where they are used
+  }
+  return memloom::core::GroupIdentity{memloom::store::KeyPrefix("wm-meeting/"), "unique id",
+                                      id.token_hex()};
 }
 
 }  // namespace
@@ -98,10 +115,12 @@ wholememory_error_code_t wholememory_create_communicator(wholememory_comm_t* com
         rank >= 0 && rank < size,
         "rank " + std::to_string(rank) + " is out of range [0, " + std::to_string(size) + ")");
     const auto id = wm::decode_unique_id(unique_id);
+    const memloom::Deadline deadline = wm::collective_deadline();
+    const memloom::store::CallDeadlineScope store_calls(deadline);
     auto client = runtime.store_client(id.store_url, id.token_hex());
     auto group = memloom::core::Group::create(
-        client, memloom::store::KeyPrefix("wm/" + id.token_hex() + "/"), rank, size,
-        wm::collective_deadline());
+        client, memloom::store::KeyPrefix("wm/" + id.token_hex() + "/"), rank, size, deadline,
+        memloom::core::GroupTraffic::kData, unique_id_identity(id, size));
     *comm = runtime.add_comm(std::make_shared<wm::Communicator>(std::move(group)));
   });
 }

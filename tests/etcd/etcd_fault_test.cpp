@@ -1,6 +1,7 @@
 // The fault cases that involve the config store, with the store on a real single-member etcd
 // (tests/etcd/etcd_cluster.h) instead of the TCP store: a rank SIGKILLed in a call that goes
-// through the store or a group built on it (the kill matrix's harness, tests/faults), etcd itself
+// through the store or a group built on it (the kill matrix's harness, tests/faults; on one node,
+// and for the calls whose groups span nodes also with the victim on a second node), etcd itself
 // killed while ranks wait on it or after they built objects on it (the TCP store's store-death
 // cases, tests/faults/store_death_cases.h), and (tests/faults/missing_rank_test.cpp, compiled in
 // here too) a rank that never arrives. Each test gets its own etcd, so keys of one test never meet
@@ -59,44 +60,67 @@ const bool kListenerInstalled = [] {
 const char* const kStoreScenarios[] = {"StoreOps", "GroupBarrier", "ShmCreate", "ShmBarrier",
                                        "BmCreate", "BmJoin",       "WmBarrier", "WmMallocFree"};
 
+// Of those, the ones whose group spans two nodes when the victim leads the second one, run that
+// way too (the kill matrix's TwoNodes topology): the survivors learn of the death across nodes
+// from the victim's etcd lease while they wait in a cross-node collective (the group's barrier,
+// WholeMemory's barrier) or in a create that opens the network transport between nodes (BM).
+// The other two-node cells add no etcd path of their own, so CI time stays on these.
+const char* const kCrossNodeScenarios[] = {"GroupBarrier", "BmCreate", "WmBarrier"};
+
 struct EtcdKillCase {
   ScenarioEntry scenario;
+  bool two_nodes = false;
   KillPoint when;
 };
+
+template <size_t N>
+bool listed(const char* const (&names)[N], const std::string& name) {
+  for (const char* listed_name : names) {
+    if (name == listed_name) return true;
+  }
+  return false;
+}
 
 std::vector<EtcdKillCase> etcd_kill_cases() {
   std::vector<EtcdKillCase> cases;
   for (const ScenarioEntry& scenario : kill_scenarios()) {
-    bool wanted = false;
-    for (const char* name : kStoreScenarios) wanted = wanted || scenario.name == name;
-    if (!wanted || !scenario.one_node) continue;
+    if (!listed(kStoreScenarios, scenario.name)) continue;
     for (KillPoint when : {KillPoint::kBeforeCall, KillPoint::kDuringCalls}) {
-      cases.push_back({scenario, when});
+      if (scenario.one_node) cases.push_back({scenario, false, when});
+      if (scenario.two_nodes && listed(kCrossNodeScenarios, scenario.name)) {
+        cases.push_back({scenario, true, when});
+      }
     }
   }
   return cases;
 }
 
 void PrintTo(const EtcdKillCase& kill_case, std::ostream* out) {
-  *out << kill_case.scenario.name;
+  *out << kill_case.scenario.name << (kill_case.two_nodes ? "/TwoNodes" : "");
 }
 
 class EtcdKillMatrix : public ::testing::TestWithParam<EtcdKillCase> {};
 
 TEST_P(EtcdKillMatrix, SurvivorsFailWithinTheDeadlineAndShutDownCleanly) {
-  run_kill_case(GetParam().scenario.factory, Topology{3, 1, 1}, GetParam().when);
+  // As tests/faults/kill_matrix_test.cpp: three ranks on one node; four on two nodes with the
+  // victim leading the second node.
+  const Topology topology = GetParam().two_nodes ? Topology{4, 2, 2} : Topology{3, 1, 1};
+  run_kill_case(GetParam().scenario.factory, topology, GetParam().when);
 }
 
 INSTANTIATE_TEST_SUITE_P(StoreCalls, EtcdKillMatrix, ::testing::ValuesIn(etcd_kill_cases()),
                          [](const ::testing::TestParamInfo<EtcdKillCase>& info) {
                            return info.param.scenario.name +
+                                  (info.param.two_nodes ? "_TwoNodes" : "") +
                                   (info.param.when == KillPoint::kBeforeCall ? "_KilledBefore"
                                                                              : "_KilledDuring");
                          });
 
 TEST(EtcdKillMatrix, CoversEveryStoreScenario) {
-  // A scenario renamed in tests/faults must not silently drop out of the etcd runs.
-  EXPECT_EQ(etcd_kill_cases().size(), 2 * std::size(kStoreScenarios));
+  // A scenario renamed in tests/faults, or no longer meaningful across nodes, must not silently
+  // drop out of the etcd runs.
+  EXPECT_EQ(etcd_kill_cases().size(),
+            2 * std::size(kStoreScenarios) + 2 * std::size(kCrossNodeScenarios));
 }
 
 // etcd itself SIGKILLed, with the bodies of the TCP store's cases (tests/faults/

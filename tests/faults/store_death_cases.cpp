@@ -202,10 +202,12 @@ void shm_objects_built_before_keep_working(const KillableStore& store) {
     }
     smem_shm_t second =
         smem_shm_create(1, rank.world_size, rank.rank, 2 << 20, SMEMS_DATA_OP_MTE, 0, &gva);
-    // The store calls left: the second create's first one, and one per group left at shutdown
-    // (this object's and the world's).
+    // The store calls left: the second create's first one, and at shutdown this object's
+    // clean-up of its keys and the client's as it closes. Each has the deadline of the call that
+    // makes it (the create's and the destroy's: wait_seconds), never the init timeout the client
+    // was opened with (init_seconds, twice as long).
     const auto calls_within = [&](int calls) {
-      return store.after_death(calls, std::chrono::seconds(init_seconds));
+      return store.after_death(calls, std::chrono::seconds(store.wait_seconds));
     };
     if (second == nullptr) {
       // Allowed to need the store, but then it must say so within the store's bound.

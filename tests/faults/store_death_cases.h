@@ -26,9 +26,10 @@ struct KillableStore {
   Clock::duration fail_within = std::chrono::seconds(5);
   // Whether every call fails at once once the store is dead (the TCP store: its connection
   // closed). An etcd client cannot tell a dead member from one that restarts: each call retries
-  // for its whole time (ClientOptions.connect_timeout, which the APIs set from their init
-  // timeout, not from the deadline of the call that makes it), and calls whose failure is only
-  // logged (a shutdown's clean-up of its keys) wait it out too.
+  // for its whole time (the deadline of the API call that makes it, src/store/call_deadline.h:
+  // a create's timeout, a destroy's control timeout; else ClientOptions.connect_timeout, which
+  // the APIs set from their init timeout), and calls whose failure is only logged (a shutdown's
+  // clean-up of its keys) wait it out too.
   bool dead_store_fails_calls_at_once = true;
 
   // How long `store_calls` calls of a client whose calls get `call_time` each may take together

@@ -44,7 +44,10 @@ def init_torch_env(world_rank: int, world_size: int, local_rank: int, local_size
     _wm.init(0, str_to_wmb_wholememory_log_level(wm_log_level))
     torch.set_num_threads(1)
     backend = "gloo"
-    if torch.cuda.is_available():
+    # As upstream: one GPU per local rank, NCCL between them. Unlike upstream, memloom's emulated
+    # backend (MEMLOOM_BACKEND=emulated) keeps torch on the CPU even where GPUs exist, so that
+    # more ranks than GPUs can share a machine, as they do on a CPU-only one.
+    if torch.cuda.is_available() and os.environ.get("MEMLOOM_BACKEND") != "emulated":
         torch.cuda.set_device(local_rank)
         backend = "nccl"
     torch.distributed.init_process_group(backend=backend, init_method="env://")

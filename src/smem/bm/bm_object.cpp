@@ -7,6 +7,7 @@
 #include "src/core/platform_loader.h"
 #include "src/smem/rank_agreement.h"
 #include "src/smem/smem_facade.h"
+#include "src/store/call_deadline.h"
 #include "src/store/client.h"
 
 namespace memloom::smem {
@@ -95,9 +96,14 @@ std::unique_ptr<BmObject> BmObject::create(SmemWorld& world, const BmCreateArgs&
              domain.granularity(hal::MemoryKind::kHost));
 
   const Deadline deadline = Deadline::after(args.create_timeout);
+  const store::CallDeadlineScope store_calls(deadline);
   auto prefix = world.prefix().sub("bm" + std::to_string(args.id) + "." + std::to_string(instance));
-  auto group = core::Group::create(world.client(), prefix, world.rank(), args.member_size, deadline,
-                                   core::GroupTraffic::kControl);
+  // Ranks given different ids never meet; a BM object's ranks are world ranks, so a slot per
+  // world rank tells them apart.
+  auto group = core::Group::create(
+      world.client(), prefix, world.rank(), args.member_size, deadline,
+      core::GroupTraffic::kControl,
+      core::GroupIdentity{world.prefix().sub("bm-meeting"), "id", std::to_string(args.id)});
   std::unique_ptr<BmObject> object(new BmObject(args.id, group));
   object->control_timeout_ = args.control_timeout;
   agree_on_fields(*group, "smem_bm_create(id " + std::to_string(args.id) + ")",
@@ -158,6 +164,7 @@ std::unique_ptr<BmObject> BmObject::create(SmemWorld& world, const BmCreateArgs&
 }
 
 BmObject::~BmObject() {
+  const store::CallDeadlineScope store_calls(Deadline::after(control_timeout_));
   engine_.reset();  // drains asynchronous copies first
   try {
     if (membership_ && membership_->joined()) {

@@ -1,6 +1,7 @@
 #include "src/smem/shm/shm_object.h"
 
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "memloom/error.h"
@@ -8,6 +9,7 @@
 #include "src/core/platform_loader.h"
 #include "src/smem/rank_agreement.h"
 #include "src/smem/smem_facade.h"
+#include "src/store/call_deadline.h"
 
 namespace memloom::smem {
 namespace {
@@ -101,6 +103,7 @@ ShmObject::ShmObject(uint32_t id, std::shared_ptr<core::Group> group,
       control_timeout_(control_timeout) {}
 
 ShmObject::~ShmObject() {
+  const store::CallDeadlineScope store_calls(control_deadline());
   group_->retire();  // the last member to go removes the object's keys from the store
 }
 
@@ -108,10 +111,19 @@ std::unique_ptr<ShmObject> ShmObject::create(SmemWorld& world, const ShmCreateAr
                                              uint64_t instance) {
   validate(args);
   const Deadline deadline = Deadline::after(args.create_timeout);
+  const store::CallDeadlineScope store_calls(deadline);
   auto prefix =
       world.prefix().sub("shm" + std::to_string(args.id) + "." + std::to_string(instance));
+  // Ranks given different ids never meet. When the object spans the world, each world rank is
+  // one of its ranks, so a slot per rankId in the world tells those ranks apart; a smaller object
+  // may legitimately share its rankIds with another object of the world created meanwhile.
+  std::optional<core::GroupIdentity> identity;
+  if (args.rank_size == world.size()) {
+    identity =
+        core::GroupIdentity{world.prefix().sub("shm-meeting"), "id", std::to_string(args.id)};
+  }
   auto group = core::Group::create(world.client(), prefix, args.rank, args.rank_size, deadline,
-                                   core::GroupTraffic::kControl);
+                                   core::GroupTraffic::kControl, identity);
   std::unique_ptr<ShmObject> object(
       new ShmObject(args.id, group, world.client(), args.control_timeout));
   agree_on_fields(*group, "smem_shm_create(id " + std::to_string(args.id) + ")",

@@ -6,6 +6,7 @@
 
 #include "memloom/error.h"
 #include "src/core/fd_broker.h"
+#include "src/store/call_deadline.h"
 
 namespace memloom::smem::trans {
 
@@ -20,6 +21,7 @@ PeerDirectory::PeerDirectory(std::shared_ptr<store::Client> store, std::string m
       secret_(secret) {}
 
 std::shared_ptr<Peer> PeerDirectory::find(const std::string& unique_id, Deadline deadline) {
+  const store::CallDeadlineScope store_calls(deadline);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = peers_.find(unique_id);

@@ -6,68 +6,24 @@
 // Duplicates, as in WholeMemory: the gradients of a row named several times in one call, by one
 // rank or by several, are summed and the row takes one step. memloom sums them in a fixed order
 // (source rank, then the sender's list order), so the result does not depend on thread timing.
-// Only indices cross to the host (to route and group them); rows and gradients stay in memory the
-// stream's device reaches, and a host-located table is updated where it is.
+// Rows are grouped on the stream's device (row_grouping.h: a stable sort by row), so the sum order
+// of a row's gradients is that request order on every backend. On a one-rank communicator every
+// row is local and nothing crosses to the host but two counters (the first bad index, the group
+// count); with more ranks the indices cross to the host to be routed. Rows and gradients stay in
+// memory the stream's device reaches, and a host-located table is updated where it is.
 #include <algorithm>
 #include <mutex>
 #include <optional>
-#include <unordered_map>
 
 #include "memloom/error.h"
 #include "src/core/platform_loader.h"
 #include "src/wholememory/embedding/embedding.h"
+#include "src/wholememory/embedding/row_grouping.h"
 #include "src/wholememory/embedding/stream_work.h"
 #include "src/wholememory/ops/request_round.h"
 #include "src/wholememory/ops/row_copy_launch.h"
 
 namespace memloom::wholememory {
-namespace {
-
-// The distinct local rows of the received requests, in order of first appearance, and for each
-// the positions of its gradients in the received rows.
-struct RowGroups {
-  std::vector<int64_t> rows;
-  std::vector<int64_t> first;  // rows.size() + 1
-  std::vector<int64_t> positions;
-};
-
-// `keys` are local rows below `local_rows`; a dense table of the rows beats hashing once the
-// batch is a fair part of the partition.
-RowGroups group_by_row(const std::vector<int64_t>& keys, int64_t local_rows) {
-  RowGroups groups;
-  std::vector<int64_t> group_of_request(keys.size());
-  std::vector<int64_t> sizes;
-  auto add = [&](size_t k, int64_t& group) {
-    if (group < 0) {
-      group = static_cast<int64_t>(groups.rows.size());
-      groups.rows.push_back(keys[k]);
-      sizes.push_back(0);
-    }
-    group_of_request[k] = group;
-    ++sizes[static_cast<size_t>(group)];
-  };
-  if (static_cast<int64_t>(keys.size()) * 4 >= local_rows) {
-    std::vector<int64_t> group_of_row(static_cast<size_t>(local_rows), -1);
-    for (size_t k = 0; k < keys.size(); ++k) add(k, group_of_row[static_cast<size_t>(keys[k])]);
-  } else {
-    std::unordered_map<int64_t, int64_t> group_of_row;
-    group_of_row.reserve(keys.size());
-    for (size_t k = 0; k < keys.size(); ++k)
-      add(k, group_of_row.try_emplace(keys[k], -1).first->second);
-  }
-  groups.first.assign(groups.rows.size() + 1, 0);
-  for (size_t g = 0; g < sizes.size(); ++g) groups.first[g + 1] = groups.first[g] + sizes[g];
-  std::vector<int64_t> next(groups.first.begin(), groups.first.end() - 1);
-  groups.positions.resize(keys.size());
-  for (size_t k = 0; k < keys.size(); ++k) {
-    groups.positions[static_cast<size_t>(next[static_cast<size_t>(group_of_request[k])]++)] =
-        static_cast<int64_t>(k);
-  }
-  return groups;
-}
-
-}  // namespace
-
 namespace {
 
 // One rank's requests, routed: keys are rows in the owner's partition; a negative index asks for
@@ -79,7 +35,59 @@ struct Requests {
   std::vector<int> destinations;
   std::vector<int64_t> list_row, local_list_row;  // the grads row of each request
   int64_t first_bad = -1;                         // the first index past the table
+  // A one-rank communicator: the requests grouped on the device, and how many groups.
+  DeviceRowGroups device_groups;
+  int64_t device_group_count = 0;
 };
+
+// Every row of a one-rank communicator is local: its requests are grouped on the device, and the
+// host reads back only the first bad index (if any) and the number of groups.
+void group_local_requests(StreamWork& work, const LocalArray& indices, int64_t rows,
+                          Requests& requests) {
+  if (indices.count == 0) return;
+  auto* counters = work.upload(std::vector<unsigned long long>{~0ULL, 0});  // first bad, groups
+  const DeviceRequests device = enqueue_index_requests(work, indices, rows, &counters[0]);
+  requests.device_groups = enqueue_row_grouping(work, device, rows, &counters[1]);
+  unsigned long long read_back[2] = {0, 0};
+  work.read(read_back, counters, sizeof(read_back));
+  requests.device_group_count = static_cast<int64_t>(read_back[1]);
+  if (read_back[0] == ~0ULL) return;
+  const size_t element = indices.dtype == WHOLEMEMORY_DT_INT64 ? sizeof(int64_t) : sizeof(int32_t);
+  const char* at = static_cast<const char*>(indices.data) + read_back[0] * element;
+  if (element == sizeof(int64_t)) {
+    work.read(&requests.first_bad, at, sizeof(int64_t));
+  } else {
+    int32_t value = 0;
+    work.read(&value, at, sizeof(value));
+    requests.first_bad = value;
+  }
+}
+
+// The routing of a communicator of several ranks, on the host: my own rows stay in local_keys,
+// the others go to their owners.
+void route_requests(StreamWork& work, const LocalArray& indices,
+                    const std::vector<int64_t>& offsets, int my_rank, int64_t rows,
+                    Requests& requests) {
+  const std::vector<int64_t> wanted = read_integers(work, indices);
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const int64_t row = wanted[i];
+    if (row < 0) continue;
+    if (row >= rows) {
+      if (requests.first_bad < 0) requests.first_bad = row;
+      continue;
+    }
+    const auto owner = static_cast<int>(std::upper_bound(offsets.begin(), offsets.end(), row) -
+                                        offsets.begin() - 1);
+    if (owner == my_rank) {
+      requests.local_keys.push_back(row - offsets[owner]);
+      requests.local_list_row.push_back(static_cast<int64_t>(i));
+      continue;
+    }
+    requests.keys.push_back(row - offsets[owner]);
+    requests.destinations.push_back(owner);
+    requests.list_row.push_back(static_cast<int64_t>(i));
+  }
+}
 
 // `first_bad` of a rank whose operands were refused before it looked at its indices.
 constexpr int64_t kRefused = -2;
@@ -103,25 +111,10 @@ void Embedding::apply(wholememory_tensor_t indices_handle, wholememory_tensor_t 
     MEMLOOM_CHECK_ARG(grads.columns == dim_, "grads has " + std::to_string(grads.columns) +
                                                  " columns, the embedding " + std::to_string(dim_));
     work_holder.emplace(stream, env);
-    const std::vector<int64_t> wanted = read_integers(*work_holder, indices);
-    const auto& offsets = table_.offsets;
-    for (size_t i = 0; i < wanted.size(); ++i) {
-      const int64_t row = wanted[i];
-      if (row < 0) continue;
-      if (row >= rows_) {
-        if (requests.first_bad < 0) requests.first_bad = row;
-        continue;
-      }
-      const auto owner = static_cast<int>(std::upper_bound(offsets.begin(), offsets.end(), row) -
-                                          offsets.begin() - 1);
-      if (owner == rank()) {
-        requests.local_keys.push_back(row - offsets[owner]);
-        requests.local_list_row.push_back(static_cast<int64_t>(i));
-        continue;
-      }
-      requests.keys.push_back(row - offsets[owner]);
-      requests.destinations.push_back(owner);
-      requests.list_row.push_back(static_cast<int64_t>(i));
+    if (comm_->size() == 1) {
+      group_local_requests(*work_holder, indices, rows_, requests);
+    } else {
+      route_requests(*work_holder, indices, table_.offsets, rank(), rows_, requests);
     }
   } catch (...) {
     // The peers are about to wait in the agreement: join it with a refusal, so that they fail
@@ -159,55 +152,69 @@ void Embedding::apply(wholememory_tensor_t indices_handle, wholememory_tensor_t 
   }
   fill_cache(stream);
 
-  RequestRound round(collectives, keys, requests.destinations, deadline);
-  const size_t row_bytes = static_cast<size_t>(dim_) * sizeof(float);
-  // My gradients in slot order (grouped by owner), packed.
-  std::vector<int64_t> grads_row_of_slot(round.sent_count());
-  for (size_t s = 0; s < grads_row_of_slot.size(); ++s) {
-    grads_row_of_slot[s] = list_row[static_cast<size_t>(round.request_in_slot()[s])];
-  }
-  void* outgoing = work.device_buffer(round.sent_count() * row_bytes);
-  if (round.sent_count() > 0) {
-    kernels::RowTable source{};
-    source.base = static_cast<char*>(grads.data);
-    source.stride = grads.stride;
-    source.dtype = kernels::DType::kFloat;
-    const kernels::RowTable packed = packed_table(outgoing, dim_, WHOLEMEMORY_DT_FLOAT);
-    IndexList list;
-    list.data = work.upload(grads_row_of_slot);
-    list.type = kernels::DType::kInt64;
-    list.count = static_cast<int64_t>(grads_row_of_slot.size());
-    auto* bad_index = work.upload(std::vector<unsigned long long>{0});
-    enqueue_row_copy(work.stream(), Direction::kGather, source, packed, list, grads.count, dim_,
-                     bad_index);
-  }
-  void* incoming = work.device_buffer(round.received_count() * row_bytes);
-  if (round.sent_count() > 0) work.synchronize();  // the rows are packed
-  round.forward(outgoing, incoming, row_bytes, deadline);
+  DeviceRowGroups groups = requests.device_groups;
+  int64_t groups_count = requests.device_group_count;
+  const void* incoming = nullptr;
+  if (comm_->size() > 1) {
+    RequestRound round(collectives, keys, requests.destinations, deadline);
+    const size_t row_bytes = static_cast<size_t>(dim_) * sizeof(float);
+    // My gradients in slot order (grouped by owner), packed.
+    std::vector<int64_t> grads_row_of_slot(round.sent_count());
+    for (size_t s = 0; s < grads_row_of_slot.size(); ++s) {
+      grads_row_of_slot[s] = list_row[static_cast<size_t>(round.request_in_slot()[s])];
+    }
+    void* outgoing = work.device_buffer(round.sent_count() * row_bytes);
+    if (round.sent_count() > 0) {
+      kernels::RowTable source{};
+      source.base = static_cast<char*>(grads.data);
+      source.stride = grads.stride;
+      source.dtype = kernels::DType::kFloat;
+      const kernels::RowTable packed = packed_table(outgoing, dim_, WHOLEMEMORY_DT_FLOAT);
+      IndexList list;
+      list.data = work.upload(grads_row_of_slot);
+      list.type = kernels::DType::kInt64;
+      list.count = static_cast<int64_t>(grads_row_of_slot.size());
+      auto* bad_index = work.upload(std::vector<unsigned long long>{0});
+      enqueue_row_copy(work.stream(), Direction::kGather, source, packed, list, grads.count, dim_,
+                       bad_index);
+    }
+    void* receive = work.device_buffer(round.received_count() * row_bytes);
+    incoming = receive;
+    if (round.sent_count() > 0) work.synchronize();  // the rows are packed
+    round.forward(outgoing, receive, row_bytes, deadline);
 
-  // Every request for my rows in source-rank order (mine at my rank's place), then list order;
-  // a position p >= 0 is received row p, p < 0 my grads row -1 - p.
-  std::vector<int64_t> request_keys, request_positions;
-  request_keys.reserve(round.received_count() + local_keys.size());
-  request_positions.reserve(request_keys.capacity());
-  const auto& received = round.received();
-  size_t next_received = 0;
-  for (int source = 0; source < comm_->size(); ++source) {
-    if (source == rank()) {
-      for (size_t k = 0; k < local_keys.size(); ++k) {
-        request_keys.push_back(local_keys[k]);
-        request_positions.push_back(-1 - local_list_row[k]);
+    // Every request for my rows in source-rank order (mine at my rank's place), then list order;
+    // a position p >= 0 is received row p, p < 0 my grads row -1 - p.
+    std::vector<int64_t> request_keys, request_positions;
+    request_keys.reserve(round.received_count() + local_keys.size());
+    request_positions.reserve(request_keys.capacity());
+    const auto& received = round.received();
+    size_t next_received = 0;
+    for (int source = 0; source < comm_->size(); ++source) {
+      if (source == rank()) {
+        for (size_t k = 0; k < local_keys.size(); ++k) {
+          request_keys.push_back(local_keys[k]);
+          request_positions.push_back(-1 - local_list_row[k]);
+        }
+      }
+      for (uint64_t n = 0; n < round.received_per_rank()[source]; ++n, ++next_received) {
+        request_keys.push_back(received[next_received]);
+        request_positions.push_back(static_cast<int64_t>(next_received));
       }
     }
-    for (uint64_t n = 0; n < round.received_per_rank()[source]; ++n, ++next_received) {
-      request_keys.push_back(received[next_received]);
-      request_positions.push_back(static_cast<int64_t>(next_received));
+    if (!request_keys.empty()) {
+      DeviceRequests device;
+      device.keys = work.upload(request_keys);
+      device.positions = work.upload(request_positions);
+      device.count = static_cast<int64_t>(request_keys.size());
+      auto* group_count = work.upload(std::vector<unsigned long long>{0});
+      groups = enqueue_row_grouping(work, device, local_rows(), group_count);
+      unsigned long long read_back = 0;
+      work.read(&read_back, group_count, sizeof(read_back));
+      groups_count = static_cast<int64_t>(read_back);
     }
   }
-  RowGroups groups = group_by_row(request_keys, local_rows());
-  for (auto& position : groups.positions)
-    position = request_positions[static_cast<size_t>(position)];
-  if (groups.rows.empty()) return;
+  if (groups_count == 0) return;
   kernels::OptimizerApplyArgs args = optimizer_->kernel_args(lr);
   args.embedding = table_.local_data;
   args.embedding_type = to_op_dtype(dtype_);
@@ -226,14 +233,14 @@ void Embedding::apply(wholememory_tensor_t indices_handle, wholememory_tensor_t 
     }
   }
   args.state_stride = dim_;
-  args.rows = work.upload(groups.rows);
-  args.first = work.upload(groups.first);
-  args.positions = work.upload(groups.positions);
+  args.rows = groups.rows;
+  args.first = groups.first;
+  args.positions = groups.positions;
   args.grads = static_cast<const float*>(incoming);
   args.grad_stride = dim_;
   args.local_grads = static_cast<const float*>(grads.data);
   args.local_grad_stride = grads.stride;
-  args.count = static_cast<int64_t>(groups.rows.size());
+  args.count = groups_count;
   args.columns = dim_;
   // A GPU: one column per thread (neighbouring threads, neighbouring words); a CPU: whole rows.
   args.columns_per_item =

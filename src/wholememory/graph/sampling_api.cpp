@@ -1,9 +1,13 @@
-// The sampling C API (wholememory/wholegraph_op.h): counts per centre (a kernel, read back),
-// offsets on the host, outputs from the caller's output allocator, then the sampling kernel
+// The sampling C API (wholememory/wholegraph_op.h): counts per centre (a kernel), their offsets
+// (a scan on the device; the host only reads the total), outputs from the caller's output
+// allocator, then the sampling kernel
 // (src/kernels/sampling_kernel.h). Synchronous: it returns once the samples are written.
 #include <limits>
+#include <vector>
 
 #include "memloom/error.h"
+#include "src/core/platform_loader.h"
+#include "src/kernels/count_scan_kernel.h"
 #include "src/kernels/sampling_kernel.h"
 #include "src/wholememory/embedding/stream_work.h"
 #include "src/wholememory/graph/csr_arrays.h"
@@ -16,6 +20,62 @@ using memloom::raise;
 using memloom::Status;
 
 namespace {
+
+// The centre a count launch found outside the graph, if any, as the API's error.
+void check_centers(unsigned long long bad, int64_t node_count) {
+  if (bad != 0) {
+    raise(Status::kInvalidInput, "center node " + std::to_string(bad - 1) +
+                                     " (or a negative one) is not a node of a graph of " +
+                                     std::to_string(node_count) + " nodes");
+  }
+}
+
+// The offsets of the samples (exclusive sum of args.counts) in args.offsets and in the caller's
+// `offsets`; returns the total. On the device when the total cannot pass INT32 (at most
+// max_samples per centre): only the total and the bad-centre flag cross to the host.
+int64_t offsets_on_device(wm::StreamWork& work, memloom::kernels::SampleArgs& args, void* offsets) {
+  const auto count = static_cast<size_t>(args.center_count);
+  auto* zero = work.upload(std::vector<int32_t>{0});
+  work.stream().copy(args.counts + count, zero, sizeof(int32_t));  // the scan's closing count
+  memloom::kernels::ScanCountsArgs scan{};
+  scan.counts = args.counts;
+  scan.offsets = static_cast<int32_t*>(work.device_buffer((count + 1) * sizeof(int32_t)));
+  scan.count = args.center_count;
+  scan.scratch_bytes =
+      memloom::core::platform().kernel_scratch_bytes(memloom::hal::KernelId::kScanCounts, count);
+  scan.scratch = work.device_buffer(scan.scratch_bytes);
+  work.launch(memloom::hal::KernelId::kScanCounts, scan, 1);
+  work.stream().copy(offsets, scan.offsets, (count + 1) * sizeof(int32_t));
+  unsigned long long bad = 0;
+  int32_t total = 0;
+  work.stream().copy(&bad, args.bad_center, sizeof(bad));
+  work.stream().copy(&total, scan.offsets + count, sizeof(total));
+  work.synchronize();
+  check_centers(bad, args.node_count);
+  args.offsets = scan.offsets;
+  return total;
+}
+
+// The same through the host, which checks every partial sum against INT32.
+int64_t offsets_on_host(wm::StreamWork& work, memloom::kernels::SampleArgs& args, void* offsets) {
+  const auto count = static_cast<size_t>(args.center_count);
+  std::vector<int32_t> counts(count);
+  work.read(counts.data(), args.counts, count * sizeof(int32_t));
+  unsigned long long bad = 0;
+  work.read(&bad, args.bad_center, sizeof(bad));
+  check_centers(bad, args.node_count);
+  std::vector<int32_t> host_offsets(count + 1, 0);
+  int64_t total = 0;
+  for (size_t i = 0; i < count; ++i) {
+    total += counts[i];
+    MEMLOOM_CHECK_ARG(total <= std::numeric_limits<int32_t>::max(),
+                      "more than 2^31 - 1 samples in one call (INT offsets)");
+    host_offsets[i + 1] = static_cast<int32_t>(total);
+  }
+  args.offsets = work.upload(host_offsets);  // staged: the copy below may run after we return
+  work.stream().copy(offsets, args.offsets, host_offsets.size() * sizeof(int32_t));
+  return total;
+}
 
 void sample(wholememory_tensor_t row_ptr_handle, wholememory_tensor_t col_handle,
             wholememory_tensor_t weight_handle, wholememory_tensor_t centers_handle,
@@ -57,28 +117,13 @@ void sample(wholememory_tensor_t row_ptr_handle, wholememory_tensor_t col_handle
   args.max_samples = max_sample_count;
   args.seed = seed;
   const auto count = static_cast<size_t>(centers.count);
-  args.counts = static_cast<int32_t*>(work.device_buffer(count * sizeof(int32_t)));
+  args.counts = static_cast<int32_t*>(work.device_buffer((count + 1) * sizeof(int32_t)));
   args.bad_center = work.upload(std::vector<unsigned long long>{0});
   work.launch(memloom::hal::KernelId::kSampleCount, args, count);
-  std::vector<int32_t> counts(count);
-  work.read(counts.data(), args.counts, count * sizeof(int32_t));
-  unsigned long long bad = 0;
-  work.read(&bad, args.bad_center, sizeof(bad));
-  if (bad != 0) {
-    raise(Status::kInvalidInput, "center node " + std::to_string(bad - 1) +
-                                     " (or a negative one) is not a node of a graph of " +
-                                     std::to_string(args.node_count) + " nodes");
-  }
-  std::vector<int32_t> host_offsets(count + 1, 0);
-  int64_t total = 0;
-  for (size_t i = 0; i < count; ++i) {
-    total += counts[i];
-    MEMLOOM_CHECK_ARG(total <= std::numeric_limits<int32_t>::max(),
-                      "more than 2^31 - 1 samples in one call (INT offsets)");
-    host_offsets[i + 1] = static_cast<int32_t>(total);
-  }
-  work.stream().copy(offsets.data, host_offsets.data(), host_offsets.size() * sizeof(int32_t));
-  args.offsets = work.upload(host_offsets);
+  const int64_t total = max_sample_count > 0 && centers.count * int64_t{max_sample_count} <=
+                                                    std::numeric_limits<int32_t>::max()
+                            ? offsets_on_device(work, args, offsets.data)
+                            : offsets_on_host(work, args, offsets.data);
   auto* checked_env = work.env();
   args.out_nodes =
       wm::output_malloc(checked_env, dest_context, total, col.dtype, "the sampled nodes");

@@ -1,0 +1,202 @@
+// Grouping by a stable radix sort: keys outside [0, key_limit) become key_limit, so they sort
+// last and form at most one run, which the group count leaves out. The runs of the sorted keys
+// are the groups (rows = the run's key), and the exclusive sum of the run lengths is `first`.
+// Only the bits that key_limit needs are sorted (20 for a million rows).
+#include "hw/cuda/cuda_row_grouping.h"
+
+#include <bit>
+#include <climits>
+#include <cstring>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_run_length_encode.cuh>
+#include <cub/device/device_scan.cuh>
+#include <string>
+
+#include "hw/cuda/cuda_check.h"
+#include "memloom/error.h"
+#include "src/kernels/row_grouping_kernel.h"
+
+namespace memloom::cuda {
+namespace {
+
+constexpr size_t kAlignment = 256;
+constexpr unsigned kThreads = 256;
+
+size_t aligned(size_t bytes) {
+  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+// The scratch, carved in this order: sort keys, sorted keys, run lengths (count + 1), the run
+// count, CUB's own temporary storage.
+struct Scratch {
+  uint64_t* sort_keys;
+  uint64_t* sorted_keys;
+  int64_t* run_lengths;
+  int64_t* run_count;
+  void* temporary;
+  size_t temporary_bytes;
+};
+
+size_t fixed_bytes(int64_t count) {
+  const auto n = static_cast<size_t>(count);
+  return 2 * aligned(n * sizeof(uint64_t)) + aligned((n + 1) * sizeof(int64_t)) +
+         aligned(sizeof(int64_t));
+}
+
+// CUB's temporary storage for the three steps, the most any of them asks for; sorting 64 bits
+// needs at least what any fewer bits need.
+size_t temporary_bytes(int64_t count, int end_bit) {
+  size_t sort = 0, encode = 0, scan = 0;
+  check_cuda(cub::DeviceRadixSort::SortPairs(nullptr, sort, static_cast<const uint64_t*>(nullptr),
+                                             static_cast<uint64_t*>(nullptr),
+                                             static_cast<const int64_t*>(nullptr),
+                                             static_cast<int64_t*>(nullptr), count, 0, end_bit),
+             "cub::DeviceRadixSort::SortPairs (size)");
+  check_cuda(
+      cub::DeviceRunLengthEncode::Encode(
+          nullptr, encode, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
+          static_cast<int64_t*>(nullptr), static_cast<int64_t*>(nullptr), static_cast<int>(count)),
+      "cub::DeviceRunLengthEncode::Encode (size)");
+  check_cuda(cub::DeviceScan::ExclusiveSum(nullptr, scan, static_cast<const int64_t*>(nullptr),
+                                           static_cast<int64_t*>(nullptr), count + 1),
+             "cub::DeviceScan::ExclusiveSum (size)");
+  size_t most = sort > encode ? sort : encode;
+  return most > scan ? most : scan;
+}
+
+Scratch carve(void* base, int64_t count) {
+  const auto n = static_cast<size_t>(count);
+  auto* at = static_cast<char*>(base);
+  Scratch scratch{};
+  scratch.sort_keys = reinterpret_cast<uint64_t*>(at);
+  at += aligned(n * sizeof(uint64_t));
+  scratch.sorted_keys = reinterpret_cast<uint64_t*>(at);
+  at += aligned(n * sizeof(uint64_t));
+  scratch.run_lengths = reinterpret_cast<int64_t*>(at);
+  at += aligned((n + 1) * sizeof(int64_t));
+  scratch.run_count = reinterpret_cast<int64_t*>(at);
+  at += aligned(sizeof(int64_t));
+  scratch.temporary = at;
+  return scratch;
+}
+
+__global__ void make_sort_keys(kernels::GroupRowsArgs args, uint64_t* sort_keys) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < args.count;
+       i += stride) {
+    const int64_t key = args.keys[i];
+    sort_keys[i] = static_cast<uint64_t>(key >= 0 && key < args.key_limit ? key : args.key_limit);
+  }
+}
+
+// One thread: the group count, less the run of unwanted keys if there is one.
+__global__ void count_groups(kernels::GroupRowsArgs args, const int64_t* run_count) {
+  int64_t groups = *run_count;
+  if (groups > 0 && args.rows[groups - 1] == args.key_limit) --groups;
+  *args.group_count = static_cast<unsigned long long>(groups);
+}
+
+void group(const kernels::GroupRowsArgs& args, cudaStream_t stream) {
+  if (args.count > INT_MAX) {
+    raise(Status::kInvalidInput, "a gradient apply groups at most " + std::to_string(INT_MAX) +
+                                     " requests per rank, got " + std::to_string(args.count));
+  }
+  if (args.count == 0) {
+    check_cuda(cudaMemsetAsync(args.first, 0, sizeof(int64_t), stream), "cudaMemsetAsync");
+    check_cuda(cudaMemsetAsync(args.group_count, 0, sizeof(unsigned long long), stream),
+               "cudaMemsetAsync");
+    return;
+  }
+  const int end_bit = std::bit_width(static_cast<uint64_t>(args.key_limit)) > 0
+                          ? static_cast<int>(std::bit_width(static_cast<uint64_t>(args.key_limit)))
+                          : 1;
+  const size_t needed = fixed_bytes(args.count) + temporary_bytes(args.count, end_bit);
+  if (args.scratch == nullptr || args.scratch_bytes < needed) {
+    raise(Status::kInvalidInput, "row grouping of " + std::to_string(args.count) +
+                                     " requests needs " + std::to_string(needed) +
+                                     " scratch bytes, got " + std::to_string(args.scratch_bytes));
+  }
+  Scratch scratch = carve(args.scratch, args.count);
+  scratch.temporary_bytes = args.scratch_bytes - fixed_bytes(args.count);
+  const auto blocks =
+      static_cast<unsigned>((static_cast<size_t>(args.count) + kThreads - 1) / kThreads < 4096
+                                ? (static_cast<size_t>(args.count) + kThreads - 1) / kThreads
+                                : 4096);
+  make_sort_keys<<<blocks, kThreads, 0, stream>>>(args, scratch.sort_keys);
+  check_cuda(cudaGetLastError(), "make_sort_keys launch");
+  size_t bytes = scratch.temporary_bytes;
+  check_cuda(cub::DeviceRadixSort::SortPairs(
+                 scratch.temporary, bytes, scratch.sort_keys, scratch.sorted_keys, args.positions,
+                 args.grouped_positions, args.count, 0, end_bit, stream),
+             "cub::DeviceRadixSort::SortPairs");
+  // Encode writes a length for each run only; the rest stay 0, so the sum past the last run
+  // still reads the total.
+  check_cuda(cudaMemsetAsync(scratch.run_lengths, 0,
+                             (static_cast<size_t>(args.count) + 1) * sizeof(int64_t), stream),
+             "cudaMemsetAsync");
+  bytes = scratch.temporary_bytes;
+  check_cuda(cub::DeviceRunLengthEncode::Encode(scratch.temporary, bytes, scratch.sorted_keys,
+                                                reinterpret_cast<uint64_t*>(args.rows),
+                                                scratch.run_lengths, scratch.run_count,
+                                                static_cast<int>(args.count), stream),
+             "cub::DeviceRunLengthEncode::Encode");
+  bytes = scratch.temporary_bytes;
+  check_cuda(cub::DeviceScan::ExclusiveSum(scratch.temporary, bytes, scratch.run_lengths,
+                                           args.first, args.count + 1, stream),
+             "cub::DeviceScan::ExclusiveSum");
+  count_groups<<<1, 1, 0, stream>>>(args, scratch.run_count);
+  check_cuda(cudaGetLastError(), "count_groups launch");
+}
+
+}  // namespace
+
+size_t group_rows_scratch_bytes(int64_t count) {
+  if (count <= 0) return 0;
+  return fixed_bytes(count) + temporary_bytes(count, 64);
+}
+
+void launch_group_rows(const void* args, size_t items, cudaStream_t stream) {
+  if (items != 1) {
+    raise(Status::kInvalidInput,
+          "group_rows runs as one work item (the whole list), got " + std::to_string(items));
+  }
+  kernels::GroupRowsArgs copy;
+  std::memcpy(&copy, args, sizeof(copy));
+  group(copy, stream);
+}
+
+void load_group_rows() {
+  // Two requests of one key: every step runs once, which loads its kernels.
+  constexpr int64_t kCount = 2;
+  const size_t scratch_bytes = group_rows_scratch_bytes(kCount);
+  const size_t array_bytes = aligned(16 * sizeof(int64_t));
+  void* memory = nullptr;
+  check_cuda(cudaMalloc(&memory, array_bytes + scratch_bytes), "cudaMalloc (group_rows load)");
+  cudaStream_t stream = nullptr;
+  try {
+    check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    auto* arrays = static_cast<int64_t*>(memory);
+    check_cuda(cudaMemsetAsync(arrays, 0, array_bytes, stream), "cudaMemsetAsync");
+    kernels::GroupRowsArgs args{};  // keys 0-1, positions 2-3, rows 4-5, first 6-8, ...
+    args.keys = arrays;
+    args.positions = arrays + 2;
+    args.count = kCount;
+    args.key_limit = 1;
+    args.rows = arrays + 4;
+    args.first = arrays + 6;
+    args.grouped_positions = arrays + 9;
+    args.group_count = reinterpret_cast<unsigned long long*>(arrays + 11);
+    args.scratch = static_cast<char*>(memory) + array_bytes;
+    args.scratch_bytes = scratch_bytes;
+    group(args, stream);
+    check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (group_rows load)");
+  } catch (...) {
+    if (stream != nullptr) cudaStreamDestroy(stream);
+    cudaFree(memory);
+    throw;
+  }
+  cudaStreamDestroy(stream);
+  cudaFree(memory);
+}
+
+}  // namespace memloom::cuda
