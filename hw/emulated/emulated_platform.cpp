@@ -14,9 +14,11 @@
 
 #include "hw/emulated/adopted_stream.h"
 #include "hw/emulated/memfd_memory_domain.h"
+#include "hw/emulated/tcp_transport.h"
 #include "hw/emulated/worker_stream.h"
 #include "hw/host/collectives_factory.h"
 #include "hw/host/device_choice.h"
+#include "hw/host/transport_choice.h"
 #include "hw/host/ucx_transport.h"
 #include "memloom/error.h"
 #include "src/base/environment.h"
@@ -193,7 +195,10 @@ std::unique_ptr<hal::Platform> create_platform(const EmulatedOptions& options) {
 }
 
 std::unique_ptr<hal::Transport> create_transport() {
-  return std::make_unique<host::UcxTransport>();
+  if (host::chosen_transport() == host::TransportKind::kUcx) {
+    return std::make_unique<host::UcxTransport>();
+  }
+  return std::make_unique<TcpTransport>();
 }
 
 }  // namespace memloom::emulated

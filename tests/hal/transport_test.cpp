@@ -1,7 +1,8 @@
-// Conformance tests of the emulated backend's Transport (the host layer's UCX transport), built
-// through its factory. Most tests run two endpoints in one process (the bytes still cross UCX's
-// wire); the dead/hung peer tests serve from a forked process that they kill or stop. ctest runs
-// them as they are and again with UCX_TLS set (tests/hal/CMakeLists.txt).
+// Conformance tests of the emulated backend's Transport, built through its factory: the TCP
+// transport by default, the host layer's UCX transport under MEMLOOM_TRANSPORT=ucx (ctest runs them
+// both ways, tests/hal/CMakeLists.txt). Most tests run two endpoints in one process (the bytes
+// still cross the wire); the dead/hung peer tests serve from a forked process that they kill or
+// stop.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -66,9 +67,12 @@ class TransportPair : public ::testing::Test {
   std::vector<std::byte> exposed;
 };
 
-TEST_F(TransportPair, AddressesAreUcxUrlsOnLoopbackByDefault) {
+TEST_F(TransportPair, AddressesNameTheTransportOnLoopbackByDefault) {
   if (std::getenv("MEMLOOM_HOST_ADDR") != nullptr) GTEST_SKIP() << "MEMLOOM_HOST_ADDR is set";
-  EXPECT_EQ(server->address().rfind("ucx://127.0.0.1:", 0), 0u) << server->address();
+  const char* transport = std::getenv("MEMLOOM_TRANSPORT");
+  const std::string scheme =
+      transport != nullptr && std::string(transport) == "ucx" ? "ucx://" : "tcp://";
+  EXPECT_EQ(server->address().rfind(scheme + "127.0.0.1:", 0), 0u) << server->address();
   EXPECT_NE(server->address(), requester->address());
 }
 

@@ -1,0 +1,105 @@
+#include "hw/emulated/tcp_transport.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+
+#include "hw/emulated/tcp_transfer_pipeline.h"
+#include "hw/emulated/tcp_wire.h"
+#include "memloom/error.h"
+
+namespace memloom::emulated {
+namespace {
+
+int connect_to(const std::string& peer, Deadline deadline) {
+  wire::Endpoint endpoint = wire::parse_tcp_url(peer);
+  int fd = ::socket(endpoint.address.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) raise_errno("transport socket", errno);
+  int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&endpoint.address), endpoint.length);
+  int error = rc == 0 ? 0 : errno;
+  if (error == EINPROGRESS) {
+    if (!wire::wait_ready(fd, POLLOUT, deadline)) {
+      ::close(fd);
+      raise(Status::kTimeout, "timed out connecting to transport endpoint " + peer);
+    }
+    socklen_t length = sizeof(error);
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
+  }
+  if (error != 0) {
+    ::close(fd);
+    raise(Status::kCommunication,
+          "cannot reach transport endpoint " + peer + ": " + std::strerror(error));
+  }
+  wire::set_nodelay(fd);
+  return fd;
+}
+
+// An idle connection has nothing to read; if it does, the peer closed it (or it is out of step).
+bool idle_connection_usable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 0;
+}
+
+}  // namespace
+
+// One transfer at a time uses a connection; the others wait their turn until their deadline.
+struct TcpTransport::Connection {
+  std::mutex mutex;
+  std::condition_variable turn;
+  bool busy = false;
+  int fd = -1;  // touched only by the transfer whose turn it is
+
+  ~Connection() {
+    if (fd >= 0) ::close(fd);
+  }
+  void drop() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+};
+
+std::shared_ptr<TcpTransport::Connection> TcpTransport::connection_for(const std::string& peer) {
+  std::lock_guard<std::mutex> lock(connections_mutex_);
+  auto& connection = connections_[peer];
+  if (!connection) connection = std::make_shared<Connection>();
+  return connection;
+}
+
+void TcpTransport::transfer(const std::string& peer_address,
+                            const std::vector<hal::TransferOp>& ops, Deadline deadline) {
+  std::vector<TransferBatch> batches = plan_transfer(ops);
+  if (batches.empty()) return;
+  wire::parse_tcp_url(peer_address);  // a malformed address is the caller's error, not the peer's
+  std::shared_ptr<Connection> connection = connection_for(peer_address);
+  {
+    std::unique_lock<std::mutex> lock(connection->mutex);
+    if (!connection->turn.wait_until(lock, deadline.time_point(),
+                                     [&] { return !connection->busy; })) {
+      raise(Status::kTimeout, "timed out waiting for another transfer to " + peer_address);
+    }
+    connection->busy = true;
+  }
+  struct EndTurn {
+    Connection& connection;
+    ~EndTurn() {
+      std::lock_guard<std::mutex> lock(connection.mutex);
+      connection.busy = false;
+      connection.turn.notify_one();
+    }
+  } end_turn{*connection};
+  if (connection->fd >= 0 && !idle_connection_usable(connection->fd)) connection->drop();
+  if (connection->fd < 0) connection->fd = connect_to(peer_address, deadline);
+  try {
+    run_transfer(connection->fd, batches, peer_address, deadline);
+  } catch (const Error& error) {
+    // A refused batch leaves the connection in step; anything else leaves it unknown.
+    if (error.status() != Status::kInvalidInput) connection->drop();
+    throw;
+  }
+}
+
+}  // namespace memloom::emulated

@@ -1,0 +1,77 @@
+// The emulated Transport's wire protocol and the socket helpers both of its ends use.
+//
+// A request is one batch of ops against the serving process's exposed memory:
+//   RequestHeader | OpDescriptor x op_count | the payloads of the write ops, in op order
+// The server checks every op against its exposed ranges before touching memory, then answers
+//   ResponseHeader | message (error only) | the payloads of the read ops, in op order
+// and processes the ops in order while streaming (a read sees an earlier write of its batch).
+// A refused batch (an op outside the exposed ranges) gets an error answer; the server still
+// consumes its write payload, so the connection stays usable.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "memloom/deadline.h"
+
+namespace memloom::emulated::wire {
+
+inline constexpr uint32_t kRequestMagic = 0x4d4c5451;   // "MLTQ"
+inline constexpr uint32_t kResponseMagic = 0x4d4c5452;  // "MLTR"
+inline constexpr uint32_t kOpRead = 0;
+inline constexpr uint32_t kOpWrite = 1;
+// What a server accepts in one batch (the client stays well below).
+inline constexpr uint32_t kMaxOpsPerBatch = 1 << 16;
+inline constexpr uint64_t kMaxPayloadPerBatch = 64ull << 20;
+
+struct RequestHeader {
+  uint32_t magic;
+  uint32_t op_count;
+  uint64_t batch_id;
+  uint64_t write_bytes;
+  uint64_t read_bytes;
+};
+
+struct OpDescriptor {
+  uint64_t remote_address;
+  uint64_t bytes;
+  uint32_t kind;  // kOpRead / kOpWrite
+  uint32_t reserved;
+};
+
+struct ResponseHeader {
+  uint32_t magic;
+  uint32_t status;  // 0 = done, else a memloom::Status
+  uint64_t batch_id;
+  uint64_t message_bytes;
+  uint64_t read_bytes;
+};
+
+struct ResponseTrailer {
+  uint64_t batch_id;
+};
+
+struct Endpoint {
+  sockaddr_storage address{};
+  socklen_t length = 0;
+};
+
+// Parses "tcp://IP:PORT" or "tcp://[IPv6]:PORT" (kInvalidInput if malformed).
+Endpoint parse_tcp_url(const std::string& url);
+
+// Waits until fd is ready for `events` (POLLIN/POLLOUT); false when the deadline passes.
+bool wait_ready(int fd, short events, Deadline deadline);
+
+// Blocking-style exact I/O on a non-blocking socket. Return false on EOF, a socket error or the
+// deadline; `error` (optional) receives a description.
+bool read_exact(int fd, void* data, size_t bytes, Deadline deadline, std::string* error = nullptr);
+bool write_exact(int fd, const void* data, size_t bytes, Deadline deadline,
+                 std::string* error = nullptr);
+
+void set_nonblocking(int fd);
+void set_nodelay(int fd);
+
+}  // namespace memloom::emulated::wire
