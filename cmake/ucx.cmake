@@ -1,6 +1,7 @@
-# UCX (https://openucx.org): the transport between nodes (hw/host/ucx_*). Required: it replaced
-# memloom's own TCP data paths. Found through pkg-config's `ucx`, else by its header and libraries
-# (HPC-X and other installs under UCX_ROOT / MEMLOOM_DEPS_ROOT). Needs UCP API >= 1.13.
+# UCX (https://openucx.org): the UCX transport between nodes (hw/host/ucx_*, MEMLOOM_TRANSPORT=ucx).
+# Required, so that every build carries it and CI tests it. Found through pkg-config's `ucx`, else
+# by its header and libraries (HPC-X and other installs under UCX_ROOT / MEMLOOM_DEPS_ROOT). Needs
+# UCP API >= 1.13.
 find_package(PkgConfig QUIET)
 if(PkgConfig_FOUND)
   pkg_check_modules(UCX_PC QUIET ucx)
