@@ -6,7 +6,7 @@ set -euo pipefail
 # MEMLOOM_DEPS=demo: only what the library, memloom-run and the examples build with (ci/demo.sh).
 packages=(
   build-essential cmake ninja-build pkg-config ccache python3
-  libzmq3-dev cppzmq-dev
+  libzmq3-dev cppzmq-dev libucx-dev
   libboost-dev libssl-dev
 )
 if [[ "${MEMLOOM_DEPS:-all}" != "demo" ]]; then

@@ -43,7 +43,7 @@ if(_memloom_cuda_ok)
   target_include_directories(memloom_cuda PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include
                              ${NCCL_INCLUDE_DIR})
   # Like UCX's CUDA module, which links only ucs and uct: the layers below the backends.
-  target_link_libraries(memloom_cuda PRIVATE memloom_host memloom_hal memloom_kernels memloom_base
+  target_link_libraries(memloom_cuda PRIVATE memloom_host memloom_ucx memloom_hal memloom_kernels memloom_base
                         CUDA::cuda_driver CUDA::cudart ${NCCL_LIBRARY})
   target_compile_options(memloom_cuda PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-Werror --Werror=all-warnings>)

@@ -15,6 +15,9 @@
 #include "hw/cuda/staged_tcp_transport.h"
 #include "hw/host/collectives_factory.h"
 #include "hw/host/device_choice.h"
+#include "hw/host/transport_choice.h"
+#include "hw/host/ucx_transport.h"
+#include "hw/host/ucx_worker.h"
 #include "memloom/error.h"
 #include "src/base/environment.h"
 #include "src/base/hex.h"
@@ -212,6 +215,20 @@ std::unique_ptr<hal::Collectives> CudaPlatform::create_collectives(const hal::Gr
 }
 
 std::unique_ptr<hal::Transport> CudaPlatform::create_transport() {
+  // MEMLOOM_TRANSPORT=ucx picks UCX where UCX moves device memory itself (built with CUDA:
+  // cuda_copy, GPUDirect RDMA). Without that, exposed device memory could not be registered for
+  // one-sided access, so the staged TCP transport (two-sided, staging on the serving side) serves.
+  if (host::chosen_transport() == host::TransportKind::kUcx) {
+    if (host::ucx_supports_cuda_memory()) {
+      MEMLOOM_LOG(kDebug, "transport: UCX (MEMLOOM_TRANSPORT=ucx; this UCX registers CUDA memory)");
+      return std::make_unique<host::UcxTransport>();
+    }
+    MEMLOOM_LOG(kWarn,
+                "transport: MEMLOOM_TRANSPORT=ucx, but this UCX has no CUDA memory support; "
+                "using the staged TCP transport");
+  } else {
+    MEMLOOM_LOG(kDebug, "transport: staged TCP (MEMLOOM_TRANSPORT unset or tcp)");
+  }
   return std::make_unique<StagedTcpTransport>(current_device_);
 }
 

@@ -18,6 +18,8 @@
 #include "hw/emulated/worker_stream.h"
 #include "hw/host/collectives_factory.h"
 #include "hw/host/device_choice.h"
+#include "hw/host/transport_choice.h"
+#include "hw/host/ucx_transport.h"
 #include "memloom/error.h"
 #include "src/base/environment.h"
 #include "src/base/log.h"
@@ -193,6 +195,9 @@ std::unique_ptr<hal::Platform> create_platform(const EmulatedOptions& options) {
 }
 
 std::unique_ptr<hal::Transport> create_transport() {
+  if (host::chosen_transport() == host::TransportKind::kUcx) {
+    return std::make_unique<host::UcxTransport>();
+  }
   return std::make_unique<TcpTransport>();
 }
 

@@ -21,7 +21,8 @@ struct EmulatedOptions {
 };
 
 std::unique_ptr<hal::Platform> create_platform(const EmulatedOptions& options);
-// The TCP transport (a Platform's create_transport, without a platform).
+// The transport MEMLOOM_TRANSPORT names, TCP by default (a Platform's create_transport, without a
+// platform).
 std::unique_ptr<hal::Transport> create_transport();
 
 }  // namespace memloom::emulated

@@ -1,6 +1,8 @@
-// Conformance tests of the emulated backend's Transport, built through its factory. Most tests
-// run two endpoints in one process (the bytes still cross TCP); the dead/hung peer tests serve
-// from a forked process that they kill or stop.
+// Conformance tests of the emulated backend's Transport, built through its factory: the TCP
+// transport by default, the host layer's UCX transport under MEMLOOM_TRANSPORT=ucx (ctest runs them
+// both ways, tests/hal/CMakeLists.txt). Most tests run two endpoints in one process (the bytes
+// still cross the wire); the dead/hung peer tests serve from a forked process that they kill or
+// stop.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -65,9 +67,12 @@ class TransportPair : public ::testing::Test {
   std::vector<std::byte> exposed;
 };
 
-TEST_F(TransportPair, AddressesAreTcpUrlsOnLoopbackByDefault) {
+TEST_F(TransportPair, AddressesNameTheTransportOnLoopbackByDefault) {
   if (std::getenv("MEMLOOM_HOST_ADDR") != nullptr) GTEST_SKIP() << "MEMLOOM_HOST_ADDR is set";
-  EXPECT_EQ(server->address().rfind("tcp://127.0.0.1:", 0), 0u) << server->address();
+  const char* transport = std::getenv("MEMLOOM_TRANSPORT");
+  const std::string scheme =
+      transport != nullptr && std::string(transport) == "ucx" ? "ucx://" : "tcp://";
+  EXPECT_EQ(server->address().rfind(scheme + "127.0.0.1:", 0), 0u) << server->address();
   EXPECT_NE(server->address(), requester->address());
 }
 
@@ -285,6 +290,24 @@ TEST(Transport, DeadPeerFailsWithinTheDeadline) {
         }),
         Status::kCommunication);
     EXPECT_LT(Clock::now() - start, std::chrono::seconds(2)) << "deadline was 20 s";
+  });
+}
+
+TEST(Transport, PeerKilledMidTransferFailsWithinTheDeadline) {
+  run_against_forked_peer([](pid_t pid, const std::string& address, uint64_t pointer) {
+    auto transport = emulated::create_transport();
+    auto data = random_bytes(1 << 20, 6);
+    // 256 MiB in one call (the peer's 1 MiB, over and over): far longer than the kill below.
+    std::vector<Op> ops(256, Op{Direction::kWrite, pointer, data.data(), data.size()});
+    std::thread killer([pid] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      ::kill(pid, SIGKILL);
+    });
+    auto start = Clock::now();
+    const Status status = status_of([&] { transport->transfer(address, ops, soon()); });
+    killer.join();
+    EXPECT_EQ(status, Status::kCommunication);
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(5)) << "deadline was 20 s";
   });
 }
 

@@ -1,0 +1,227 @@
+#include "hw/host/ucx_endpoints.h"
+
+#include <chrono>
+
+#include "memloom/error.h"
+#include "src/base/log.h"
+#include "src/base/tcp_address.h"
+
+namespace memloom::host {
+namespace {
+
+// A closing endpoint gets this long to flush what is in flight (an orderly shutdown), or to be
+// torn down (force).
+constexpr auto kCloseTimeout = std::chrono::seconds(2);
+
+}  // namespace
+
+void close_endpoint(UcxWorker& worker, ucp_ep_h ep, bool force, Deadline deadline) {
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+  ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &param);
+  if (!UCS_PTR_IS_PTR(request)) return;
+  const bool closed = worker.progress_until(
+      [&] { return ucp_request_check_status(request) != UCS_INPROGRESS; }, deadline);
+  if (!closed) {
+    // UCX still owns the request; cancel it so the endpoint is torn down when UCX gets to it.
+    ucp_request_cancel(worker.worker(), request);
+    MEMLOOM_LOG(kDebug, "transport: an endpoint did not close in time");
+  }
+  ucp_request_free(request);
+}
+
+UcxPeer::~UcxPeer() {
+  keys_ = {};  // remote keys go before the endpoint they were unpacked for
+  if (ep_ != nullptr) close_endpoint(worker_, ep_, failed_, Deadline::after(kCloseTimeout));
+}
+
+void UcxPeer::mark_failed(ucs_status_t status) {
+  failure_ = status;
+  failed_ = true;
+}
+
+std::shared_ptr<UcxRemoteKey> UcxPeer::key_for(uint64_t address, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(keys_mutex_);
+  const auto* interval = keys_.find_containing(address, bytes);
+  return interval == nullptr ? nullptr : interval->payload;
+}
+
+void UcxPeer::cache_key(std::shared_ptr<UcxRemoteKey> key) {
+  std::lock_guard<std::mutex> lock(keys_mutex_);
+  // A region the owner withdrew and exposed again may come back with another size.
+  const uint64_t base = key->base, size = key->size;
+  while (const auto* stale = keys_.overlapping(base, size)) keys_.erase(stale->start);
+  keys_.insert(base, size, std::move(key));
+}
+
+void UcxPeer::drop_key(uint64_t base) {
+  std::shared_ptr<UcxRemoteKey> dropped;  // destroyed outside the lock
+  std::lock_guard<std::mutex> lock(keys_mutex_);
+  if (const auto* interval = keys_.find(base)) {
+    dropped = interval->payload;
+    keys_.erase(base);
+  }
+}
+
+void UcxPeer::force_close(Deadline deadline) {
+  mark_failed(UCS_ERR_CANCELED);
+  {
+    // Not held while closing: closing runs callbacks, and a revocation's takes this lock.
+    std::lock_guard<std::mutex> lock(keys_mutex_);
+    keys_ = {};
+  }
+  ucp_ep_h ep = ep_;
+  ep_ = nullptr;
+  if (ep != nullptr) close_endpoint(worker_, ep, /*force=*/true, deadline);
+}
+
+UcxEndpoints::UcxEndpoints(UcxWorker& worker, std::function<void(ucp_ep_h)> accepted_failed)
+    : worker_(worker), accepted_failed_(std::move(accepted_failed)) {}
+
+UcxEndpoints::~UcxEndpoints() {
+  close_all();
+}
+
+uint16_t UcxEndpoints::listen(const std::string& host) {
+  sockaddr_storage address{};
+  const socklen_t length = base::ip_socket_address(host, 0, &address);
+  if (length == 0) {
+    raise(Status::kInvalidInput, "MEMLOOM_HOST_ADDR=" + host + " is not an IP address literal");
+  }
+  ucp_listener_params_t params{};
+  params.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+  params.sockaddr.addr = reinterpret_cast<const sockaddr*>(&address);
+  params.sockaddr.addrlen = length;
+  params.conn_handler.cb = on_connection;
+  params.conn_handler.arg = this;
+  ucs_status_t status = ucp_listener_create(worker_.worker(), &params, &listener_);
+  if (status != UCS_OK) {
+    raise(Status::kCommunication,
+          ucx_error(
+              "cannot listen on " + host + " (MEMLOOM_HOST_ADDR must be an address of this host)",
+              status));
+  }
+  ucp_listener_attr_t attr{};
+  attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+  status = ucp_listener_query(listener_, &attr);
+  if (status != UCS_OK) raise(Status::kCommunication, ucx_error("UCX listener address", status));
+  return base::socket_port(attr.sockaddr);
+}
+
+void UcxEndpoints::on_connection(ucp_conn_request_h request, void* arg) {
+  auto* self = static_cast<UcxEndpoints*>(arg);
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.conn_request = request;
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_handler.cb = on_accepted_error;
+  params.err_handler.arg = self;
+  ucp_ep_h ep = nullptr;
+  ucs_status_t status = ucp_ep_create(self->worker_.worker(), &params, &ep);
+  if (status != UCS_OK) {
+    MEMLOOM_LOG(kWarn, ucx_error("transport: accepting a peer", status));
+    return;
+  }
+  std::lock_guard<std::mutex> lock(self->mutex_);
+  self->accepted_.insert(ep);
+}
+
+void UcxEndpoints::on_accepted_error(void* arg, ucp_ep_h ep, ucs_status_t status) {
+  auto* self = static_cast<UcxEndpoints*>(arg);
+  MEMLOOM_LOG(kDebug, ucx_error("transport: a peer's endpoint failed", status));
+  self->accepted_failed_(ep);
+  std::lock_guard<std::mutex> lock(self->mutex_);
+  if (self->accepted_.erase(ep) != 0) self->failed_accepted_.push_back(ep);
+}
+
+void UcxEndpoints::on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status) {
+  (void)ep;
+  static_cast<UcxPeer*>(arg)->mark_failed(status);
+}
+
+void UcxEndpoints::close_failed_accepted() {
+  std::vector<ucp_ep_h> failed;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failed.swap(failed_accepted_);
+  }
+  for (ucp_ep_h ep : failed)
+    close_endpoint(worker_, ep, /*force=*/true, Deadline::after(kCloseTimeout));
+}
+
+std::shared_ptr<UcxPeer> UcxEndpoints::cached(const std::string& address) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = peers_.find(address);
+  return it == peers_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<UcxPeer> UcxEndpoints::peer(const std::string& address, const std::string& host,
+                                            uint16_t port) {
+  close_failed_accepted();
+  std::shared_ptr<UcxPeer> stale;  // released outside the lock: closing progresses the worker
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = peers_.find(address);
+    if (it != peers_.end()) {
+      if (!it->second->failed()) return it->second;
+      stale = std::move(it->second);
+      peers_.erase(it);
+    }
+  }
+  stale.reset();
+  sockaddr_storage socket_address{};
+  const socklen_t length = base::ip_socket_address(host, port, &socket_address);
+  if (length == 0) raise(Status::kInvalidInput, "transport address " + address + ": bad host");
+  auto fresh = std::make_shared<UcxPeer>(worker_, address);
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+  params.sockaddr.addr = reinterpret_cast<const sockaddr*>(&socket_address);
+  params.sockaddr.addrlen = length;
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_handler.cb = on_peer_error;
+  params.err_handler.arg = fresh.get();
+  ucs_status_t status = ucp_ep_create(worker_.worker(), &params, &fresh->ep_);
+  if (status != UCS_OK) {
+    fresh->ep_ = nullptr;
+    raise(Status::kCommunication, ucx_error("cannot reach transport endpoint " + address, status));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, inserted] = peers_.emplace(address, fresh);
+  if (!inserted && !it->second->failed()) return it->second;  // another thread connected first
+  it->second = fresh;
+  return fresh;
+}
+
+void UcxEndpoints::drop(const std::shared_ptr<UcxPeer>& peer) {
+  std::shared_ptr<UcxPeer> dropped;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = peers_.find(peer->address());
+  if (it != peers_.end() && it->second == peer) {
+    dropped = std::move(it->second);
+    peers_.erase(it);
+  }
+}
+
+void UcxEndpoints::close_all() {
+  std::map<std::string, std::shared_ptr<UcxPeer>> peers;
+  std::set<ucp_ep_h> accepted;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    peers.swap(peers_);
+    accepted.swap(accepted_);
+  }
+  peers.clear();  // each closes its endpoint, flushing what is in flight
+  close_failed_accepted();
+  // A peer whose write already landed here must not see the connection cut before its flush
+  // completes, so accepted endpoints are flushed, not forced.
+  for (ucp_ep_h ep : accepted)
+    close_endpoint(worker_, ep, /*force=*/false, Deadline::after(kCloseTimeout));
+  if (listener_ != nullptr) ucp_listener_destroy(listener_);
+  listener_ = nullptr;
+}
+
+}  // namespace memloom::host

@@ -1,0 +1,114 @@
+// The UCX transport's endpoints: the listener and the endpoints it accepted (the owner's side),
+// and one endpoint per peer address this process transfers to (the requester's side), each with
+// the remote keys it obtained.
+//
+// Endpoints use UCP_ERR_HANDLING_MODE_PEER: when a peer dies or its link breaks, UCX completes the
+// endpoint's requests with an error and calls the error callback, which marks the endpoint failed.
+// A failed endpoint is dropped from the cache; the next transfer to that address creates a fresh
+// one, so a peer restarted at the same address is reached again without a stale-endpoint error.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "hw/host/ucx_worker.h"
+#include "memloom/deadline.h"
+#include "src/base/range_map.h"
+
+namespace memloom::host {
+
+// A remote key of one region of a peer, unpacked for the endpoint it came over.
+struct UcxRemoteKey {
+  UcxRemoteKey(ucp_rkey_h key, uint64_t base, uint64_t size) : key(key), base(base), size(size) {}
+  ~UcxRemoteKey() { ucp_rkey_destroy(key); }
+  UcxRemoteKey(const UcxRemoteKey&) = delete;
+  UcxRemoteKey& operator=(const UcxRemoteKey&) = delete;
+  const ucp_rkey_h key;
+  const uint64_t base, size;
+};
+
+// An endpoint to one peer address. Transfers hold it (shared) while they run, so a peer dropped
+// from the cache stays valid for them; the last holder closes the endpoint.
+class UcxPeer {
+ public:
+  UcxPeer(UcxWorker& worker, std::string address) : worker_(worker), address_(std::move(address)) {}
+  ~UcxPeer();
+  UcxPeer(const UcxPeer&) = delete;
+  UcxPeer& operator=(const UcxPeer&) = delete;
+
+  const std::string& address() const { return address_; }
+  ucp_ep_h ep() const { return ep_; }
+  bool failed() const { return failed_; }
+  ucs_status_t failure() const { return failure_; }
+  void mark_failed(ucs_status_t status);
+
+  // The cached key whose region holds [address, +bytes), or null.
+  std::shared_ptr<UcxRemoteKey> key_for(uint64_t address, uint64_t bytes);
+  // Caches a key (a region the owner named); replaces one of the same base.
+  void cache_key(std::shared_ptr<UcxRemoteKey> key);
+  // Drops the key of the region at `base` (the owner withdrew it).
+  void drop_key(uint64_t base);
+  // Closes the endpoint now (requests on it complete as canceled), waiting at most until
+  // `deadline`; used when a transfer timed out and its requests must let go of user buffers.
+  void force_close(Deadline deadline);
+
+ private:
+  friend class UcxEndpoints;
+  UcxWorker& worker_;
+  const std::string address_;
+  ucp_ep_h ep_ = nullptr;
+  std::atomic<bool> failed_{false};
+  std::atomic<ucs_status_t> failure_{UCS_OK};
+  std::mutex keys_mutex_;
+  base::RangeMap<std::shared_ptr<UcxRemoteKey>> keys_;
+};
+
+class UcxEndpoints {
+ public:
+  // `accepted_failed(ep)` is told when an accepted endpoint fails (before it is closed).
+  UcxEndpoints(UcxWorker& worker, std::function<void(ucp_ep_h)> accepted_failed);
+  ~UcxEndpoints();
+  UcxEndpoints(const UcxEndpoints&) = delete;
+  UcxEndpoints& operator=(const UcxEndpoints&) = delete;
+
+  // Listens on `host` (an IP literal), any free port; returns the port.
+  uint16_t listen(const std::string& host);
+
+  // The live endpoint to `address` ("IP", port), created when there is none or it failed.
+  std::shared_ptr<UcxPeer> peer(const std::string& address, const std::string& host, uint16_t port);
+  // Forgets `peer` if it is still the one cached for its address.
+  void drop(const std::shared_ptr<UcxPeer>& peer);
+  // The cached peer for `address`, without creating one (null if none).
+  std::shared_ptr<UcxPeer> cached(const std::string& address);
+
+  // Closes every endpoint (flushing briefly) and the listener; before the worker goes.
+  void close_all();
+
+ private:
+  static void on_connection(ucp_conn_request_h request, void* arg);
+  static void on_accepted_error(void* arg, ucp_ep_h ep, ucs_status_t status);
+  static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
+  void close_failed_accepted();
+
+  UcxWorker& worker_;
+  std::function<void(ucp_ep_h)> accepted_failed_;
+  ucp_listener_h listener_ = nullptr;
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<UcxPeer>> peers_;
+  std::set<ucp_ep_h> accepted_;
+  std::vector<ucp_ep_h> failed_accepted_;  // to close outside UCX's callbacks
+};
+
+// Closes `ep` (flushing it first unless `force`), progressing until done or `deadline`.
+void close_endpoint(UcxWorker& worker, ucp_ep_h ep, bool force, Deadline deadline);
+
+}  // namespace memloom::host

@@ -1,0 +1,62 @@
+// The owner's side of the UCX transport: the memory it exposed, registered with UCX
+// (ucp_mem_map) with its packed remote key, and the answers to peers asking for those keys.
+//
+// A peer asks for the region holding a range (kRegionRequest) and caches the key; a range outside
+// every exposed region is refused with a message, which the requester raises as kInvalidInput.
+// withdraw() revokes the key at every peer that got it and waits (bounded) for each to confirm,
+// or to be gone, before unmapping: after withdraw() returns, no peer starts a new transfer into
+// the range. Transports other than RDMA do not enforce a remote key in hardware, so this
+// revocation is what makes a withdrawal hold for them.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "hw/host/ucx_worker.h"
+#include "src/base/range_map.h"
+
+namespace memloom::host {
+
+class UcxRegionRegistry {
+ public:
+  explicit UcxRegionRegistry(UcxWorker& worker) : worker_(worker) {}
+  ~UcxRegionRegistry();
+  UcxRegionRegistry(const UcxRegionRegistry&) = delete;
+  UcxRegionRegistry& operator=(const UcxRegionRegistry&) = delete;
+
+  // The owner's address, named in revocations (set once the listener is up).
+  void set_own_address(const std::string& address) { own_address_ = address; }
+
+  // Exposing the same range again is harmless; one that overlaps another is kInvalidInput.
+  void expose(void* address, size_t size);
+  void withdraw(void* address);
+
+  // Message handlers (ucx_messages.h), run under the worker's lock.
+  void answer_request(const void* data, size_t length, ucp_ep_h reply_ep);
+  void take_ack(const void* data, size_t length);
+  // An accepted endpoint failed: holders behind it no longer need to confirm revocations.
+  void forget_holder(ucp_ep_h ep);
+
+ private:
+  struct Region {
+    ucp_mem_h memory = nullptr;
+    std::string packed_key;
+    std::set<ucp_ep_h> holders;  // accepted endpoints whose peer got the key
+  };
+
+  UcxWorker& worker_;
+  std::string own_address_;
+  std::mutex mutex_;
+  base::RangeMap<std::shared_ptr<Region>> regions_;
+  std::map<uint64_t, ucp_ep_h> unconfirmed_;  // revoke id -> holder still to confirm
+  uint64_t next_revoke_id_ = 1;
+};
+
+}  // namespace memloom::host

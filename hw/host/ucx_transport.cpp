@@ -1,0 +1,146 @@
+#include "hw/host/ucx_transport.h"
+
+#include <cstring>
+
+#include "hw/host/host_address.h"
+#include "hw/host/ucx_transfer_batch.h"
+#include "memloom/error.h"
+#include "src/base/tcp_address.h"
+
+namespace memloom::host {
+namespace {
+
+namespace msg = ucx_messages;
+using Direction = hal::TransferOp::Direction;
+
+constexpr std::string_view kScheme = "ucx://";
+
+struct UcxAddress {
+  std::string host;
+  uint16_t port = 0;
+};
+
+UcxAddress parse_address(const std::string& text) {
+  MEMLOOM_CHECK_ARG(text.rfind(kScheme, 0) == 0,
+                    "transport address '" + text + "' is not ucx://IP:PORT");
+  base::TcpAddressRules rules;
+  rules.scheme = false;
+  rules.either_family = true;
+  const base::ParsedTcpAddress parsed =
+      base::parse_tcp_address(std::string_view(text).substr(kScheme.size()), rules);
+  MEMLOOM_CHECK_ARG(parsed.fault == base::TcpAddressFault::kNone,
+                    "transport address '" + text + "' is not ucx://IP:PORT");
+  return {parsed.address.host, parsed.address.port};
+}
+
+std::string format_address(const std::string& host, uint16_t port) {
+  // format_tcp_url brackets IPv6 literals; only the scheme differs.
+  return std::string(kScheme) + base::format_tcp_url(host, port).substr(std::strlen("tcp://"));
+}
+
+}  // namespace
+
+UcxTransport::UcxTransport()
+    : regions_(worker_),
+      endpoints_(worker_, [this](ucp_ep_h ep) { regions_.forget_holder(ep); }),
+      remote_keys_(worker_, endpoints_) {
+  handlers_[0] = {[](void* self, const void* data, size_t length, ucp_ep_h reply_ep) {
+                    static_cast<UcxTransport*>(self)->regions_.answer_request(data, length,
+                                                                              reply_ep);
+                  },
+                  this};
+  handlers_[1] = {[](void* self, const void* data, size_t length, ucp_ep_h) {
+                    static_cast<UcxTransport*>(self)->remote_keys_.take_reply(data, length);
+                  },
+                  this};
+  handlers_[2] = {[](void* self, const void* data, size_t length, ucp_ep_h reply_ep) {
+                    static_cast<UcxTransport*>(self)->remote_keys_.take_revoke(data, length,
+                                                                               reply_ep);
+                  },
+                  this};
+  handlers_[3] = {[](void* self, const void* data, size_t length, ucp_ep_h) {
+                    static_cast<UcxTransport*>(self)->regions_.take_ack(data, length);
+                  },
+                  this};
+  const unsigned ids[] = {msg::kRegionRequest, msg::kRegionReply, msg::kRevoke, msg::kRevokeAck};
+  for (size_t i = 0; i < handlers_.size(); ++i) {
+    msg::set_handler(worker_.worker(), ids[i], &handlers_[i]);
+  }
+  const std::string host = host_address();
+  address_ = format_address(host, endpoints_.listen(host));
+  regions_.set_own_address(address_);
+  worker_.start_progress_thread();
+}
+
+UcxTransport::~UcxTransport() {
+  worker_.stop_progress_thread();
+  endpoints_.close_all();
+}
+
+void UcxTransport::expose(void* address, size_t size) {
+  regions_.expose(address, size);
+}
+
+void UcxTransport::withdraw(void* address) {
+  regions_.withdraw(address);
+}
+
+void UcxTransport::transfer(const std::string& peer_address,
+                            const std::vector<hal::TransferOp>& ops, Deadline deadline) {
+  std::vector<const hal::TransferOp*> work;
+  for (const auto& op : ops) {
+    MEMLOOM_CHECK_ARG(
+        op.bytes == 0 || op.local_address != nullptr,
+        "transfer: an op of " + std::to_string(op.bytes) + " bytes has no local address");
+    MEMLOOM_CHECK_ARG(op.direction == Direction::kRead || op.direction == Direction::kWrite,
+                      "transfer: unknown direction");
+    MEMLOOM_CHECK_ARG(op.remote_address + op.bytes >= op.remote_address,
+                      "transfer: the remote range wraps around the address space");
+    if (op.bytes > 0) work.push_back(&op);
+  }
+  const UcxAddress where = parse_address(peer_address);  // a malformed address is the caller's
+  if (work.empty()) return;
+  std::shared_ptr<UcxPeer> peer = endpoints_.peer(peer_address, where.host, where.port);
+  try {
+    run(peer, work, deadline);
+  } catch (const Error& error) {
+    // A refusal leaves the endpoint as it was; anything else leaves it unknown or dead.
+    if (error.status() != Status::kInvalidInput) {
+      if (error.status() == Status::kTimeout)
+        peer->force_close(Deadline::after(std::chrono::seconds(2)));
+      endpoints_.drop(peer);
+    }
+    throw;
+  }
+}
+
+void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
+                       const std::vector<const hal::TransferOp*>& work, Deadline deadline) {
+  // Every key first: a range the peer refuses fails the call before any byte moves.
+  std::vector<std::shared_ptr<UcxRemoteKey>> keys;
+  keys.reserve(work.size());
+  for (const hal::TransferOp* op : work) {
+    keys.push_back(remote_keys_.key_for(peer, op->remote_address, op->bytes, deadline));
+  }
+  UcxTransferBatch batch(worker_, peer->ep());
+  bool issued = true;
+  for (size_t i = 0; i < work.size() && issued; ++i) {
+    const hal::TransferOp& op = *work[i];
+    void* local = op.local_address;
+    issued = op.direction == Direction::kWrite
+                 ? batch.put(local, op.bytes, op.remote_address, keys[i]->key, deadline)
+                 : batch.get(local, op.bytes, op.remote_address, keys[i]->key, deadline);
+  }
+  if (!issued || !batch.complete(deadline)) {
+    if (batch.status() != UCS_OK || peer->failed()) {
+      const ucs_status_t status = batch.status() != UCS_OK ? batch.status() : peer->failure();
+      peer->force_close(Deadline::after(std::chrono::seconds(2)));  // requests let go of buffers
+      raise(Status::kCommunication,
+            ucx_error("transfer with " + peer->address() + " failed", status));
+    }
+    peer->force_close(Deadline::after(std::chrono::seconds(2)));
+    raise(Status::kTimeout, "transfer with " + peer->address() + " timed out");
+  }
+}
+
+}  // namespace memloom::host

@@ -1,0 +1,54 @@
+// hal::Transport on UCX, shared by both backends: one UCX context and worker per transport, a
+// listener on host_address() (MEMLOOM_HOST_ADDR, else 127.0.0.1) at any free port, remote keys
+// exchanged on demand (ucx_remote_keys.h, ucx_region_registry.h), data moved one-sided by
+// ucp_put_nbx/ucp_get_nbx (ucx_transfer_batch.h). UCX picks the wire (RDMA, shared memory, TCP)
+// from what it finds and from the user's UCX_* variables, which memloom leaves alone.
+//
+// Addresses are "ucx://IP:PORT" ("ucx://[IPv6]:PORT"); only this file reads them.
+//
+// Thread-safe: transfers to one peer or to several run in parallel on the shared worker.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hw/hal/transport.h"
+#include "hw/host/ucx_endpoints.h"
+#include "hw/host/ucx_messages.h"
+#include "hw/host/ucx_region_registry.h"
+#include "hw/host/ucx_remote_keys.h"
+#include "hw/host/ucx_worker.h"
+
+namespace memloom::host {
+
+class UcxTransport : public hal::Transport {
+ public:
+  // Device memory (on either side) needs a UCX with CUDA support (ucx_supports_cuda_memory()):
+  // UCX then registers and moves it itself; the CUDA backend uses this transport only then.
+  UcxTransport();
+  ~UcxTransport() override;
+  UcxTransport(const UcxTransport&) = delete;
+  UcxTransport& operator=(const UcxTransport&) = delete;
+
+  std::string address() const override { return address_; }
+  void expose(void* address, size_t size) override;
+  void withdraw(void* address) override;
+  void transfer(const std::string& peer_address, const std::vector<hal::TransferOp>& ops,
+                Deadline deadline) override;
+
+ private:
+  void run(const std::shared_ptr<UcxPeer>& peer, const std::vector<const hal::TransferOp*>& work,
+           Deadline deadline);
+
+  // Declared first: UCX may call the handlers until the worker is destroyed.
+  std::array<ucx_messages::Registration, 4> handlers_{};
+  UcxWorker worker_;
+  UcxRegionRegistry regions_;
+  UcxEndpoints endpoints_;
+  UcxRemoteKeys remote_keys_;
+  std::string address_;
+};
+
+}  // namespace memloom::host

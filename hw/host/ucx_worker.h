@@ -1,0 +1,66 @@
+// One UCX context and worker for one Transport, shared by the threads that use it.
+//
+// The worker runs in UCS_THREAD_MODE_MULTI: transfer threads progress it themselves while they
+// wait (no hand-off to another thread on the latency path), and a progress thread answers peers
+// (rkey requests, revocations, connection requests) when no user thread is in the library. The
+// progress thread sleeps on the worker's event fd (ucp_worker_get_efd/ucp_worker_arm), so an idle
+// transport costs no CPU.
+//
+// Lock order: UCX takes the worker's lock inside every ucp_* call and runs callbacks under it, so
+// code here never calls into UCX while holding a mutex of its own that a callback also takes.
+//
+// Nothing here sets a UCX_* variable: ucp_config_read reads the user's environment as it is.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "memloom/deadline.h"
+
+namespace memloom::host {
+
+class UcxWorker {
+ public:
+  UcxWorker();
+  ~UcxWorker();
+  UcxWorker(const UcxWorker&) = delete;
+  UcxWorker& operator=(const UcxWorker&) = delete;
+
+  ucp_context_h context() const { return context_; }
+  ucp_worker_h worker() const { return worker_; }
+
+  // Progresses the worker until `done()` holds; false when the deadline passed first. Spins while
+  // there is work, then sleeps on the event fd in short slices.
+  bool progress_until(const std::function<bool()>& done, Deadline deadline);
+
+  // Stops the progress thread (before the objects its callbacks touch go away). Idempotent.
+  void stop_progress_thread();
+  // Starts it; called once the callbacks' owners exist.
+  void start_progress_thread();
+
+ private:
+  void progress_loop();
+  // Waits on the event fd (and the wake pipe) for at most `timeout_ms`; -1 waits without limit.
+  void wait_for_events(int timeout_ms);
+
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  int event_fd_ = -1;
+  int wake_pipe_[2] = {-1, -1};
+  std::atomic<bool> stopping_{false};
+  std::thread progress_thread_;
+};
+
+// Whether a UCX context here would report CUDA memory support (asked once per process, without
+// creating a worker): the CUDA backend chooses its transport by it.
+bool ucx_supports_cuda_memory();
+
+// "what: UCX's description of status".
+std::string ucx_error(const std::string& what, ucs_status_t status);
+
+}  // namespace memloom::host
