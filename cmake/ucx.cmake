@@ -9,8 +9,10 @@ endif()
 find_path(UCX_INCLUDE_DIR ucp/api/ucp.h
           HINTS ${UCX_PC_INCLUDE_DIRS} $ENV{UCX_ROOT}/include ${MEMLOOM_DEPS_ROOT}/usr/include)
 foreach(_ucx_lib ucp uct ucs)
-  # libucp.so.0 alone (a runtime package without the -dev symlink) is enough to link against.
-  find_library(UCX_${_ucx_lib}_LIBRARY NAMES ${_ucx_lib} lib${_ucx_lib}.so.0
+  # Shared libraries only (libucs.a is not position-independent and cannot go into a shared
+  # memloom library); libucp.so.0 alone (a runtime package without the -dev symlink, as on GPU
+  # images that carry only Debian's headers) is enough to link against.
+  find_library(UCX_${_ucx_lib}_LIBRARY NAMES lib${_ucx_lib}.so lib${_ucx_lib}.so.0
                HINTS ${UCX_PC_LIBRARY_DIRS} $ENV{UCX_ROOT}/lib
                      ${MEMLOOM_DEPS_ROOT}/usr/lib/x86_64-linux-gnu)
 endforeach()
