@@ -142,35 +142,56 @@ Outcome with_sync(F call) {
   return result;
 }
 
-void gather(const Embedding& embedding, py::handle indices, py::handle output, bool adjust_cache) {
-  BorrowedTensor index_tensor(describe(indices, "indices"), 1, "indices");
-  ArrayRef output_ref = describe(output, "output");
-  if (!output_ref.writable) throw py::value_error("output is read-only");
-  BorrowedTensor output_tensor(output_ref, 2, "output");
-  wholememory_embedding_t handle = embedding.get();
-  check(call_released([&] {
-          return with_sync([&] {
-            return wholememory_embedding_gather(handle, index_tensor.get(), output_tensor.get(),
-                                                adjust_cache, nullptr, 0);
-          });
-        }),
-        "wholememory_embedding_gather");
+// An embedding of several ranks waits on the peers owning the rows: its calls are interruptible.
+bool spans_ranks(const Embedding& embedding) {
+  wholememory_tensor_t table = wholememory_embedding_get_embedding_tensor(embedding.get());
+  wholememory_handle_t memory =
+      table != nullptr ? wholememory_tensor_get_memory_handle(table) : nullptr;
+  wholememory_comm_t comm = nullptr;
+  int size = 1;
+  if (memory != nullptr && wholememory_get_communicator(&comm, memory) == WHOLEMEMORY_SUCCESS) {
+    wholememory_communicator_get_size(&size, comm);
+  }
+  return size > 1;
 }
 
-// Collective: waits (bounded by the library's deadline) on the peers owning the rows, on this
-// thread with the GIL released, since the borrowed arrays must outlive the call.
+void gather(const Embedding& embedding, py::handle indices, py::handle output, bool adjust_cache) {
+  auto index_tensor = std::make_shared<BorrowedTensor>(describe(indices, "indices"), 1, "indices");
+  ArrayRef output_ref = describe(output, "output");
+  if (!output_ref.writable) throw py::value_error("output is read-only");
+  auto output_tensor = std::make_shared<BorrowedTensor>(output_ref, 2, "output");
+  wholememory_embedding_t handle = embedding.get();
+  check(
+      call_data_path<Outcome>(
+          spans_ranks(embedding),
+          {py::reinterpret_borrow<py::object>(indices), py::reinterpret_borrow<py::object>(output)},
+          [handle, index_tensor, output_tensor, adjust_cache] {
+            return with_sync([&] {
+              return wholememory_embedding_gather(handle, index_tensor->get(), output_tensor->get(),
+                                                  adjust_cache, nullptr, 0);
+            });
+          }),
+      "wholememory_embedding_gather");
+}
+
+// Collective: waits (bounded by the library's deadline) on the peers owning the rows; with
+// several ranks a Ctrl-C interrupts the wait (call_data_path keeps the arrays alive).
 void gradient_apply(const Embedding& embedding, py::handle indices, py::handle grads,
                     bool adjust_cache, float lr) {
-  BorrowedTensor index_tensor(describe(indices, "indices"), 1, "indices");
-  BorrowedTensor grad_tensor(describe(grads, "grads"), 2, "grads");
+  auto index_tensor = std::make_shared<BorrowedTensor>(describe(indices, "indices"), 1, "indices");
+  auto grad_tensor = std::make_shared<BorrowedTensor>(describe(grads, "grads"), 2, "grads");
   wholememory_embedding_t handle = embedding.get();
-  check(call_released([&] {
-          return with_sync([&] {
-            return wholememory_embedding_gather_gradient_apply(
-                handle, index_tensor.get(), grad_tensor.get(), adjust_cache, lr, nullptr, 0);
-          });
-        }),
-        "wholememory_embedding_gather_gradient_apply");
+  check(
+      call_data_path<Outcome>(
+          spans_ranks(embedding),
+          {py::reinterpret_borrow<py::object>(indices), py::reinterpret_borrow<py::object>(grads)},
+          [handle, index_tensor, grad_tensor, adjust_cache, lr] {
+            return with_sync([&] {
+              return wholememory_embedding_gather_gradient_apply(
+                  handle, index_tensor->get(), grad_tensor->get(), adjust_cache, lr, nullptr, 0);
+            });
+          }),
+      "wholememory_embedding_gather_gradient_apply");
 }
 
 std::vector<std::string> state_names(const Embedding& embedding) {

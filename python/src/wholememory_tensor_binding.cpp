@@ -110,38 +110,50 @@ int rows_dims(const Tensor& table) {
   return description_of(table).dim;
 }
 
+// Tables of several ranks may wait on their peers: those calls are interruptible (Ctrl-C).
+bool spans_ranks(const PyTensor& table) {
+  return world_size_of(table) > 1;
+}
+
+// The call, then a wait for its stream (the default one).
+Outcome synchronized(wholememory_error_code_t code) {
+  Outcome result = outcome_of(code);
+  if (result.code == WHOLEMEMORY_SUCCESS && memloom_stream_synchronize(nullptr) != 0) {
+    result = Outcome{WHOLEMEMORY_LOGIC_ERROR, take_failure_message()};
+  }
+  return result;
+}
+
 void gather(const PyTensor& table, py::handle indices, py::handle output) {
   const ArrayRef index_ref = describe(indices, "indices");
   ArrayRef output_ref = describe(output, "output");
   if (!output_ref.writable) throw py::value_error("output is read-only");
-  BorrowedTensor index_tensor(index_ref, 1, "indices");
-  BorrowedTensor output_tensor(output_ref, rows_dims(table), "output");
+  auto index_tensor = std::make_shared<BorrowedTensor>(index_ref, 1, "indices");
+  auto output_tensor = std::make_shared<BorrowedTensor>(output_ref, rows_dims(table), "output");
   wholememory_tensor_t handle = table.get();
-  const Outcome outcome = call_released([&] {
-    Outcome result = outcome_of(
-        wholememory_gather(handle, index_tensor.get(), output_tensor.get(), nullptr, nullptr));
-    if (result.code == WHOLEMEMORY_SUCCESS && memloom_stream_synchronize(nullptr) != 0) {
-      result = Outcome{WHOLEMEMORY_LOGIC_ERROR, take_failure_message()};
-    }
-    return result;
-  });
+  const Outcome outcome = call_data_path<Outcome>(
+      spans_ranks(table),
+      {py::reinterpret_borrow<py::object>(indices), py::reinterpret_borrow<py::object>(output)},
+      [handle, index_tensor, output_tensor] {
+        return synchronized(wholememory_gather(handle, index_tensor->get(), output_tensor->get(),
+                                               nullptr, nullptr));
+      });
   check(outcome, "wholememory_gather");
 }
 
 void scatter(const PyTensor& table, py::handle input, py::handle indices) {
   const ArrayRef input_ref = describe(input, "input");
   const ArrayRef index_ref = describe(indices, "indices");
-  BorrowedTensor input_tensor(input_ref, rows_dims(table), "input");
-  BorrowedTensor index_tensor(index_ref, 1, "indices");
+  auto input_tensor = std::make_shared<BorrowedTensor>(input_ref, rows_dims(table), "input");
+  auto index_tensor = std::make_shared<BorrowedTensor>(index_ref, 1, "indices");
   wholememory_tensor_t handle = table.get();
-  const Outcome outcome = call_released([&] {
-    Outcome result = outcome_of(
-        wholememory_scatter(input_tensor.get(), index_tensor.get(), handle, nullptr, nullptr));
-    if (result.code == WHOLEMEMORY_SUCCESS && memloom_stream_synchronize(nullptr) != 0) {
-      result = Outcome{WHOLEMEMORY_LOGIC_ERROR, take_failure_message()};
-    }
-    return result;
-  });
+  const Outcome outcome = call_data_path<Outcome>(
+      spans_ranks(table),
+      {py::reinterpret_borrow<py::object>(input), py::reinterpret_borrow<py::object>(indices)},
+      [handle, input_tensor, index_tensor] {
+        return synchronized(wholememory_scatter(input_tensor->get(), index_tensor->get(), handle,
+                                                nullptr, nullptr));
+      });
   check(outcome, "wholememory_scatter");
 }
 

@@ -67,3 +67,37 @@ def test_helper_threads_after_fork():
                          stderr=subprocess.STDOUT, text=True, timeout=60,
                          env=dict(os.environ, MEMLOOM_LOG_LEVEL="fatal"))
     assert out.returncode == 0 and "child status 0" in out.stdout, out.stdout
+
+
+def test_ctrl_c_during_a_gather_that_waits_on_a_peer(tmp_path):
+    """A DISTRIBUTED gather waits for the rank that owns rows; Ctrl-C raises KeyboardInterrupt
+    within a second instead of after the library's deadline."""
+    from conftest import RANKS, free_port
+
+    port = free_port()
+    ranks = []
+    for rank in range(2):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank),
+                   LOCAL_WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                   MEMLOOM_TIMEOUT_S="60")
+        ranks.append(subprocess.Popen(
+            [sys.executable, os.path.join(RANKS, "interrupt_ranks.py"), str(tmp_path)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+            start_new_session=True))
+    try:
+        first = ranks[0].stdout.readline().strip()
+        assert first == "waiting", f"rank 0 said {first!r}: {ranks[0].stdout.read()}"
+        time.sleep(1.0)  # well inside the gather's wait
+        sent = time.monotonic()
+        ranks[0].send_signal(signal.SIGINT)
+        out, _ = ranks[0].communicate(timeout=30)
+    finally:
+        for process in ranks:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+    lines = [line for line in out.splitlines() if line.startswith("interrupted")]
+    assert lines, f"no KeyboardInterrupt:\n{out}"
+    latency = float(lines[0].split()[1]) - sent
+    assert latency < 1.0, f"KeyboardInterrupt came {latency:.3f} s after SIGINT"
+    assert ranks[0].returncode == 7, f"exit status {ranks[0].returncode}:\n{out}"
