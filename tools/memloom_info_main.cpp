@@ -1,8 +1,9 @@
 // memloom-info: what memloom would do in this environment, like ucx_info or fi_info. The
 // version and build options, the backend it would choose and why (the real loader or driver
 // error when CUDA is skipped), its devices and how they reach each other (the peer access matrix
-// of CUDA GPUs), the launcher variables found and the rank they give, the config store, and every
-// MEMLOOM_* setting with its value in effect and its default.
+// of CUDA GPUs), the transport across nodes and what UCX offers (RDMA, CUDA memory), the launcher
+// variables found and the rank they give, the config store, and every MEMLOOM_* setting with its
+// value in effect and its default.
 //   memloom-info [--json] [--version]
 #include <cstdio>
 #include <cstdlib>
@@ -52,6 +53,7 @@ struct Report {
   // Empty when the backend's devices have no peer links of their own (no CUDA devices).
   PeerMatrix peers;
   std::string peers_error;
+  std::optional<memloom::hal::TransportSupport> transport;  // empty without a backend
   memloom::base::LaunchInfo launch;
   std::string launch_error;
 };
@@ -134,6 +136,52 @@ std::string peer_matrix_json(const Report& r) {
   return out + "\n  ]";
 }
 
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : " ") + item;
+  return out.empty() ? "(none)" : out;
+}
+
+void print_transport(const memloom::hal::TransportSupport& t) {
+  if (t.configured_error.empty()) {
+    std::printf("transport: %s (%s); objects asking for RDMA (SMEMB_DATA_OP_ROCE) use ucx\n",
+                t.configured.c_str(),
+                t.configured_source == "default" ? "default; MEMLOOM_TRANSPORT=ucx picks UCX"
+                                                 : "MEMLOOM_TRANSPORT");
+  } else {
+    std::printf("transport: error: %s\n", t.configured_error.c_str());
+  }
+  if (!t.ucx) {
+    std::printf("ucx:       not built in\n");
+    return;
+  }
+  std::printf("ucx:       %s built in; RDMA transport: %s; CUDA memory: %s\n",
+              t.ucx_version.c_str(), t.ucx_rdma ? "yes" : "no (no rc, dc or ud resource)",
+              t.ucx_cuda_memory ? "yes" : "no");
+  if (!t.ucx_error.empty()) {
+    std::printf("ucx resources: error: %s\n", t.ucx_error.c_str());
+  } else {
+    std::printf("ucx resources: %s\n", joined(t.ucx_resources).c_str());
+  }
+}
+
+std::string transport_json(const std::optional<memloom::hal::TransportSupport>& transport) {
+  if (!transport) return "null";
+  const auto& t = *transport;
+  std::string resources = "[";
+  for (size_t i = 0; i < t.ucx_resources.size(); ++i)
+    resources += (i ? ", " : "") + json_string(t.ucx_resources[i]);
+  resources += "]";
+  return "{\"configured\": " + json_string(t.configured) +
+         ", \"source\": " + json_string(t.configured_source) +
+         ", \"error\": " + json_string(t.configured_error) +
+         ", \"ucx\": {\"built_in\": " + (t.ucx ? "true" : "false") +
+         ", \"version\": " + json_string(t.ucx_version) +
+         ", \"rdma\": " + (t.ucx_rdma ? "true" : "false") +
+         ", \"cuda_memory\": " + (t.ucx_cuda_memory ? "true" : "false") +
+         ", \"resources\": " + resources + ", \"error\": " + json_string(t.ucx_error) + "}}";
+}
+
 Report gather() {
   Report report;
   try {
@@ -143,6 +191,7 @@ Report gather() {
     for (int d = 0; d < report.devices; ++d)
       report.capacities.push_back(platform.device_capacity(d));
     report.peers = peer_matrix(platform, report.devices, &report.peers_error);
+    report.transport = platform.transport_support();
   } catch (const memloom::Error& error) {
     report.backend_error = error.what();
   }
@@ -172,6 +221,7 @@ void print_text(const Report& r) {
     }
     std::printf("\n");
     print_peer_matrix(r);
+    print_transport(*r.transport);
   } else {
     std::printf("backend:  none: %s\n", r.backend_error.c_str());
   }
@@ -204,6 +254,7 @@ void print_json(const Report& r) {
   std::printf("],\n");
   std::printf("  \"peer_access\": %s,\n  \"peer_access_error\": %s,\n", peer_matrix_json(r).c_str(),
               json_string(r.peers_error).c_str());
+  std::printf("  \"transport\": %s,\n", transport_json(r.transport).c_str());
   const auto& l = r.launch;
   std::printf(
       "  \"launch\": {\"launcher\": %s, \"rank_variable\": %s, \"rank\": %d, \"world_size\": %d, "
@@ -241,7 +292,8 @@ int main(int argc, char** argv) {
       std::puts(
           "usage: memloom-info [--json] [--version]\n"
           "Prints the version and build options, the backend memloom would choose and why, its\n"
-          "devices and their peer access matrix (CUDA), the launcher variables found and the\n"
+          "devices and their peer access matrix (CUDA), the transport across nodes and what UCX\n"
+          "offers (version, RDMA, CUDA memory), the launcher variables found and the\n"
           "rank they give, the config store, and every MEMLOOM_* setting in effect with its\n"
           "default. --json: the same for scripts.");
       return 0;

@@ -214,22 +214,29 @@ std::unique_ptr<hal::Collectives> CudaPlatform::create_collectives(const hal::Gr
   return NcclCollectives::create(group, bootstrap, current_device_, deadline);
 }
 
-std::unique_ptr<hal::Transport> CudaPlatform::create_transport() {
-  // MEMLOOM_TRANSPORT=ucx picks UCX where UCX moves device memory itself (built with CUDA:
-  // cuda_copy, GPUDirect RDMA). Without that, exposed device memory could not be registered for
-  // one-sided access, so the staged TCP transport (two-sided, staging on the serving side) serves.
-  if (host::chosen_transport() == host::TransportKind::kUcx) {
+std::unique_ptr<hal::Transport> CudaPlatform::create_transport(hal::TransportRequest request) {
+  // UCX (MEMLOOM_TRANSPORT=ucx, or an RDMA request) serves where UCX moves device memory itself
+  // (built with CUDA: cuda_copy, GPUDirect RDMA). Without that, exposed device memory could not be
+  // registered for one-sided access, so the staged TCP transport (two-sided, staging on the
+  // serving side) serves.
+  const char* why =
+      request == hal::TransportRequest::kRdma ? "RDMA requested" : "MEMLOOM_TRANSPORT=ucx";
+  if (host::transport_for(request) == host::TransportKind::kUcx) {
     if (host::ucx_supports_cuda_memory()) {
-      MEMLOOM_LOG(kDebug, "transport: UCX (MEMLOOM_TRANSPORT=ucx; this UCX registers CUDA memory)");
+      MEMLOOM_LOG(kDebug, "transport: UCX (" << why << "; this UCX registers CUDA memory)");
       return std::make_unique<host::UcxTransport>();
     }
-    MEMLOOM_LOG(kWarn,
-                "transport: MEMLOOM_TRANSPORT=ucx, but this UCX has no CUDA memory support; "
-                "using the staged TCP transport");
+    MEMLOOM_LOG(kWarn, "transport: " << why
+                                     << ", but this UCX has no CUDA memory support; using the "
+                                        "staged TCP transport");
   } else {
     MEMLOOM_LOG(kDebug, "transport: staged TCP (MEMLOOM_TRANSPORT unset or tcp)");
   }
   return std::make_unique<StagedTcpTransport>(current_device_);
+}
+
+hal::TransportSupport CudaPlatform::transport_support() {
+  return host::transport_support();
 }
 
 }  // namespace memloom::cuda

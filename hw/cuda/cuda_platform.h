@@ -48,7 +48,8 @@ class CudaPlatform : public hal::Platform {
   std::unique_ptr<hal::Collectives> create_collectives(const hal::GroupSpec& group,
                                                        hal::Bootstrap& bootstrap,
                                                        Deadline deadline) override;
-  std::unique_ptr<hal::Transport> create_transport() override;
+  std::unique_ptr<hal::Transport> create_transport(hal::TransportRequest request) override;
+  hal::TransportSupport transport_support() override;
 
  private:
   void check_device(int device, const char* what) const;

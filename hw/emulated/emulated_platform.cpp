@@ -113,9 +113,10 @@ class EmulatedPlatform : public hal::Platform {
     return host::create_collectives(group, bootstrap, deadline);
   }
 
-  std::unique_ptr<hal::Transport> create_transport() override {
-    return emulated::create_transport();
+  std::unique_ptr<hal::Transport> create_transport(hal::TransportRequest request) override {
+    return emulated::create_transport(request);
   }
+  hal::TransportSupport transport_support() override { return host::transport_support(); }
 
   // Its own streams only: their native handle is the stream object (see adopted_stream.h).
   std::unique_ptr<hal::Stream> adopt_stream(void* native_handle) override {
@@ -194,11 +195,15 @@ std::unique_ptr<hal::Platform> create_platform(const EmulatedOptions& options) {
   return std::make_unique<EmulatedPlatform>(options);
 }
 
-std::unique_ptr<hal::Transport> create_transport() {
-  if (host::chosen_transport() == host::TransportKind::kUcx) {
+std::unique_ptr<hal::Transport> create_transport(hal::TransportRequest request) {
+  if (host::transport_for(request) == host::TransportKind::kUcx) {
     return std::make_unique<host::UcxTransport>();
   }
   return std::make_unique<TcpTransport>();
+}
+
+std::unique_ptr<hal::Transport> create_transport() {
+  return create_transport(hal::TransportRequest::kConfigured);
 }
 
 }  // namespace memloom::emulated

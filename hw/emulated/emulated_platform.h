@@ -24,5 +24,7 @@ std::unique_ptr<hal::Platform> create_platform(const EmulatedOptions& options);
 // The transport MEMLOOM_TRANSPORT names, TCP by default (a Platform's create_transport, without a
 // platform).
 std::unique_ptr<hal::Transport> create_transport();
+// The transport `request` asks for (kRdma: UCX whatever MEMLOOM_TRANSPORT says).
+std::unique_ptr<hal::Transport> create_transport(hal::TransportRequest request);
 
 }  // namespace memloom::emulated

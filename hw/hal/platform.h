@@ -86,7 +86,12 @@ class Platform {
   virtual std::unique_ptr<Collectives> create_collectives(const GroupSpec& group,
                                                           Bootstrap& bootstrap,
                                                           Deadline deadline) = 0;
-  virtual std::unique_ptr<Transport> create_transport() = 0;
+  virtual std::unique_ptr<Transport> create_transport(TransportRequest request) = 0;
+  std::unique_ptr<Transport> create_transport() {
+    return create_transport(TransportRequest::kConfigured);
+  }
+  // What create_transport would open and what UCX offers here (asks UCX once per process).
+  virtual TransportSupport transport_support() = 0;
 };
 
 // The entry point a backend module exports (extern "C", so dlsym finds it).

@@ -11,6 +11,27 @@
 
 namespace memloom::hal {
 
+// Which transport a caller opens (Platform::create_transport).
+enum class TransportRequest : uint8_t {
+  kConfigured,  // the one MEMLOOM_TRANSPORT names (TCP unless it says ucx)
+  // The UCX transport whatever MEMLOOM_TRANSPORT says: RDMA where UCX finds an RDMA device, its
+  // other wires (TCP) where it finds none. MemFabric's ROCE / RDMA data operations ask for it.
+  kRdma,
+};
+
+// What this process's transports are, for memloom-info and MemFabric's data-operation queries.
+struct TransportSupport {
+  std::string configured;         // "tcp" or "ucx": what kConfigured opens
+  std::string configured_source;  // "MEMLOOM_TRANSPORT" or "default"
+  std::string configured_error;   // MEMLOOM_TRANSPORT names no transport (configured is empty)
+  bool ucx = false;               // the backend has the UCX transport built in
+  std::string ucx_version;        // the UCX library's own version (empty without UCX)
+  bool ucx_rdma = false;          // UCX offers an RDMA transport (rc, dc or ud) here
+  bool ucx_cuda_memory = false;   // UCX registers and moves CUDA memory itself
+  std::vector<std::string> ucx_resources;  // UCX's "transport/device" pairs, as UCX lists them
+  std::string ucx_error;                   // UCX could not be asked (the fields above are empty)
+};
+
 struct TransferOp {
   enum class Direction : uint8_t { kRead, kWrite };
   Direction direction;

@@ -72,5 +72,8 @@ inline std::chrono::milliseconds config_seconds(uint32_t value) {
 constexpr uint32_t kKnownBmDataOps = SMEMB_DATA_OP_SDMA | SMEMB_DATA_OP_HOST_RDMA |
                                      SMEMB_DATA_OP_HOST_TCP | SMEMB_DATA_OP_DEVICE_RDMA |
                                      SMEMB_DATA_OP_HOST_URMA;
+// The smem_bm_data_op_type flags that ask for RDMA (SMEMB_DATA_OP_ROCE is HOST_RDMA): a BM object
+// created with one moves its cross-node copies through the UCX transport.
+constexpr uint32_t kRdmaBmDataOps = SMEMB_DATA_OP_HOST_RDMA | SMEMB_DATA_OP_DEVICE_RDMA;
 
 }  // namespace memloom::smem

@@ -73,6 +73,11 @@ TEST(BmObjects, BadArgumentsAreRefusedWithoutAllocating) {
     auto data_op = static_cast<smem_bm_data_op_type>(SMEMB_DATA_OP_SDMA);
     EXPECT_EQ(smem_bm_create(0, 1, static_cast<smem_bm_data_op_type>(0), 0, kSlot, 0), nullptr);
     EXPECT_TRUE(last_error_contains("dataOpType 0")) << smem_get_last_err_msg();
+    // ROCE is a known bit; with an unknown one beside it the set is still refused.
+    EXPECT_EQ(smem_bm_create(0, 1, static_cast<smem_bm_data_op_type>(SMEMB_DATA_OP_ROCE | 1u << 5),
+                             0, kSlot, 0),
+              nullptr);
+    EXPECT_TRUE(last_error_contains("dataOpType 34")) << smem_get_last_err_msg();
     EXPECT_EQ(smem_bm_create(0, 1, data_op, 0, 0, 0), nullptr);
     EXPECT_TRUE(last_error_contains("contributes no memory")) << smem_get_last_err_msg();
     EXPECT_EQ(smem_bm_create(0, 1, data_op, 0, kSlot + 1, 0), nullptr);

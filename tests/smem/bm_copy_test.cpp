@@ -2,18 +2,50 @@
 // nodes (where copies to the other node's slots go through the transport).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+#include <vector>
+
 #include "tests/smem/bm_test_util.h"
 
 namespace memloom::testing {
 namespace {
 
+// The addresses a BM object told the log it reaches other nodes through (its transport's own
+// address: "ucx://..." from the UCX transport, "tcp://..." from the TCP one). Each forked rank
+// has its own copy.
+std::vector<std::string> transport_addresses;
+
+void keep_transport_addresses(int level, const char* message) {
+  (void)level;
+  const std::string text = message;
+  const std::string marker = "reaches other nodes through ";
+  const size_t at = text.find(marker);
+  if (at != std::string::npos) transport_addresses.push_back(text.substr(at + marker.size()));
+}
+
+// Starts a rank with MEMLOOM_TRANSPORT unset (TCP by default) and BM's transport choice logged.
+void watch_transport_choice() {
+  unsetenv("MEMLOOM_TRANSPORT");
+  transport_addresses.clear();
+  ASSERT_SMEM_OK(smem_set_extern_logger(keep_transport_addresses));
+  ASSERT_SMEM_OK(smem_set_log_level(0));  // debug
+}
+
+void expect_transport(const char* scheme) {
+  ASSERT_EQ(transport_addresses.size(), 1u) << "one object, one transport";
+  EXPECT_EQ(transport_addresses[0].rfind(scheme, 0), 0u)
+      << "the object's transport is " << transport_addresses[0] << ", not " << scheme;
+}
+
 // Every rank writes its own region of every peer's slots with L2G/H2G/L2GH/H2GH (sync or async),
 // then reads the regions of its successor back with G2L/G2H/GH2L/GH2H, moves data between two
 // peers with G2G, and checks AUTO in both directions.
-void check_every_copy_type(const RankContext& ctx, int nodes, bool async) {
+void check_every_copy_type(const RankContext& ctx, int nodes, bool async,
+                           uint32_t data_ops = SMEMB_DATA_OP_SDMA) {
   ASSERT_SMEM_OK(bm_init_rank(ctx));
   const int n = ctx.world_size;
-  smem_bm_t bm = smem_bm_create(7, n, SMEMB_DATA_OP_SDMA, kSlot, kSlot, 0);
+  smem_bm_t bm = smem_bm_create(7, n, static_cast<smem_bm_data_op_type>(data_ops), kSlot, kSlot, 0);
   ASSERT_NE(bm, nullptr) << smem_get_last_err_msg();
   void* local_gva = nullptr;
   ASSERT_SMEM_OK(smem_bm_join(bm, 0, &local_gva));
@@ -121,6 +153,36 @@ TEST(BmTwoNodes, EveryCopyTypeSyncThroughTheTransport) {
 TEST(BmTwoNodes, EveryCopyTypeAsyncThroughTheTransport) {
   auto results = run_ranks(ranks_on_nodes(2, 2),
                            [](const RankContext& ctx) { check_every_copy_type(ctx, 2, true); });
+  EXPECT_ALL_RANKS_PASS(results);
+}
+
+// SMEMB_DATA_OP_ROCE (and DEVICE_RDMA) put the object's cross-node copies on the UCX transport
+// with MEMLOOM_TRANSPORT unset: every copy type correct, and the transport that served them is
+// UCX's (its address, as the object logged it). Without an RDMA NIC UCX moves them over its TCP.
+class BmRdmaOps : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(BmRdmaOps, CopiesAcrossNodesGoThroughUcx) {
+  const uint32_t ops = GetParam();
+  auto results = run_ranks(ranks_on_nodes(2, 2), [ops](const RankContext& ctx) {
+    watch_transport_choice();
+    check_every_copy_type(ctx, 2, false, ops);
+    expect_transport("ucx://");
+  });
+  EXPECT_ALL_RANKS_PASS(results);
+}
+
+INSTANTIATE_TEST_SUITE_P(DataOps, BmRdmaOps,
+                         ::testing::Values(uint32_t(SMEMB_DATA_OP_ROCE),
+                                           uint32_t(SMEMB_DATA_OP_SDMA |
+                                                    SMEMB_DATA_OP_DEVICE_RDMA)));
+
+// The same hook sees TCP for an object that asks for no RDMA: it tells the transports apart.
+TEST(BmTwoNodes, ObjectsWithoutRdmaUseTheConfiguredTcp) {
+  auto results = run_ranks(ranks_on_nodes(2, 2), [](const RankContext& ctx) {
+    watch_transport_choice();
+    check_every_copy_type(ctx, 2, true, SMEMB_DATA_OP_SDMA | SMEMB_DATA_OP_HOST_TCP);
+    expect_transport("tcp://");
+  });
   EXPECT_ALL_RANKS_PASS(results);
 }
 

@@ -40,11 +40,14 @@ typedef enum {
 
 /**
  * @brief How the CPU moves data (a bit set). memloom moves bytes with its copy streams inside a
- * node and with its transport across nodes, whichever of these is requested.
+ * node and with its transport across nodes. HOST_RDMA or DEVICE_RDMA (ROCE) make an object's
+ * copies to other nodes go through the UCX transport (RDMA where UCX finds an RDMA device, else
+ * UCX's TCP); without them, through the transport MEMLOOM_TRANSPORT names (TCP by default).
  */
 typedef enum {
   SMEMB_DATA_OP_SDMA = 1U << 0,
   SMEMB_DATA_OP_HOST_RDMA = 1U << 1,
+  SMEMB_DATA_OP_ROCE = SMEMB_DATA_OP_HOST_RDMA, /* MemFabric's earlier name for this bit */
   SMEMB_DATA_OP_HOST_TCP = 1U << 2,
   SMEMB_DATA_OP_DEVICE_RDMA = 1U << 3,
   SMEMB_DATA_OP_HOST_URMA = 1U << 4,

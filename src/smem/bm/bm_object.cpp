@@ -68,6 +68,24 @@ void check_size(const char* what, uint64_t local, uint64_t stride, uint64_t max,
   }
 }
 
+// SMEMB_DATA_OP_ROCE / HOST_RDMA / DEVICE_RDMA ask for the UCX transport. Where this UCX has no
+// RDMA transport the object still gets UCX (over its TCP), with a warning, where MemFabric's
+// smem_bm_create fails: the request names a data path, and UCX's is the one that turns into RDMA
+// on a machine with a NIC (README, MemFabric differences).
+hal::TransportRequest transport_request(hal::Platform& platform, const BmCreateArgs& args) {
+  if ((args.data_ops & kRdmaBmDataOps) == 0) return hal::TransportRequest::kConfigured;
+  const hal::TransportSupport support = platform.transport_support();
+  if (!support.ucx_rdma) {
+    MEMLOOM_LOG(kWarn,
+                "smem_bm_create(id "
+                    << args.id << "): dataOpType " << args.data_ops << " asks for RDMA, but UCX "
+                    << support.ucx_version << " offers no RDMA transport here ("
+                    << (support.ucx_error.empty() ? "no rc, dc or ud resource" : support.ucx_error)
+                    << "); copies to other nodes go through UCX's other transports");
+  }
+  return hal::TransportRequest::kRdma;
+}
+
 using base::hex;
 
 }  // namespace
@@ -135,10 +153,14 @@ std::unique_ptr<BmObject> BmObject::create(SmemWorld& world, const BmCreateArgs&
 
   std::vector<std::string> addresses(n);
   if (group->spans_nodes()) {
+    const hal::TransportRequest request = transport_request(platform, args);
     run_on_all_or_none(
         *group, "smem_bm_create: opening the transport",
-        [&] { object->transport_ = platform.create_transport(); }, deadline);
+        [&] { object->transport_ = platform.create_transport(request); }, deadline);
     addresses = group->allgather_strings(object->transport_->address(), deadline);
+    MEMLOOM_LOG(kDebug, "smem_bm: object " << args.id << " on rank " << object->rank()
+                                           << " reaches other nodes through "
+                                           << object->transport_->address());
   }
 
   run_on_all_or_none(

@@ -6,6 +6,7 @@
 
 #include "memloom/error.h"
 #include "smem/host/smem_shm_def.h"
+#include "src/base/log.h"
 #include "src/core/platform_loader.h"
 #include "src/smem/rank_agreement.h"
 #include "src/smem/smem_facade.h"
@@ -14,6 +15,10 @@
 namespace memloom::smem {
 namespace {
 
+// How a rank reaches the slots of the ranks on its node (all it maps). SMEMS_DATA_OP_RDMA is
+// accepted at creation but reaches nothing more: memloom's SHM has no data path across nodes (a
+// kernel's loads and stores, and SDMA copies, touch mapped slots only), so ranks on other nodes
+// stay unreachable (smem_shm_topology_can_reach: 0) with or without it.
 constexpr uint32_t kSupportedDataOps = SMEMS_DATA_OP_MTE | SMEMS_DATA_OP_SDMA;
 constexpr uint32_t kKnownDataOps = SMEMS_DATA_OP_MTE | SMEMS_DATA_OP_SDMA | SMEMS_DATA_OP_RDMA;
 constexpr size_t kContextStride = SMEM_SHM_EXTRA_CONTEXT_STRIDE;
@@ -37,11 +42,6 @@ void validate(const ShmCreateArgs& args) {
   MEMLOOM_CHECK_ARG(args.data_ops != 0 && (args.data_ops & ~kKnownDataOps) == 0,
                     "dataOpType " + std::to_string(args.data_ops) +
                         " is not a set of smem_shm_data_op_type values");
-  if ((args.data_ops & ~kSupportedDataOps) != 0) {
-    raise(Status::kNotSupported, "dataOpType " + std::to_string(args.data_ops) +
-                                     ": SMEMS_DATA_OP_RDMA is not supported by the " +
-                                     core::platform().name() + " backend (use MTE and/or SDMA)");
-  }
   const size_t granularity = core::platform().memory_domain().granularity(hal::MemoryKind::kDevice);
   if (args.symmetric_size % granularity != 0) {
     raise(Status::kInvalidInput, "symmetricSize " + std::to_string(args.symmetric_size) +
@@ -131,6 +131,12 @@ std::unique_ptr<ShmObject> ShmObject::create(SmemWorld& world, const ShmCreateAr
                    {"dataOpType", args.data_ops},
                    {"flags", args.flags}},
                   deadline);
+  if ((args.data_ops & SMEMS_DATA_OP_RDMA) != 0 && group->spans_nodes() && group->rank() == 0) {
+    MEMLOOM_LOG(kWarn, "smem_shm_create(id " << args.id
+                                             << "): SMEMS_DATA_OP_RDMA is accepted, but memloom's "
+                                                "SHM maps the slots of same-node ranks only; ranks "
+                                                "on other nodes stay unreachable");
+  }
 
   const size_t n = static_cast<size_t>(args.rank_size);
   const size_t contexts_bytes = n * kContextStride;

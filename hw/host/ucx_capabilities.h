@@ -1,0 +1,29 @@
+// What the UCX found at run time offers: its version and the transports ("tl/device") a UCP
+// context with memloom's features would use, as UCX itself lists them (ucp_context_print_info),
+// so UCX_TLS, UCX_NET_DEVICES and the NICs present all count.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace memloom::host {
+
+struct UcxResources {
+  std::vector<std::string> resources;  // "rc_mlx5/mlx5_0:1", "tcp/eth0", ...
+  std::string error;                   // UCX could not be asked (resources is empty)
+};
+
+// Asked once per process (a UCP context is opened and closed; no worker).
+const UcxResources& ucx_resources();
+
+// "tl/device" of every "resource" line in ucp_context_print_info's output.
+std::vector<std::string> parse_ucx_resources(const std::string& print_info);
+
+// An RDMA transport: UCX's rc, dc and ud families (rc_verbs, rc_mlx5, dc_mlx5, ud_verbs, ...).
+bool is_rdma_resource(const std::string& resource);
+bool ucx_offers_rdma();
+
+// The UCX library's version ("1.13.1").
+std::string ucx_version();
+
+}  // namespace memloom::host
