@@ -117,8 +117,10 @@ std::shared_ptr<Group> Group::create(std::shared_ptr<store::Client> client, stor
       if (value || deadline.expired()) break;
       if (meeting) meeting->check_peer_gave_up(r);
       reporter.poll([&] {
-        return "ranks " + base::rank_list(missing_from(r)) + " of " + std::to_string(size) +
-               " to arrive at the creation of group '" + prefix.prefix() + "'";
+        const auto missing = missing_from(r);
+        return std::string(missing.size() == 1 ? "rank " : "ranks ") + base::rank_list(missing) +
+               " (of " + std::to_string(size) + ") to arrive at the creation of group '" +
+               prefix.prefix() + "'";
       });
     }
     if (!value) {

@@ -83,7 +83,7 @@ TEST(GroupWaits, AMissingRankIsNamedAfterFiveSecondsThenTheWaitTimesOut) {
   const auto lines = log.lines();
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0],
-            "waiting for ranks 1 of 2 to arrive at the creation of group 'talk/': 5 of 7 s");
+            "waiting for rank 1 (of 2) to arrive at the creation of group 'talk/': 5 of 7 s");
 }
 
 TEST(GroupWaits, RanksGivenDifferentWorldSizesAreToldAtOnceWithBothValues) {
