@@ -42,7 +42,7 @@ template <typename T>
 std::vector<T> download(hal::Stream& stream, const void* device, size_t count) {
   const auto bytes = read_back(stream, device, count * sizeof(T));
   std::vector<T> values(count);
-  std::memcpy(values.data(), bytes.data(), bytes.size());
+  if (count > 0) std::memcpy(values.data(), bytes.data(), bytes.size());  // no null to memcpy
   return values;
 }
 
