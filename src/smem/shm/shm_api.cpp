@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "smem/host/smem_shm.h"
+#include "src/base/enum_bits.h"
 #include "src/core/platform_loader.h"
 #include "src/smem/handle_registry.h"
 #include "src/smem/shm/shm_object.h"
@@ -131,7 +132,9 @@ smem_shm_t smem_shm_create(uint32_t id, uint32_t rankSize, uint32_t rankId, uint
           args.rank_size = to_int(rankSize, "rankSize");
           args.rank = to_int(rankId, "rankId");
           args.symmetric_size = symmetricSize;
-          args.data_ops = static_cast<uint32_t>(dataOpType);
+          // As bits: an unknown bit is a value outside the enum's range, which must not be
+          // read as the enum (src/base/enum_bits.h).
+          args.data_ops = static_cast<uint32_t>(memloom::base::enum_bits(dataOpType));
           args.flags = flags;
           object = ShmObject::create(*world, args, instance);
           return object;
