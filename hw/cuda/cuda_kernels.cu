@@ -8,6 +8,7 @@
 
 #include "hw/cuda/cuda_check.h"
 #include "hw/cuda/cuda_count_scan.h"
+#include "hw/cuda/cuda_optimizer_apply.h"
 #include "hw/cuda/cuda_row_grouping.h"
 #include "memloom/error.h"
 #include "src/kernels/count_scan_kernel.h"
@@ -177,6 +178,23 @@ struct CudaKernel {
   void (*load)();
 };
 
+// The optimizer's element update runs as a warp per row (cuda_optimizer_apply.cu); lazy Adam's
+// row-state advance, one item per row, through the per-item body.
+void launch_optimizer_apply(const void* args, size_t items, cudaStream_t stream) {
+  kernels::OptimizerApplyArgs copy;
+  std::memcpy(&copy, args, sizeof(copy));
+  if (copy.phase == kernels::OptimizerPhase::kUpdateElements) {
+    launch_optimizer_rows(copy, stream);
+  } else {
+    launch_of<kernels::OptimizerApplyKernel>(args, items, stream);
+  }
+}
+
+void load_optimizer_apply() {
+  load_of<kernels::OptimizerApplyKernel>();
+  load_optimizer_rows();
+}
+
 template <class Kernel>
 constexpr CudaKernel make_cuda_kernel(const char* name) {
   return CudaKernel{name, sizeof(typename Kernel::Args), &launch_of<Kernel>, &load_of<Kernel>};
@@ -191,7 +209,8 @@ constexpr std::array<CudaKernel, static_cast<size_t>(hal::KernelId::kCount)> kKe
                &load_row_copy<false>},
     make_cuda_kernel<kernels::CountByOwner>("count_by_owner"),
     make_cuda_kernel<kernels::PlaceByOwner>("place_by_owner"),
-    make_cuda_kernel<kernels::OptimizerApplyKernel>("optimizer_apply"),
+    CudaKernel{"optimizer_apply", sizeof(kernels::OptimizerApplyArgs), &launch_optimizer_apply,
+               &load_optimizer_apply},
     make_cuda_kernel<kernels::SampleCountKernel>("sample_count"),
     make_cuda_kernel<kernels::SampleNeighboursKernel>("sample_neighbours"),
     make_cuda_kernel<kernels::SelfLoopKernel>("add_self_loop"),
