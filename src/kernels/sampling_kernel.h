@@ -11,8 +11,7 @@
 // same numbers in any batch, on any rank and on either backend.
 //   unweighted: Floyd's algorithm (Bentley and Floyd, CACM 1987) picks k distinct edge positions
 //               out of d with k draws, checking each against the ones already picked (k^2 / 2
-//               comparisons, against the picks kept in the thread's own array for small draws,
-//               kLocalPicks, or in scratch memory);
+//               comparisons, in the output itself);
 //   weighted:   Efraimidis and Spirakis' A-ES (IPL 2006): edge j gets the key log(u_j) / w_j and
 //               the k largest keys win, which draws k edges without replacement with probability
 //               proportional to the weights; the best k keys are kept sorted in scratch memory.
@@ -48,8 +47,7 @@ struct SampleArgs {
   void* out_nodes;                 // sample: the column type
   int32_t* out_center;             // sample: may be null
   int64_t* out_edge;               // sample: may be null
-  int64_t* picked;                 // sample: scratch, one per sample (edge positions), when
-                                   // picks_in_scratch (else may be null)
+  int64_t* picked;                 // sample: scratch, one per sample (edge positions)
   double* keys;                    // sample, weighted: scratch, one per sample
 };
 
@@ -96,15 +94,6 @@ struct SampleCountKernel {
     args.counts[i] = static_cast<int32_t>(all ? degree : args.max_samples);
   }
 };
-
-// Draws of at most this many samples of an unweighted graph keep their edge positions in the
-// sampling thread's own array; others use SampleArgs::picked.
-constexpr int32_t kLocalPicks = 32;
-
-// Whether a sample launch needs SampleArgs::picked (one int64 per sample).
-MEMLOOM_HOST_DEVICE inline bool picks_in_scratch(const SampleArgs& args) {
-  return args.weighted || args.max_samples <= 0 || args.max_samples > kLocalPicks;
-}
 
 struct SampleNeighboursKernel {
   using Args = SampleArgs;
@@ -158,11 +147,7 @@ struct SampleNeighboursKernel {
     const int64_t center = center_at(args, i);
     const int64_t start = load_integer(args.row_ptr, center);
     const int64_t degree = load_integer(args.row_ptr, center + 1) - start;
-    // Small unweighted draws keep their picks in the thread's own array: Floyd's check reads
-    // them k^2 / 2 times, and a GPU interleaves per-thread arrays across a warp (one line for
-    // 32 threads), where per-centre slices of the scratch put each thread on its own line.
-    int64_t own_picks[kLocalPicks];
-    int64_t* picked = picks_in_scratch(args) ? args.picked + out : own_picks;
+    int64_t* picked = args.picked + out;
     if (k == degree) {
       for (int64_t j = 0; j < k; ++j) picked[j] = j;
     } else if (args.weighted) {

@@ -136,9 +136,7 @@ void sample(wholememory_tensor_t row_ptr_handle, wholememory_tensor_t col_handle
         wm::output_malloc(checked_env, edge_context, total, WHOLEMEMORY_DT_INT64, "the edge ids"));
   }
   const auto samples = static_cast<size_t>(total);
-  if (memloom::kernels::picks_in_scratch(args)) {
-    args.picked = static_cast<int64_t*>(work.device_buffer(samples * sizeof(int64_t)));
-  }
+  args.picked = static_cast<int64_t*>(work.device_buffer(samples * sizeof(int64_t)));
   if (args.weighted) args.keys = static_cast<double*>(work.device_buffer(samples * sizeof(double)));
   work.launch(memloom::hal::KernelId::kSampleNeighbours, args, count);
   work.synchronize();
