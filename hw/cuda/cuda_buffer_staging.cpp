@@ -19,9 +19,16 @@ bool CudaBufferStaging::needs_staging(const void* pointer) const {
 }
 
 void CudaBufferStaging::copy(void* to, const void* from, size_t bytes, Deadline deadline) {
+  copy_all({host::StagingCopy{to, from, bytes}}, deadline);
+}
+
+void CudaBufferStaging::copy_all(const std::vector<host::StagingCopy>& copies, Deadline deadline) {
+  if (copies.empty()) return;
   DeviceGuard guard(device_);
-  check_cuda(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream_),
-             "cudaMemcpyAsync (staging device memory)");
+  for (const host::StagingCopy& c : copies) {
+    check_cuda(cudaMemcpyAsync(c.to, c.from, c.bytes, cudaMemcpyDefault, stream_),
+               "cudaMemcpyAsync (staging device memory)");
+  }
   bool failed = false;
   const bool done = poll_until(
       [&] {

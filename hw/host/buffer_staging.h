@@ -14,6 +14,12 @@
 
 namespace memloom::host {
 
+struct StagingCopy {
+  void* to;
+  const void* from;
+  size_t bytes;
+};
+
 class BufferStaging {
  public:
   virtual ~BufferStaging() = default;
@@ -21,6 +27,11 @@ class BufferStaging {
   virtual bool needs_staging(const void* pointer) const = 0;
   // Copies between host and device memory; throws kTimeout at the deadline.
   virtual void copy(void* to, const void* from, size_t bytes, Deadline deadline) = 0;
+  // Several copies, run in order (a later one sees an earlier one's bytes), all done on return.
+  // The CUDA staging queues them all and waits once: a batch of small ops pays one wait.
+  virtual void copy_all(const std::vector<StagingCopy>& copies, Deadline deadline) {
+    for (const StagingCopy& c : copies) copy(c.to, c.from, c.bytes, deadline);
+  }
   // Host memory that copy() moves at full speed (page-locked on CUDA); StagingBuffer owns it.
   virtual void* allocate_host(size_t bytes) = 0;
   virtual void free_host(void* buffer) noexcept = 0;

@@ -74,24 +74,27 @@ void stage_batch(TransferBatch& batch, StagingBuffers& staging, size_t slot, Dea
     staging.buffers[slot] = StagingBuffer(*staging.staging, kBatchPayloadBytes);
   }
   std::byte* buffer = staging.buffers[slot].data();
+  std::vector<StagingCopy> writes;
   for (const StagedPiece& piece : batch.staged) {
     std::byte* host = buffer + piece.buffer_offset;
     if (piece.write) {
-      staging.staging->copy(host, piece.memory, piece.bytes, deadline);
+      writes.push_back({host, piece.memory, piece.bytes});
       batch.send[piece.iov].iov_base = host;
     } else {
       batch.receive[piece.iov].iov_base = host;
     }
   }
+  if (!writes.empty()) staging.staging->copy_all(writes, deadline);
 }
 
 // After the batch's answer arrived: its device reads from the staging buffer to their place.
 void unstage_batch(const TransferBatch& batch, StagingBuffers& staging, Deadline deadline) {
+  std::vector<StagingCopy> reads;
   for (const StagedPiece& piece : batch.staged) {
-    if (!piece.write) {
-      staging.staging->copy(piece.memory, batch.receive[piece.iov].iov_base, piece.bytes, deadline);
-    }
+    if (!piece.write)
+      reads.push_back({piece.memory, batch.receive[piece.iov].iov_base, piece.bytes});
   }
+  if (!reads.empty()) staging.staging->copy_all(reads, deadline);
 }
 
 [[noreturn]] void connection_failed(const std::string& peer, const std::string& why) {

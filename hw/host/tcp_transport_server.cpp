@@ -186,37 +186,73 @@ bool TcpTransportServer::answer(int connection) {
            wire::write_exact(connection, refusal.data(), refusal.size(), stall);
   }
   if (!wire::write_exact(connection, &response, sizeof(response), stall)) return false;
-  for (size_t i = 0; i < ops.size(); ++i) {
+  for (size_t i = 0; i < ops.size();) {
     const wire::OpDescriptor& op = ops[i];
-    auto* memory = reinterpret_cast<std::byte*>(static_cast<uintptr_t>(op.remote_address));
-    const bool write = op.kind == wire::kOpWrite;
-    bool ok = staged[i] ? move_staged(connection, write, memory, op.bytes, stall)
-              : write   ? wire::read_exact(connection, memory, op.bytes, stall)
-                        : wire::write_exact(connection, memory, op.bytes, stall);
+    if (staged[i]) {
+      // A run of staged ops of one direction that fit in the staging buffer together.
+      size_t end = i + 1;
+      uint64_t run_bytes = op.bytes;
+      while (end < ops.size() && staged[end] && ops[end].kind == op.kind &&
+             run_bytes + ops[end].bytes <= kStagingBytes) {
+        run_bytes += ops[end++].bytes;
+      }
+      if (!move_staged(connection, ops, i, end, stall)) return false;
+      i = end;
+      continue;
+    }
+    auto* memory = reinterpret_cast<void*>(static_cast<uintptr_t>(op.remote_address));
+    bool ok = op.kind == wire::kOpWrite ? wire::read_exact(connection, memory, op.bytes, stall)
+                                        : wire::write_exact(connection, memory, op.bytes, stall);
     if (!ok) return false;
+    ++i;
   }
   wire::ResponseTrailer trailer{request.batch_id};
   return wire::write_exact(connection, &trailer, sizeof(trailer), stall);
 }
 
-bool TcpTransportServer::move_staged(int connection, bool write, std::byte* memory, uint64_t bytes,
-                                     Deadline stall) {
+bool TcpTransportServer::move_staged(int connection, const std::vector<wire::OpDescriptor>& ops,
+                                     size_t begin, size_t end, Deadline stall) {
+  auto memory_of = [&](size_t i) {
+    return reinterpret_cast<std::byte*>(static_cast<uintptr_t>(ops[i].remote_address));
+  };
+  const bool write = ops[begin].kind == wire::kOpWrite;
   try {
-    if (staging_buffer_.data() == nullptr)
+    if (staging_buffer_.data() == nullptr) {
       staging_buffer_ = StagingBuffer(*staging_, kStagingBytes);
-    std::byte* host = staging_buffer_.data();
-    for (uint64_t done = 0; done < bytes;) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(kStagingBytes, bytes - done));
-      if (write) {
-        if (!wire::read_exact(connection, host, n, stall)) return false;
-        staging_->copy(memory + done, host, n, stall);
-      } else {
-        staging_->copy(host, memory + done, n, stall);
-        if (!wire::write_exact(connection, host, n, stall)) return false;
-      }
-      done += n;
     }
-    return true;
+    std::byte* host = staging_buffer_.data();
+    if (ops[begin].bytes > kStagingBytes) {  // one op, larger than the buffer: a piece at a time
+      std::byte* memory = memory_of(begin);
+      for (uint64_t done = 0; done < ops[begin].bytes;) {
+        const auto n =
+            static_cast<size_t>(std::min<uint64_t>(kStagingBytes, ops[begin].bytes - done));
+        if (write) {
+          if (!wire::read_exact(connection, host, n, stall)) return false;
+          staging_->copy(memory + done, host, n, stall);
+        } else {
+          staging_->copy(host, memory + done, n, stall);
+          if (!wire::write_exact(connection, host, n, stall)) return false;
+        }
+        done += n;
+      }
+      return true;
+    }
+    // The run's payloads follow each other on the wire: they share the buffer end to end.
+    std::vector<StagingCopy> copies;
+    size_t bytes = 0;
+    for (size_t i = begin; i < end; ++i) {
+      const auto n = static_cast<size_t>(ops[i].bytes);
+      copies.push_back(write ? StagingCopy{memory_of(i), host + bytes, n}
+                             : StagingCopy{host + bytes, memory_of(i), n});
+      bytes += n;
+    }
+    if (write) {
+      if (!wire::read_exact(connection, host, bytes, stall)) return false;
+      staging_->copy_all(copies, stall);
+      return true;
+    }
+    staging_->copy_all(copies, stall);
+    return wire::write_exact(connection, host, bytes, stall);
   } catch (const Error& error) {
     // The serving thread must not throw; the peer sees its connection fail.
     MEMLOOM_LOG(kError, "transport server " << address_

@@ -9,8 +9,10 @@
 #include <shared_mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "hw/host/buffer_staging.h"
+#include "hw/host/tcp_wire.h"
 
 namespace memloom::host {
 
@@ -38,8 +40,11 @@ class TcpTransportServer {
   bool answer(int connection);  // false: drop the connection
   // "" when exposed; `staged` then says whether the range is device memory.
   std::string check_range(uint64_t address, uint64_t bytes, bool* staged) const;
-  // Moves one op's payload between the socket and staged memory, a staging buffer at a time.
-  bool move_staged(int connection, bool write, std::byte* memory, uint64_t bytes, Deadline stall);
+  // Moves the payloads of ops[begin, end), staged ops of one direction, through the staging
+  // buffer: ops that fit in it together with one copy_all, a single larger op a buffer at a time.
+  // A run of writes reaches device memory before anything after it runs.
+  bool move_staged(int connection, const std::vector<wire::OpDescriptor>& ops, size_t begin,
+                   size_t end, Deadline stall);
 
   int listen_fd_ = -1;
   int wake_pipe_[2] = {-1, -1};

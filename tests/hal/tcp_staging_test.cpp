@@ -6,6 +6,7 @@
 // *Transport* on purpose: it builds the TCP transport itself, so the ucx.* runs leave it out.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -16,7 +17,9 @@
 
 #include "hw/host/buffer_staging.h"
 #include "hw/host/tcp_transport.h"
+#include "hw/host/tcp_wire.h"
 #include "memloom/error.h"
+#include "src/base/unique_fd.h"
 #include "tests/support/status_of.h"
 
 namespace memloom {
@@ -52,7 +55,20 @@ class ProtectedMemoryStaging : public host::BufferStaging {
     std::lock_guard<std::mutex> lock(mutex_);
     EXPECT_NE(needs_staging(to), needs_staging(from)) << "a copy must cross host and device";
     largest_copy_ = std::max(largest_copy_, bytes);
+    ++waits_;
     open_for_copy([&] { std::memcpy(to, from, bytes); });
+  }
+  void copy_all(const std::vector<host::StagingCopy>& copies, Deadline) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++waits_;
+    open_for_copy([&] {
+      for (const host::StagingCopy& c : copies) {
+        EXPECT_NE(needs_staging(c.to), needs_staging(c.from))
+            << "a copy must cross host and device";
+        largest_copy_ = std::max(largest_copy_, c.bytes);
+        std::memcpy(c.to, c.from, c.bytes);
+      }
+    });
   }
   void* allocate_host(size_t bytes) override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -76,6 +92,11 @@ class ProtectedMemoryStaging : public host::BufferStaging {
     std::lock_guard<std::mutex> lock(mutex_);
     return largest_copy_;
   }
+  // How many times a caller waited for copies (copy or copy_all calls).
+  size_t waits() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return waits_;
+  }
   size_t host_bytes() {
     std::lock_guard<std::mutex> lock(mutex_);
     return host_bytes_;
@@ -93,6 +114,7 @@ class ProtectedMemoryStaging : public host::BufferStaging {
   std::byte* memory_ = nullptr;
   std::mutex mutex_;
   size_t largest_copy_ = 0;
+  size_t waits_ = 0;
   size_t host_bytes_ = 0;
 };
 
@@ -181,6 +203,74 @@ TEST_F(TcpStaging, HostAndDeviceMemoryMixInOneOrderedBatch) {
         i % 2 == 0 ? device_back.data() + i * kSlot : back_host.data() + i * kSlot;
     ASSERT_EQ(std::memcmp(got, want, kSlot), 0) << "slot " << i;
   }
+}
+
+TEST_F(TcpStaging, SmallDeviceOpsOfABatchShareOneWaitPerSideAndStayInOrder) {
+  // 1000 writes of 64 B into 100 remote slots (each slot written 10 times: the last one counts),
+  // then reads of the 100 slots, in one call: one batch, so each side waits once for its writes
+  // and once for its reads.
+  constexpr size_t kWrites = 1000, kSlots = 100, kSlot = 64;
+  auto source = random_bytes(kWrites * kSlot, 21);
+  local_device->fill(0, source);
+  const size_t read_base = kWrites * kSlot;
+  std::vector<Op> ops;
+  for (size_t i = 0; i < kWrites; ++i) {
+    ops.push_back(Op{Direction::kWrite, remote_device->device_address((i % kSlots) * kSlot),
+                     local_device->device() + i * kSlot, kSlot});
+  }
+  for (size_t k = 0; k < kSlots; ++k) {
+    ops.push_back(Op{Direction::kRead, remote_device->device_address(k * kSlot),
+                     local_device->device() + read_base + k * kSlot, kSlot});
+  }
+  const size_t requester_waits = local_device->waits(), server_waits = remote_device->waits();
+  requester->transfer(server->address(), ops, soon());
+  EXPECT_EQ(local_device->waits() - requester_waits, 2u);
+  EXPECT_EQ(remote_device->waits() - server_waits, 2u);
+  auto back = local_device->peek(read_base, kSlots * kSlot);
+  for (size_t k = 0; k < kSlots; ++k) {
+    const size_t last = kWrites - kSlots + k;  // the last write of slot k
+    ASSERT_EQ(std::memcmp(back.data() + k * kSlot, source.data() + last * kSlot, kSlot), 0)
+        << "slot " << k;
+  }
+}
+
+// memloom's own requester cuts ops into pieces of 2 MiB, but the wire allows an op of up to 64 MiB;
+// the server stages such an op a buffer at a time. Spoken here by hand, over a blocking socket.
+TEST_F(TcpStaging, AnOpLargerThanTheServersStagingBufferIsMovedInPieces) {
+  constexpr size_t kLarge = (5u << 20) + 3;
+  const auto data = random_bytes(kLarge, 33);
+  host::wire::Endpoint endpoint = host::wire::parse_tcp_url(server->address());
+  const base::UniqueFd socket(::socket(endpoint.address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  const int fd = socket.get();
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&endpoint.address), endpoint.length), 0);
+  auto run = [&](uint32_t kind, uint64_t batch_id, void* payload) {
+    const bool write = kind == host::wire::kOpWrite;
+    host::wire::RequestHeader request{host::wire::kRequestMagic, 1, batch_id, write ? kLarge : 0,
+                                      write ? 0 : kLarge};
+    host::wire::OpDescriptor op{remote_device->device_address(4096), kLarge, kind, 0};
+    ASSERT_TRUE(host::wire::write_exact(fd, &request, sizeof(request), soon()));
+    ASSERT_TRUE(host::wire::write_exact(fd, &op, sizeof(op), soon()));
+    if (write) {
+      ASSERT_TRUE(host::wire::write_exact(fd, payload, kLarge, soon()));
+    }
+    host::wire::ResponseHeader response{};
+    ASSERT_TRUE(host::wire::read_exact(fd, &response, sizeof(response), soon()));
+    ASSERT_EQ(response.status, 0u);
+    ASSERT_EQ(response.batch_id, batch_id);
+    if (!write) {
+      ASSERT_TRUE(host::wire::read_exact(fd, payload, kLarge, soon()));
+    }
+    host::wire::ResponseTrailer trailer{};
+    ASSERT_TRUE(host::wire::read_exact(fd, &trailer, sizeof(trailer), soon()));
+    ASSERT_EQ(trailer.batch_id, batch_id);
+  };
+  run(host::wire::kOpWrite, 1, const_cast<std::byte*>(data.data()));
+  EXPECT_EQ(remote_device->peek(4096, kLarge), data);
+  std::vector<std::byte> back(kLarge);
+  run(host::wire::kOpRead, 2, back.data());
+  EXPECT_EQ(back, data);
+  EXPECT_LE(remote_device->largest_copy(), size_t{2} << 20);
 }
 
 TEST_F(TcpStaging, RefusedRequestsLeaveDeviceMemoryAloneAndTheConnectionUsable) {
