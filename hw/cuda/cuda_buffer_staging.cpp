@@ -19,9 +19,16 @@ bool CudaBufferStaging::needs_staging(const void* pointer) const {
 }
 
 void CudaBufferStaging::copy(void* to, const void* from, size_t bytes, Deadline deadline) {
+  copy_all({host::StagingCopy{to, from, bytes}}, deadline);
+}
+
+void CudaBufferStaging::copy_all(const std::vector<host::StagingCopy>& copies, Deadline deadline) {
+  if (copies.empty()) return;
   DeviceGuard guard(device_);
-  check_cuda(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream_),
-             "cudaMemcpyAsync (collective staging)");
+  for (const host::StagingCopy& c : copies) {
+    check_cuda(cudaMemcpyAsync(c.to, c.from, c.bytes, cudaMemcpyDefault, stream_),
+               "cudaMemcpyAsync (staging device memory)");
+  }
   bool failed = false;
   const bool done = poll_until(
       [&] {
@@ -34,8 +41,20 @@ void CudaBufferStaging::copy(void* to, const void* from, size_t bytes, Deadline 
         return true;
       },
       deadline);
-  if (!done) raise(Status::kTimeout, "staging a collective's device buffer: deadline passed");
-  if (failed) raise_cuda(cudaGetLastError(), "staging a collective's device buffer");
+  if (!done) raise(Status::kTimeout, "staging device memory through host memory: deadline passed");
+  if (failed) raise_cuda(cudaGetLastError(), "staging device memory through host memory");
+}
+
+void* CudaBufferStaging::allocate_host(size_t bytes) {
+  DeviceGuard guard(device_);
+  void* buffer = nullptr;
+  // Portable: the copies may reach any device of the process by unified addressing.
+  check_cuda(cudaHostAlloc(&buffer, bytes, cudaHostAllocPortable), "cudaHostAlloc (staging)");
+  return buffer;
+}
+
+void CudaBufferStaging::free_host(void* buffer) noexcept {
+  (void)cudaFreeHost(buffer);
 }
 
 }  // namespace memloom::cuda

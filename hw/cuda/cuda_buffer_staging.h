@@ -1,8 +1,8 @@
-// Device buffers of host collectives, staged through host memory. Groups with several ranks on
-// one GPU cannot use NCCL (it refuses two ranks on one device), and control-only groups need no
-// communicator of their own: both use the host collectives, which read and write their buffers
-// with the CPU, while callers such as the WholeMemory exchange pass device buffers. This staging
-// tells device pointers apart and copies them on a stream of its own, bounded by the deadline.
+// Device memory staged through host memory, for the host code that serves the CUDA backend: the
+// host collectives (groups with several ranks on one GPU, which NCCL refuses, and control-only
+// groups, which need no communicator of their own) and the host TCP transport (device memory
+// exposed to, or moved to and from, ranks on other nodes). It tells device pointers apart and
+// copies them on a stream of its own, bounded by the deadline; its host buffers are page-locked.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -19,7 +19,11 @@ class CudaBufferStaging : public host::BufferStaging {
   CudaBufferStaging& operator=(const CudaBufferStaging&) = delete;
 
   bool needs_staging(const void* pointer) const override;
+  // Thread-safe: the transport's serving thread and its requesting threads share one staging.
   void copy(void* to, const void* from, size_t bytes, Deadline deadline) override;
+  void copy_all(const std::vector<host::StagingCopy>& copies, Deadline deadline) override;
+  void* allocate_host(size_t bytes) override;
+  void free_host(void* buffer) noexcept override;
 
  private:
   const int device_;

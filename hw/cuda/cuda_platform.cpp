@@ -12,9 +12,9 @@
 #include "hw/cuda/cuda_row_grouping.h"
 #include "hw/cuda/cuda_stream.h"
 #include "hw/cuda/nccl_collectives.h"
-#include "hw/cuda/staged_tcp_transport.h"
 #include "hw/host/collectives_factory.h"
 #include "hw/host/device_choice.h"
+#include "hw/host/tcp_transport.h"
 #include "hw/host/transport_choice.h"
 #include "hw/host/ucx_transport.h"
 #include "hw/host/ucx_worker.h"
@@ -217,8 +217,8 @@ std::unique_ptr<hal::Collectives> CudaPlatform::create_collectives(const hal::Gr
 std::unique_ptr<hal::Transport> CudaPlatform::create_transport(hal::TransportRequest request) {
   // UCX (MEMLOOM_TRANSPORT=ucx, or an RDMA request) serves where UCX moves device memory itself
   // (built with CUDA: cuda_copy, GPUDirect RDMA). Without that, exposed device memory could not be
-  // registered for one-sided access, so the staged TCP transport (two-sided, staging on the
-  // serving side) serves.
+  // registered for one-sided access, so the host TCP transport (two-sided) serves, staging device
+  // memory through page-locked host buffers on both sides.
   const char* why =
       request == hal::TransportRequest::kRdma ? "RDMA requested" : "MEMLOOM_TRANSPORT=ucx";
   if (host::transport_for(request) == host::TransportKind::kUcx) {
@@ -228,11 +228,11 @@ std::unique_ptr<hal::Transport> CudaPlatform::create_transport(hal::TransportReq
     }
     MEMLOOM_LOG(kWarn, "transport: " << why
                                      << ", but this UCX has no CUDA memory support; using the "
-                                        "staged TCP transport");
+                                        "TCP transport with device memory staging");
   } else {
-    MEMLOOM_LOG(kDebug, "transport: staged TCP (MEMLOOM_TRANSPORT unset or tcp)");
+    MEMLOOM_LOG(kDebug, "transport: TCP, device memory staged (MEMLOOM_TRANSPORT unset or tcp)");
   }
-  return std::make_unique<StagedTcpTransport>(current_device_);
+  return std::make_unique<host::TcpTransport>(std::make_unique<CudaBufferStaging>(current_device_));
 }
 
 hal::TransportSupport CudaPlatform::transport_support() {

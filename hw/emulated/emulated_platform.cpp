@@ -14,10 +14,10 @@
 
 #include "hw/emulated/adopted_stream.h"
 #include "hw/emulated/memfd_memory_domain.h"
-#include "hw/emulated/tcp_transport.h"
 #include "hw/emulated/worker_stream.h"
 #include "hw/host/collectives_factory.h"
 #include "hw/host/device_choice.h"
+#include "hw/host/tcp_transport.h"
 #include "hw/host/transport_choice.h"
 #include "hw/host/ucx_transport.h"
 #include "memloom/error.h"
@@ -199,7 +199,7 @@ std::unique_ptr<hal::Transport> create_transport(hal::TransportRequest request) 
   if (host::transport_for(request) == host::TransportKind::kUcx) {
     return std::make_unique<host::UcxTransport>();
   }
-  return std::make_unique<TcpTransport>();
+  return std::make_unique<host::TcpTransport>();  // no staging: all its memory is host memory
 }
 
 std::unique_ptr<hal::Transport> create_transport() {

@@ -1,6 +1,6 @@
 // The Transport as the core gets it, from the Platform: on the CUDA backend the UCX transport
-// where UCX has CUDA support (device memory registered with UCX), else the staged TCP transport
-// (device memory staged through pinned buffers); either side may be device memory.
+// where UCX has CUDA support (device memory registered with UCX), else the host TCP transport
+// (device memory staged through page-locked host buffers); either side may be device memory.
 #include <sys/socket.h>
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-// The emulated Transport's wire protocol and the socket helpers both of its ends use.
+// The TCP Transport's wire protocol and the socket helpers both of its ends use.
 //
 // A request is one batch of ops against the serving process's exposed memory:
 //   RequestHeader | OpDescriptor x op_count | the payloads of the write ops, in op order
@@ -17,7 +17,7 @@
 
 #include "memloom/deadline.h"
 
-namespace memloom::emulated::wire {
+namespace memloom::host::wire {
 
 inline constexpr uint32_t kRequestMagic = 0x4d4c5451;   // "MLTQ"
 inline constexpr uint32_t kResponseMagic = 0x4d4c5452;  // "MLTR"
@@ -74,4 +74,4 @@ bool write_exact(int fd, const void* data, size_t bytes, Deadline deadline,
 void set_nonblocking(int fd);
 void set_nodelay(int fd);
 
-}  // namespace memloom::emulated::wire
+}  // namespace memloom::host::wire

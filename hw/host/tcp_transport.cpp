@@ -1,4 +1,4 @@
-#include "hw/emulated/tcp_transport.h"
+#include "hw/host/tcp_transport.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -8,11 +8,11 @@
 #include <condition_variable>
 #include <cstring>
 
-#include "hw/emulated/tcp_transfer_pipeline.h"
-#include "hw/emulated/tcp_wire.h"
+#include "hw/host/tcp_transfer_pipeline.h"
+#include "hw/host/tcp_wire.h"
 #include "memloom/error.h"
 
-namespace memloom::emulated {
+namespace memloom::host {
 namespace {
 
 int connect_to(const std::string& peer, Deadline deadline) {
@@ -51,7 +51,8 @@ struct TcpTransport::Connection {
   std::mutex mutex;
   std::condition_variable turn;
   bool busy = false;
-  int fd = -1;  // touched only by the transfer whose turn it is
+  int fd = -1;  // touched only by the transfer whose turn it is, as is staging
+  StagingBuffers staging;
 
   ~Connection() {
     if (fd >= 0) ::close(fd);
@@ -65,13 +66,16 @@ struct TcpTransport::Connection {
 std::shared_ptr<TcpTransport::Connection> TcpTransport::connection_for(const std::string& peer) {
   std::lock_guard<std::mutex> lock(connections_mutex_);
   auto& connection = connections_[peer];
-  if (!connection) connection = std::make_shared<Connection>();
+  if (!connection) {
+    connection = std::make_shared<Connection>();
+    connection->staging.staging = staging_.get();
+  }
   return connection;
 }
 
 void TcpTransport::transfer(const std::string& peer_address,
                             const std::vector<hal::TransferOp>& ops, Deadline deadline) {
-  std::vector<TransferBatch> batches = plan_transfer(ops);
+  std::vector<TransferBatch> batches = plan_transfer(ops, staging_.get());
   if (batches.empty()) return;
   wire::parse_tcp_url(peer_address);  // a malformed address is the caller's error, not the peer's
   std::shared_ptr<Connection> connection = connection_for(peer_address);
@@ -94,7 +98,7 @@ void TcpTransport::transfer(const std::string& peer_address,
   if (connection->fd >= 0 && !idle_connection_usable(connection->fd)) connection->drop();
   if (connection->fd < 0) connection->fd = connect_to(peer_address, deadline);
   try {
-    run_transfer(connection->fd, batches, peer_address, deadline);
+    run_transfer(connection->fd, batches, connection->staging, peer_address, deadline);
   } catch (const Error& error) {
     // A refused batch leaves the connection in step; anything else leaves it unknown.
     if (error.status() != Status::kInvalidInput) connection->drop();
@@ -102,4 +106,4 @@ void TcpTransport::transfer(const std::string& peer_address,
   }
 }
 
-}  // namespace memloom::emulated
+}  // namespace memloom::host

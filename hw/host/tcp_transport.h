@@ -1,22 +1,26 @@
-// The emulated backend's Transport: a TCP endpoint per process. Serving: TcpTransportServer.
-// Requesting: one cached connection per peer address, batches pipelined over it
-// (tcp_transfer_pipeline.h). The endpoint binds to and advertises host_address()
-// (MEMLOOM_HOST_ADDR, else 127.0.0.1).
+// The TCP Transport of both backends (the default; MEMLOOM_TRANSPORT=ucx picks UCX): a TCP
+// endpoint per process. Serving: TcpTransportServer. Requesting: one cached connection per peer
+// address, batches pipelined over it (tcp_transfer_pipeline.h). The endpoint binds to and
+// advertises host_address() (MEMLOOM_HOST_ADDR, else 127.0.0.1). Memory the CPU cannot touch
+// (the CUDA backend's device memory) is staged through host buffers by the BufferStaging the
+// backend passes, on the requesting and the serving side alike; the emulated backend passes none.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 
-#include "hw/emulated/tcp_transport_server.h"
 #include "hw/hal/transport.h"
+#include "hw/host/tcp_transport_server.h"
 
-namespace memloom::emulated {
+namespace memloom::host {
 
 class TcpTransport : public hal::Transport {
  public:
-  TcpTransport() = default;
+  explicit TcpTransport(std::unique_ptr<BufferStaging> staging = nullptr)
+      : staging_(std::move(staging)), server_(staging_.get()) {}
   ~TcpTransport() override = default;
 
   std::string address() const override { return server_.address(); }
@@ -31,9 +35,10 @@ class TcpTransport : public hal::Transport {
   struct Connection;
   std::shared_ptr<Connection> connection_for(const std::string& peer_address);
 
+  const std::unique_ptr<BufferStaging> staging_;  // null: all memory is host memory
   TcpTransportServer server_;
   std::mutex connections_mutex_;
   std::map<std::string, std::shared_ptr<Connection>> connections_;
 };
 
-}  // namespace memloom::emulated
+}  // namespace memloom::host

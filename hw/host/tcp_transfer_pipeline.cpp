@@ -1,4 +1,4 @@
-#include "hw/emulated/tcp_transfer_pipeline.h"
+#include "hw/host/tcp_transfer_pipeline.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -7,10 +7,10 @@
 #include <cerrno>
 #include <cstring>
 
-#include "hw/emulated/tcp_wire.h"
+#include "hw/host/tcp_wire.h"
 #include "memloom/error.h"
 
-namespace memloom::emulated {
+namespace memloom::host {
 namespace {
 
 // Large ops travel in pieces of this size, several in flight, so the peer copies one piece while
@@ -66,13 +66,45 @@ void finish_batch(TransferBatch& batch, const std::vector<wire::OpDescriptor>& o
   batch.send.front() = iovec{batch.head.data(), batch.head.size()};
 }
 
+// Points the batch's staged pieces into staging buffer `slot` and copies its device writes there.
+void stage_batch(TransferBatch& batch, StagingBuffers& staging, size_t slot, Deadline deadline) {
+  if (batch.staged.empty()) return;
+  if (staging.buffers.size() <= slot) staging.buffers.resize(slot + 1);
+  if (staging.buffers[slot].data() == nullptr) {
+    staging.buffers[slot] = StagingBuffer(*staging.staging, kBatchPayloadBytes);
+  }
+  std::byte* buffer = staging.buffers[slot].data();
+  std::vector<StagingCopy> writes;
+  for (const StagedPiece& piece : batch.staged) {
+    std::byte* host = buffer + piece.buffer_offset;
+    if (piece.write) {
+      writes.push_back({host, piece.memory, piece.bytes});
+      batch.send[piece.iov].iov_base = host;
+    } else {
+      batch.receive[piece.iov].iov_base = host;
+    }
+  }
+  if (!writes.empty()) staging.staging->copy_all(writes, deadline);
+}
+
+// After the batch's answer arrived: its device reads from the staging buffer to their place.
+void unstage_batch(const TransferBatch& batch, StagingBuffers& staging, Deadline deadline) {
+  std::vector<StagingCopy> reads;
+  for (const StagedPiece& piece : batch.staged) {
+    if (!piece.write)
+      reads.push_back({piece.memory, batch.receive[piece.iov].iov_base, piece.bytes});
+  }
+  if (!reads.empty()) staging.staging->copy_all(reads, deadline);
+}
+
 [[noreturn]] void connection_failed(const std::string& peer, const std::string& why) {
   raise(Status::kCommunication, "transfer to " + peer + " failed: " + why);
 }
 
 }  // namespace
 
-std::vector<TransferBatch> plan_transfer(const std::vector<hal::TransferOp>& ops) {
+std::vector<TransferBatch> plan_transfer(const std::vector<hal::TransferOp>& ops,
+                                         const BufferStaging* staging) {
   std::vector<TransferBatch> batches;
   std::vector<wire::OpDescriptor> descriptors;
   uint64_t payload = 0, write_bytes = 0;
@@ -95,6 +127,7 @@ std::vector<TransferBatch> plan_transfer(const std::vector<hal::TransferOp>& ops
                       "transfer op " + std::to_string(i) + " wraps around the address space");
     const bool write = op.direction == hal::TransferOp::Direction::kWrite;
     auto* local = static_cast<std::byte*>(op.local_address);
+    const bool staged = staging != nullptr && staging->needs_staging(local);
     for (uint64_t done = 0; done < op.bytes;) {
       const uint64_t n = std::min(kPieceBytes, op.bytes - done);
       if (batches.empty() || descriptors.size() == kBatchOps ||
@@ -105,14 +138,15 @@ std::vector<TransferBatch> plan_transfer(const std::vector<hal::TransferOp>& ops
       TransferBatch& batch = batches.back();
       descriptors.push_back(
           {op.remote_address + done, n, write ? wire::kOpWrite : wire::kOpRead, 0});
-      iovec piece{local + done, static_cast<size_t>(n)};
-      if (write) {
-        batch.send.push_back(piece);
-        write_bytes += n;
-      } else {
-        batch.receive.push_back(piece);
-        batch.read_bytes += n;
+      // A staged piece's iovec is filled in by stage_batch; never the device address itself.
+      iovec piece{staged ? nullptr : local + done, static_cast<size_t>(n)};
+      std::vector<iovec>& list = write ? batch.send : batch.receive;
+      if (staged) {
+        batch.staged.push_back({local + done, static_cast<size_t>(payload), static_cast<size_t>(n),
+                                write, list.size()});
       }
+      list.push_back(piece);
+      (write ? write_bytes : batch.read_bytes) += n;
       payload += n;
       done += n;
     }
@@ -121,8 +155,8 @@ std::vector<TransferBatch> plan_transfer(const std::vector<hal::TransferOp>& ops
   return batches;
 }
 
-void run_transfer(int fd, std::vector<TransferBatch>& batches, const std::string& peer,
-                  Deadline deadline) {
+void run_transfer(int fd, std::vector<TransferBatch>& batches, StagingBuffers& staging,
+                  const std::string& peer, Deadline deadline) {
   size_t sent = 0;      // batches completely sent
   size_t answered = 0;  // batches completely answered
   size_t send_limit = batches.size();
@@ -155,6 +189,8 @@ void run_transfer(int fd, std::vector<TransferBatch>& batches, const std::string
     }
     if (want_send && (p.revents & POLLOUT)) {
       if (!sending_started) {
+        // At most kMaxBatchesInFlight batches, consecutive ones, are under way: their slots differ.
+        stage_batch(batches[sent], staging, sent % kMaxBatchesInFlight, deadline);
         sending = IovCursor{&batches[sent].send, 0, 0};
         sending_started = true;
       }
@@ -237,6 +273,7 @@ void run_transfer(int fd, std::vector<TransferBatch>& batches, const std::string
         refused_status = static_cast<Status>(response.status);
         refusal = message;
       }
+      if (response.status == 0) unstage_batch(batches[answered], staging, deadline);
       ++answered;
       header_got = 0;
       phase = Phase::kHeader;
@@ -247,4 +284,4 @@ void run_transfer(int fd, std::vector<TransferBatch>& batches, const std::string
   }
 }
 
-}  // namespace memloom::emulated
+}  // namespace memloom::host

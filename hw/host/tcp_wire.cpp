@@ -1,4 +1,4 @@
-#include "hw/emulated/tcp_wire.h"
+#include "hw/host/tcp_wire.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -13,7 +13,7 @@
 #include "src/base/fd_wait.h"
 #include "src/base/tcp_address.h"
 
-namespace memloom::emulated::wire {
+namespace memloom::host::wire {
 namespace {
 
 // The transport's own reading: the port after the last ':', checked before the host; brackets
@@ -129,4 +129,4 @@ void set_nodelay(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-}  // namespace memloom::emulated::wire
+}  // namespace memloom::host::wire

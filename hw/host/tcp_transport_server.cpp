@@ -1,4 +1,4 @@
-#include "hw/emulated/tcp_transport_server.h"
+#include "hw/host/tcp_transport_server.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -10,24 +10,28 @@
 #include <mutex>
 #include <vector>
 
-#include "hw/emulated/tcp_wire.h"
 #include "hw/host/host_address.h"
+#include "hw/host/tcp_wire.h"
 #include "memloom/error.h"
 #include "src/base/log.h"
 #include "src/base/range_map.h"
 #include "src/base/tcp_address.h"
 
-namespace memloom::emulated {
+namespace memloom::host {
 namespace {
 
 // A peer that stalls in the middle of a batch for this long is dropped, so one broken client
 // cannot hold the server thread (or a withdraw()) for long.
 constexpr auto kStallTimeout = std::chrono::seconds(10);
 constexpr size_t kMaxMessageBytes = 1024;
+// The serving side's staging buffer: the requesting side sends pieces of at most this size.
+constexpr size_t kStagingBytes = 2 << 20;
+
+constexpr auto range_length = [](const auto& range) -> uint64_t { return range.size; };
 
 }  // namespace
 
-TcpTransportServer::TcpTransportServer() {
+TcpTransportServer::TcpTransportServer(BufferStaging* staging) : staging_(staging) {
   const std::string host = host::host_address();
   wire::Endpoint endpoint = wire::parse_tcp_url(host::tcp_url(host, 1));
   listen_fd_ = ::socket(endpoint.address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -72,9 +76,10 @@ void TcpTransportServer::expose(void* address, size_t size) {
   auto start = reinterpret_cast<uintptr_t>(address);
   MEMLOOM_CHECK_ARG(start + size > start, "exposed range wraps around the address space");
   std::unique_lock<std::shared_mutex> lock(ranges_mutex_);
-  MEMLOOM_CHECK_ARG(base::first_overlap(ranges_, start, size) == ranges_.end(),
+  MEMLOOM_CHECK_ARG(base::first_overlap(ranges_, start, size, range_length) == ranges_.end(),
                     "the range to expose overlaps a range already exposed");
-  ranges_.emplace(start, size);
+  ranges_.emplace(start,
+                  ExposedRange{size, staging_ != nullptr && staging_->needs_staging(address)});
 }
 
 void TcpTransportServer::withdraw(void* address) {
@@ -83,7 +88,7 @@ void TcpTransportServer::withdraw(void* address) {
                     "withdraw: the address is not the start of an exposed range");
 }
 
-std::string TcpTransportServer::check_range(uint64_t address, uint64_t bytes) const {
+std::string TcpTransportServer::check_range(uint64_t address, uint64_t bytes, bool* staged) const {
   auto describe = [&] {
     char text[96];
     std::snprintf(text, sizeof(text), "[0x%llx, +%llu)", static_cast<unsigned long long>(address),
@@ -91,7 +96,11 @@ std::string TcpTransportServer::check_range(uint64_t address, uint64_t bytes) co
     return std::string(text);
   };
   if (address + bytes < address) return "range " + describe() + " wraps around";
-  if (base::find_containing(ranges_, address, bytes) != ranges_.end()) return "";
+  auto range = base::find_containing(ranges_, address, bytes, range_length);
+  if (range != ranges_.end()) {
+    *staged = range->second.staged;
+    return "";
+  }
   return "range " + describe() + " is not inside memory exposed by " + address_;
 }
 
@@ -153,9 +162,11 @@ bool TcpTransportServer::answer(int connection) {
 
   std::shared_lock<std::shared_mutex> lock(ranges_mutex_);
   std::string refusal;
-  for (const auto& op : ops) {
-    refusal = check_range(op.remote_address, op.bytes);
-    if (!refusal.empty()) break;
+  std::vector<bool> staged(ops.size(), false);
+  for (size_t i = 0; i < ops.size() && refusal.empty(); ++i) {
+    bool in_staged_range = false;
+    refusal = check_range(ops[i].remote_address, ops[i].bytes, &in_staged_range);
+    staged[i] = in_staged_range;
   }
   wire::ResponseHeader response{wire::kResponseMagic, 0, request.batch_id, 0, reads};
   if (!refusal.empty()) {
@@ -175,14 +186,79 @@ bool TcpTransportServer::answer(int connection) {
            wire::write_exact(connection, refusal.data(), refusal.size(), stall);
   }
   if (!wire::write_exact(connection, &response, sizeof(response), stall)) return false;
-  for (const auto& op : ops) {
+  for (size_t i = 0; i < ops.size();) {
+    const wire::OpDescriptor& op = ops[i];
+    if (staged[i]) {
+      // A run of staged ops of one direction that fit in the staging buffer together.
+      size_t end = i + 1;
+      uint64_t run_bytes = op.bytes;
+      while (end < ops.size() && staged[end] && ops[end].kind == op.kind &&
+             run_bytes + ops[end].bytes <= kStagingBytes) {
+        run_bytes += ops[end++].bytes;
+      }
+      if (!move_staged(connection, ops, i, end, stall)) return false;
+      i = end;
+      continue;
+    }
     auto* memory = reinterpret_cast<void*>(static_cast<uintptr_t>(op.remote_address));
     bool ok = op.kind == wire::kOpWrite ? wire::read_exact(connection, memory, op.bytes, stall)
                                         : wire::write_exact(connection, memory, op.bytes, stall);
     if (!ok) return false;
+    ++i;
   }
   wire::ResponseTrailer trailer{request.batch_id};
   return wire::write_exact(connection, &trailer, sizeof(trailer), stall);
 }
 
-}  // namespace memloom::emulated
+bool TcpTransportServer::move_staged(int connection, const std::vector<wire::OpDescriptor>& ops,
+                                     size_t begin, size_t end, Deadline stall) {
+  auto memory_of = [&](size_t i) {
+    return reinterpret_cast<std::byte*>(static_cast<uintptr_t>(ops[i].remote_address));
+  };
+  const bool write = ops[begin].kind == wire::kOpWrite;
+  try {
+    if (staging_buffer_.data() == nullptr) {
+      staging_buffer_ = StagingBuffer(*staging_, kStagingBytes);
+    }
+    std::byte* host = staging_buffer_.data();
+    if (ops[begin].bytes > kStagingBytes) {  // one op, larger than the buffer: a piece at a time
+      std::byte* memory = memory_of(begin);
+      for (uint64_t done = 0; done < ops[begin].bytes;) {
+        const auto n =
+            static_cast<size_t>(std::min<uint64_t>(kStagingBytes, ops[begin].bytes - done));
+        if (write) {
+          if (!wire::read_exact(connection, host, n, stall)) return false;
+          staging_->copy(memory + done, host, n, stall);
+        } else {
+          staging_->copy(host, memory + done, n, stall);
+          if (!wire::write_exact(connection, host, n, stall)) return false;
+        }
+        done += n;
+      }
+      return true;
+    }
+    // The run's payloads follow each other on the wire: they share the buffer end to end.
+    std::vector<StagingCopy> copies;
+    size_t bytes = 0;
+    for (size_t i = begin; i < end; ++i) {
+      const auto n = static_cast<size_t>(ops[i].bytes);
+      copies.push_back(write ? StagingCopy{memory_of(i), host + bytes, n}
+                             : StagingCopy{host + bytes, memory_of(i), n});
+      bytes += n;
+    }
+    if (write) {
+      if (!wire::read_exact(connection, host, bytes, stall)) return false;
+      staging_->copy_all(copies, stall);
+      return true;
+    }
+    staging_->copy_all(copies, stall);
+    return wire::write_exact(connection, host, bytes, stall);
+  } catch (const Error& error) {
+    // The serving thread must not throw; the peer sees its connection fail.
+    MEMLOOM_LOG(kError, "transport server " << address_
+                                            << ": staging exposed memory failed: " << error.what());
+    return false;
+  }
+}
+
+}  // namespace memloom::host

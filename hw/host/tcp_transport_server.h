@@ -1,0 +1,59 @@
+// The serving end of the TCP Transport: one listening socket and one thread that answers the
+// batches of every connected peer against the memory this process exposed (see tcp_wire.h).
+// Exposed memory the CPU cannot touch is moved through a host buffer, a piece at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hw/host/buffer_staging.h"
+#include "hw/host/tcp_wire.h"
+
+namespace memloom::host {
+
+class TcpTransportServer {
+ public:
+  // Binds to host_address() on an ephemeral port and starts serving. `staging` (may be null:
+  // all memory is host memory) must outlive the server.
+  explicit TcpTransportServer(BufferStaging* staging);
+  ~TcpTransportServer();
+  TcpTransportServer(const TcpTransportServer&) = delete;
+  TcpTransportServer& operator=(const TcpTransportServer&) = delete;
+
+  const std::string& address() const { return address_; }
+  // Exposed ranges may not overlap; withdraw takes the start of an exposed range and waits for
+  // a batch in progress to finish.
+  void expose(void* address, size_t size);
+  void withdraw(void* address);
+
+ private:
+  void serve();
+  struct ExposedRange {
+    size_t size;
+    bool staged;  // device memory: moved through staging_buffer_
+  };
+  bool answer(int connection);  // false: drop the connection
+  // "" when exposed; `staged` then says whether the range is device memory.
+  std::string check_range(uint64_t address, uint64_t bytes, bool* staged) const;
+  // Moves the payloads of ops[begin, end), staged ops of one direction, through the staging
+  // buffer: ops that fit in it together with one copy_all, a single larger op a buffer at a time.
+  // A run of writes reaches device memory before anything after it runs.
+  bool move_staged(int connection, const std::vector<wire::OpDescriptor>& ops, size_t begin,
+                   size_t end, Deadline stall);
+
+  int listen_fd_ = -1;
+  int wake_pipe_[2] = {-1, -1};
+  std::string address_;
+  mutable std::shared_mutex ranges_mutex_;
+  std::map<uintptr_t, ExposedRange> ranges_;  // by start
+  BufferStaging* const staging_;
+  StagingBuffer staging_buffer_;  // allocated when staged memory is first served
+  std::thread thread_;
+};
+
+}  // namespace memloom::host

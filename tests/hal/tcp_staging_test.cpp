@@ -1,0 +1,299 @@
+// The host TCP transport's staging of memory the CPU cannot touch (the CUDA backend's device
+// memory), checked without a GPU: a BufferStaging whose "device memory" is a PROT_NONE mapping
+// that only its copy() opens, for the duration of the copy. If the transport handed such memory
+// to the socket or touched it itself, the socket call would fail with EFAULT (or the process
+// fault), so every test here fails unless all of it went through copy(). The suite is not named
+// *Transport* on purpose: it builds the TCP transport itself, so the ucx.* runs leave it out.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <vector>
+
+#include "hw/host/buffer_staging.h"
+#include "hw/host/tcp_transport.h"
+#include "hw/host/tcp_wire.h"
+#include "memloom/error.h"
+#include "src/base/unique_fd.h"
+#include "tests/support/status_of.h"
+
+namespace memloom {
+namespace {
+
+using Op = hal::TransferOp;
+using Direction = hal::TransferOp::Direction;
+using ::memloom::testing::status_of;
+
+Deadline soon() {
+  return Deadline::after(std::chrono::seconds(30));
+}
+
+class ProtectedMemoryStaging : public host::BufferStaging {
+ public:
+  explicit ProtectedMemoryStaging(size_t bytes) : bytes_(bytes) {
+    void* memory = ::mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) std::abort();
+    memory_ = static_cast<std::byte*>(memory);
+  }
+  ~ProtectedMemoryStaging() override { ::munmap(memory_, bytes_); }
+
+  std::byte* device() const { return memory_; }
+  uint64_t device_address(size_t offset) const {
+    return reinterpret_cast<uint64_t>(memory_ + offset);
+  }
+
+  bool needs_staging(const void* pointer) const override {
+    auto* p = static_cast<const std::byte*>(pointer);
+    return p >= memory_ && p < memory_ + bytes_;
+  }
+  void copy(void* to, const void* from, size_t bytes, Deadline) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    EXPECT_NE(needs_staging(to), needs_staging(from)) << "a copy must cross host and device";
+    largest_copy_ = std::max(largest_copy_, bytes);
+    ++waits_;
+    open_for_copy([&] { std::memcpy(to, from, bytes); });
+  }
+  void copy_all(const std::vector<host::StagingCopy>& copies, Deadline) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++waits_;
+    open_for_copy([&] {
+      for (const host::StagingCopy& c : copies) {
+        EXPECT_NE(needs_staging(c.to), needs_staging(c.from))
+            << "a copy must cross host and device";
+        largest_copy_ = std::max(largest_copy_, c.bytes);
+        std::memcpy(c.to, c.from, c.bytes);
+      }
+    });
+  }
+  void* allocate_host(size_t bytes) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    host_bytes_ += bytes;
+    return std::malloc(bytes);
+  }
+  void free_host(void* buffer) noexcept override { std::free(buffer); }
+
+  // What the test itself writes or reads of the "device" memory.
+  void fill(size_t offset, const std::vector<std::byte>& data) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    open_for_copy([&] { std::memcpy(memory_ + offset, data.data(), data.size()); });
+  }
+  std::vector<std::byte> peek(size_t offset, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::byte> out(bytes);
+    open_for_copy([&] { std::memcpy(out.data(), memory_ + offset, bytes); });
+    return out;
+  }
+  size_t largest_copy() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return largest_copy_;
+  }
+  // How many times a caller waited for copies (copy or copy_all calls).
+  size_t waits() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return waits_;
+  }
+  size_t host_bytes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return host_bytes_;
+  }
+
+ private:
+  template <typename Copy>
+  void open_for_copy(Copy&& copy) {
+    ASSERT_EQ(::mprotect(memory_, bytes_, PROT_READ | PROT_WRITE), 0);
+    copy();
+    ASSERT_EQ(::mprotect(memory_, bytes_, PROT_NONE), 0);
+  }
+
+  const size_t bytes_;
+  std::byte* memory_ = nullptr;
+  std::mutex mutex_;
+  size_t largest_copy_ = 0;
+  size_t waits_ = 0;
+  size_t host_bytes_ = 0;
+};
+
+std::vector<std::byte> random_bytes(size_t n, uint32_t seed) {
+  std::vector<std::byte> out(n);
+  std::mt19937 random(seed);
+  for (auto& b : out) b = static_cast<std::byte>(random());
+  return out;
+}
+
+class TcpStaging : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto server_staging = std::make_unique<ProtectedMemoryStaging>(kBytes + 4096);
+    auto requester_staging = std::make_unique<ProtectedMemoryStaging>(kBytes);
+    remote_device = server_staging.get();
+    local_device = requester_staging.get();
+    server = std::make_unique<host::TcpTransport>(std::move(server_staging));
+    requester = std::make_unique<host::TcpTransport>(std::move(requester_staging));
+    server->expose(remote_device->device(), kBytes + 4096);
+    remote_host.assign(kBytes, std::byte{0});
+    server->expose(remote_host.data(), remote_host.size());
+  }
+
+  static constexpr size_t kBytes = 64u << 20;
+  ProtectedMemoryStaging* remote_device = nullptr;  // owned by server
+  ProtectedMemoryStaging* local_device = nullptr;   // owned by requester
+  std::unique_ptr<host::TcpTransport> server, requester;
+  std::vector<std::byte> remote_host;
+};
+
+TEST_F(TcpStaging, DeviceMemoryOnBothSidesIsByteExactUpTo64MiB) {
+  uint32_t seed = 1;
+  for (size_t size :
+       {size_t{1}, size_t{4099}, (size_t{2} << 20) + 1, (size_t{5} << 20) + 3, kBytes}) {
+    const size_t offset = size == kBytes ? 0 : 4096 - size % 4096;
+    auto data = random_bytes(size, seed++);
+    local_device->fill(0, data);
+    requester->transfer(server->address(),
+                        {Op{Direction::kWrite, remote_device->device_address(offset),
+                            local_device->device(), size}},
+                        soon());
+    ASSERT_EQ(remote_device->peek(offset, size), data) << size << " B device-to-device write";
+    local_device->fill(0, std::vector<std::byte>(size, std::byte{0}));
+    requester->transfer(
+        server->address(),
+        {Op{Direction::kRead, remote_device->device_address(offset), local_device->device(), size}},
+        soon());
+    ASSERT_EQ(local_device->peek(0, size), data) << size << " B device-to-device read";
+  }
+  // Staged a piece at a time, never the whole transfer in one bounce buffer.
+  EXPECT_LE(local_device->largest_copy(), size_t{2} << 20);
+  EXPECT_LE(remote_device->largest_copy(), size_t{2} << 20);
+  EXPECT_LE(local_device->host_bytes(), size_t{8} << 20);
+  EXPECT_LE(remote_device->host_bytes(), size_t{2} << 20);
+}
+
+TEST_F(TcpStaging, HostAndDeviceMemoryMixInOneOrderedBatch) {
+  // Op i writes slot i from device or host memory (alternating) to remote device or host memory
+  // (alternating the other way); the reads that follow in the same call read every slot back.
+  constexpr size_t kCount = 2000, kSlot = 64;
+  std::vector<std::byte> local_host(kCount * kSlot);
+  auto written = random_bytes(kCount * kSlot, 9);
+  local_device->fill(0, written);
+  std::memcpy(local_host.data(), written.data(), written.size());
+  std::vector<std::byte> back_host(kCount * kSlot);
+  std::vector<Op> ops;
+  auto remote = [&](size_t i) {
+    return i % 3 == 0 ? reinterpret_cast<uint64_t>(remote_host.data() + i * kSlot)
+                      : remote_device->device_address(i * kSlot);
+  };
+  for (size_t i = 0; i < kCount; ++i) {
+    std::byte* local = i % 2 == 0 ? local_device->device() : local_host.data();
+    ops.push_back(Op{Direction::kWrite, remote(i), local + i * kSlot, kSlot});
+  }
+  for (size_t i = 0; i < kCount; ++i) {
+    // Reads land in device memory past the written bytes, or in host memory.
+    std::byte* local = i % 2 == 0 ? local_device->device() + kCount * kSlot : back_host.data();
+    ops.push_back(Op{Direction::kRead, remote(i), local + i * kSlot, kSlot});
+  }
+  requester->transfer(server->address(), ops, soon());
+  auto device_back = local_device->peek(kCount * kSlot, kCount * kSlot);
+  for (size_t i = 0; i < kCount; ++i) {
+    const std::byte* want = written.data() + i * kSlot;
+    const std::byte* got =
+        i % 2 == 0 ? device_back.data() + i * kSlot : back_host.data() + i * kSlot;
+    ASSERT_EQ(std::memcmp(got, want, kSlot), 0) << "slot " << i;
+  }
+}
+
+TEST_F(TcpStaging, SmallDeviceOpsOfABatchShareOneWaitPerSideAndStayInOrder) {
+  // 1000 writes of 64 B into 100 remote slots (each slot written 10 times: the last one counts),
+  // then reads of the 100 slots, in one call: one batch, so each side waits once for its writes
+  // and once for its reads.
+  constexpr size_t kWrites = 1000, kSlots = 100, kSlot = 64;
+  auto source = random_bytes(kWrites * kSlot, 21);
+  local_device->fill(0, source);
+  const size_t read_base = kWrites * kSlot;
+  std::vector<Op> ops;
+  for (size_t i = 0; i < kWrites; ++i) {
+    ops.push_back(Op{Direction::kWrite, remote_device->device_address((i % kSlots) * kSlot),
+                     local_device->device() + i * kSlot, kSlot});
+  }
+  for (size_t k = 0; k < kSlots; ++k) {
+    ops.push_back(Op{Direction::kRead, remote_device->device_address(k * kSlot),
+                     local_device->device() + read_base + k * kSlot, kSlot});
+  }
+  const size_t requester_waits = local_device->waits(), server_waits = remote_device->waits();
+  requester->transfer(server->address(), ops, soon());
+  EXPECT_EQ(local_device->waits() - requester_waits, 2u);
+  EXPECT_EQ(remote_device->waits() - server_waits, 2u);
+  auto back = local_device->peek(read_base, kSlots * kSlot);
+  for (size_t k = 0; k < kSlots; ++k) {
+    const size_t last = kWrites - kSlots + k;  // the last write of slot k
+    ASSERT_EQ(std::memcmp(back.data() + k * kSlot, source.data() + last * kSlot, kSlot), 0)
+        << "slot " << k;
+  }
+}
+
+// memloom's own requester cuts ops into pieces of 2 MiB, but the wire allows an op of up to 64 MiB;
+// the server stages such an op a buffer at a time. Spoken here by hand, over a blocking socket.
+TEST_F(TcpStaging, AnOpLargerThanTheServersStagingBufferIsMovedInPieces) {
+  constexpr size_t kLarge = (5u << 20) + 3;
+  const auto data = random_bytes(kLarge, 33);
+  host::wire::Endpoint endpoint = host::wire::parse_tcp_url(server->address());
+  const base::UniqueFd socket(::socket(endpoint.address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  const int fd = socket.get();
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&endpoint.address), endpoint.length), 0);
+  auto run = [&](uint32_t kind, uint64_t batch_id, void* payload) {
+    const bool write = kind == host::wire::kOpWrite;
+    host::wire::RequestHeader request{host::wire::kRequestMagic, 1, batch_id, write ? kLarge : 0,
+                                      write ? 0 : kLarge};
+    host::wire::OpDescriptor op{remote_device->device_address(4096), kLarge, kind, 0};
+    ASSERT_TRUE(host::wire::write_exact(fd, &request, sizeof(request), soon()));
+    ASSERT_TRUE(host::wire::write_exact(fd, &op, sizeof(op), soon()));
+    if (write) {
+      ASSERT_TRUE(host::wire::write_exact(fd, payload, kLarge, soon()));
+    }
+    host::wire::ResponseHeader response{};
+    ASSERT_TRUE(host::wire::read_exact(fd, &response, sizeof(response), soon()));
+    ASSERT_EQ(response.status, 0u);
+    ASSERT_EQ(response.batch_id, batch_id);
+    if (!write) {
+      ASSERT_TRUE(host::wire::read_exact(fd, payload, kLarge, soon()));
+    }
+    host::wire::ResponseTrailer trailer{};
+    ASSERT_TRUE(host::wire::read_exact(fd, &trailer, sizeof(trailer), soon()));
+    ASSERT_EQ(trailer.batch_id, batch_id);
+  };
+  run(host::wire::kOpWrite, 1, const_cast<std::byte*>(data.data()));
+  EXPECT_EQ(remote_device->peek(4096, kLarge), data);
+  std::vector<std::byte> back(kLarge);
+  run(host::wire::kOpRead, 2, back.data());
+  EXPECT_EQ(back, data);
+  EXPECT_LE(remote_device->largest_copy(), size_t{2} << 20);
+}
+
+TEST_F(TcpStaging, RefusedRequestsLeaveDeviceMemoryAloneAndTheConnectionUsable) {
+  const auto before = remote_device->peek(0, 8192);
+  auto data = random_bytes(8192, 4);
+  local_device->fill(0, data);
+  // The first op is fine, the second outside every exposed range: the whole batch is refused.
+  const uint64_t outside = 16;
+  EXPECT_EQ(status_of([&] {
+              requester->transfer(server->address(),
+                                  {Op{Direction::kWrite, remote_device->device_address(0),
+                                      local_device->device(), 8192},
+                                   Op{Direction::kRead, outside, local_device->device(), 16}},
+                                  soon());
+            }),
+            Status::kInvalidInput);
+  EXPECT_EQ(remote_device->peek(0, 8192), before);
+  requester->transfer(
+      server->address(),
+      {Op{Direction::kWrite, remote_device->device_address(0), local_device->device(), 8192}},
+      soon());
+  EXPECT_EQ(remote_device->peek(0, 8192), data);
+}
+
+}  // namespace
+}  // namespace memloom
