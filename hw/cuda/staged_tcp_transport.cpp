@@ -290,9 +290,13 @@ void StagedTcpTransport::transfer(const std::string& peer_address,
     }
   } catch (const Error& error) {
     // The byte stream is out of step now: the connection is dropped, the next transfer redials.
+    // (The receiving side waits on the caller's thread, so the caller's interrupt check ends it;
+    // the shut-down socket then ends the sender thread's wait.)
     forget(peer_address, connection);
     connection->socket.shutdown();
-    raise(error.status() == Status::kTimeout ? Status::kTimeout : Status::kCommunication,
+    const Status status = error.status();
+    raise(status == Status::kTimeout || status == Status::kInterrupted ? status
+                                                                       : Status::kCommunication,
           "transfer with " + peer_address + " failed: " + error.what());
   }
   if (!refusal.empty()) raise(Status::kInvalidInput, refusal);
