@@ -46,7 +46,7 @@ def read_command(expected):
 
 
 def trans_rank(folder, store_url, names, rank):
-    """Returns (call, check) for rank 0; serves for rank 1 until "done"."""
+    """Returns (call, check, finish) for rank 0; serves for rank 1 until "done"."""
     engine = TransferEngine()
     op = TransferEngine.TransDataOpType.DEVICE_RDMA  # memloom's network path
     if rank == 1:
