@@ -9,6 +9,7 @@
 
 #include "hw/host/tcp_wire.h"
 #include "memloom/error.h"
+#include "src/base/interrupt_check.h"
 
 namespace memloom::host {
 namespace {
@@ -176,8 +177,9 @@ void run_transfer(int fd, std::vector<TransferBatch>& batches, StagingBuffers& s
 
   while (answered < sent || sent < send_limit) {
     const bool want_send = sent < send_limit && sent - answered < kMaxBatchesInFlight;
+    base::throw_if_interrupted();
     pollfd p{fd, static_cast<short>(POLLIN | (want_send ? POLLOUT : 0)), 0};
-    int rc = ::poll(&p, 1, deadline.poll_timeout_ms(1000));
+    int rc = ::poll(&p, 1, deadline.poll_timeout_ms(base::interruptible_slice_ms(1000)));
     if (rc < 0 && errno != EINTR) connection_failed(peer, std::strerror(errno));
     if (rc <= 0) {
       if (deadline.expired()) {

@@ -52,8 +52,9 @@ std::vector<TransferBatch> plan_transfer(const std::vector<hal::TransferOp>& ops
 
 // Runs the batches over the connected, non-blocking socket `fd`. Throws kInvalidInput when the
 // peer refused a batch (after draining every answer in flight, so the connection stays usable),
-// kCommunication when the connection fails, kTimeout at the deadline (the connection is then in
-// an unknown state and must be dropped).
+// kCommunication when the connection fails, kTimeout at the deadline, kInterrupted when the
+// caller's interrupt check says so (after the last two the connection is in an unknown state and
+// must be dropped).
 void run_transfer(int fd, std::vector<TransferBatch>& batches, StagingBuffers& staging,
                   const std::string& peer, Deadline deadline);
 

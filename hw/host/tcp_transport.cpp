@@ -5,12 +5,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 
 #include "hw/host/tcp_transfer_pipeline.h"
 #include "hw/host/tcp_wire.h"
 #include "memloom/error.h"
+#include "src/base/interrupt_check.h"
 
 namespace memloom::host {
 namespace {
@@ -22,7 +24,14 @@ int connect_to(const std::string& peer, Deadline deadline) {
   int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&endpoint.address), endpoint.length);
   int error = rc == 0 ? 0 : errno;
   if (error == EINPROGRESS) {
-    if (!wire::wait_ready(fd, POLLOUT, deadline)) {
+    bool connected = false;
+    try {
+      connected = wire::wait_ready(fd, POLLOUT, deadline);
+    } catch (...) {  // interrupted by the caller
+      ::close(fd);
+      throw;
+    }
+    if (!connected) {
       ::close(fd);
       raise(Status::kTimeout, "timed out connecting to transport endpoint " + peer);
     }
@@ -81,9 +90,14 @@ void TcpTransport::transfer(const std::string& peer_address,
   std::shared_ptr<Connection> connection = connection_for(peer_address);
   {
     std::unique_lock<std::mutex> lock(connection->mutex);
-    if (!connection->turn.wait_until(lock, deadline.time_point(),
-                                     [&] { return !connection->busy; })) {
-      raise(Status::kTimeout, "timed out waiting for another transfer to " + peer_address);
+    while (connection->busy) {
+      if (deadline.expired()) {
+        raise(Status::kTimeout, "timed out waiting for another transfer to " + peer_address);
+      }
+      base::throw_if_interrupted();  // unlocks on the way out
+      const auto slice =
+          std::chrono::milliseconds(deadline.poll_timeout_ms(base::interruptible_slice_ms(1000)));
+      connection->turn.wait_for(lock, slice, [&] { return !connection->busy; });
     }
     connection->busy = true;
   }
@@ -100,7 +114,8 @@ void TcpTransport::transfer(const std::string& peer_address,
   try {
     run_transfer(connection->fd, batches, connection->staging, peer_address, deadline);
   } catch (const Error& error) {
-    // A refused batch leaves the connection in step; anything else leaves it unknown.
+    // A refused batch leaves the connection in step; anything else (an interruption too) leaves
+    // it unknown: the next transfer to this peer connects again.
     if (error.status() != Status::kInvalidInput) connection->drop();
     throw;
   }

@@ -61,10 +61,12 @@ Endpoint parse_tcp_url(const std::string& url) {
 
 bool wait_ready(int fd, short events, Deadline deadline) {
   // The wire's callers take false as a failed connection and must not throw (the server's
-  // thread), so a failing poll() answers false as a deadline does.
+  // thread), so a failing poll() answers false as a deadline does. An interruption (only on a
+  // caller's thread: the server's threads install no check) still ends the caller's call.
   try {
     return base::wait_ready(fd, events, deadline);
-  } catch (const Error&) {
+  } catch (const Error& error) {
+    if (error.status() == Status::kInterrupted) throw;
     return false;
   }
 }

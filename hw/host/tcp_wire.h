@@ -62,7 +62,8 @@ struct Endpoint {
 // Parses "tcp://IP:PORT" or "tcp://[IPv6]:PORT" (kInvalidInput if malformed).
 Endpoint parse_tcp_url(const std::string& url);
 
-// Waits until fd is ready for `events` (POLLIN/POLLOUT); false when the deadline passes.
+// Waits until fd is ready for `events` (POLLIN/POLLOUT); false when the deadline passes. Throws
+// kInterrupted when the caller's interrupt check says so (src/base/interrupt_check.h).
 bool wait_ready(int fd, short events, Deadline deadline);
 
 // Blocking-style exact I/O on a non-blocking socket. Return false on EOF, a socket error or the

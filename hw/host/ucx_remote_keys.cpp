@@ -44,7 +44,7 @@ std::shared_ptr<UcxRemoteKey> UcxRemoteKeys::key_for(const std::shared_ptr<UcxPe
     std::lock_guard<std::mutex> lock(mutex_);
     return pending->answered || peer->failed();
   };
-  if (!worker_.progress_until(answered, deadline)) {
+  if (!worker_.progress_until(answered, deadline, UcxWorker::Interruptible::kYes)) {
     raise(Status::kTimeout,
           "timed out asking " + peer->address() + " for the remote key of " + base::hex(address));
   }

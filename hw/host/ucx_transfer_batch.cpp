@@ -103,7 +103,7 @@ bool UcxTransferBatch::complete(Deadline deadline) {
       [completion] {
         return completion->outstanding.load() == 0 || completion->first_error.load() != UCS_OK;
       },
-      deadline);
+      deadline, UcxWorker::Interruptible::kYes);
   return finished && status() == UCS_OK;
 }
 

@@ -104,9 +104,10 @@ void UcxTransport::transfer(const std::string& peer_address,
   try {
     run(peer, work, deadline);
   } catch (const Error& error) {
-    // A refusal leaves the endpoint as it was; anything else leaves it unknown or dead.
+    // A refusal leaves the endpoint as it was; anything else leaves it unknown or dead (an
+    // interruption too: the next transfer to this peer gets a new endpoint).
     if (error.status() != Status::kInvalidInput) {
-      if (error.status() == Status::kTimeout)
+      if (error.status() == Status::kTimeout || error.status() == Status::kInterrupted)
         peer->force_close(Deadline::after(std::chrono::seconds(2)));
       endpoints_.drop(peer);
     }
@@ -124,14 +125,23 @@ void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
   }
   UcxTransferBatch batch(worker_, peer->ep());
   bool issued = true;
-  for (size_t i = 0; i < work.size() && issued; ++i) {
-    const hal::TransferOp& op = *work[i];
-    void* local = op.local_address;
-    issued = op.direction == Direction::kWrite
-                 ? batch.put(local, op.bytes, op.remote_address, keys[i]->key, deadline)
-                 : batch.get(local, op.bytes, op.remote_address, keys[i]->key, deadline);
+  bool completed = false;
+  try {
+    for (size_t i = 0; i < work.size() && issued; ++i) {
+      const hal::TransferOp& op = *work[i];
+      void* local = op.local_address;
+      issued = op.direction == Direction::kWrite
+                   ? batch.put(local, op.bytes, op.remote_address, keys[i]->key, deadline)
+                   : batch.get(local, op.bytes, op.remote_address, keys[i]->key, deadline);
+    }
+    completed = issued && batch.complete(deadline);
+  } catch (const Error&) {
+    // Interrupted by the caller (nothing else throws here): the requests in flight let go of
+    // the buffers, which the batch's destructor waits for, only once the endpoint is closed.
+    peer->force_close(Deadline::after(std::chrono::seconds(2)));
+    throw;
   }
-  if (!issued || !batch.complete(deadline)) {
+  if (!completed) {
     if (batch.status() != UCS_OK || peer->failed()) {
       const ucs_status_t status = batch.status() != UCS_OK ? batch.status() : peer->failure();
       peer->force_close(Deadline::after(std::chrono::seconds(2)));  // requests let go of buffers

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "memloom/error.h"
+#include "src/base/interrupt_check.h"
 #include "src/base/log.h"
 
 namespace memloom::host {
@@ -136,10 +137,13 @@ void UcxWorker::progress_loop() {
   }
 }
 
-bool UcxWorker::progress_until(const std::function<bool()>& done, Deadline deadline) {
+bool UcxWorker::progress_until(const std::function<bool()>& done, Deadline deadline,
+                               Interruptible interruptible) {
+  const bool asks = interruptible == Interruptible::kYes && base::interrupt_check_installed();
   int idle = 0;
   while (!done()) {
     if (deadline.expired()) return false;
+    if (asks) base::throw_if_interrupted();
     if (ucp_worker_progress(worker_) != 0) {
       idle = 0;
       continue;

@@ -34,9 +34,16 @@ class UcxWorker {
   ucp_context_h context() const { return context_; }
   ucp_worker_h worker() const { return worker_; }
 
+  // Whether a wait asks the caller's interrupt check (src/base/interrupt_check.h). Waits of a
+  // transfer do; waits that release what a failed transfer holds (closing an endpoint, handing
+  // back requests) do not, so an interruption cannot cut its own cleanup short.
+  enum class Interruptible { kNo, kYes };
+
   // Progresses the worker until `done()` holds; false when the deadline passed first. Spins while
-  // there is work, then sleeps on the event fd in short slices.
-  bool progress_until(const std::function<bool()>& done, Deadline deadline);
+  // there is work, then sleeps on the event fd in short slices. With Interruptible::kYes, throws
+  // kInterrupted when the check installed on this thread says so.
+  bool progress_until(const std::function<bool()>& done, Deadline deadline,
+                      Interruptible interruptible = Interruptible::kNo);
 
   // Stops the progress thread (before the objects its callbacks touch go away). Idempotent.
   void stop_progress_thread();

@@ -20,6 +20,7 @@ enum class Status {
   kSystem,          // an OS call failed
   kLogic,           // an internal invariant broke
   kDevice,          // the accelerator runtime reported an error
+  kInterrupted,     // the caller's interrupt check said stop (memloom/interrupt.h)
 };
 
 const char* status_name(Status status);

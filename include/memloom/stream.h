@@ -32,6 +32,7 @@ enum memloom_status_t {
   MEMLOOM_STATUS_SYSTEM,
   MEMLOOM_STATUS_LOGIC,
   MEMLOOM_STATUS_DEVICE,
+  MEMLOOM_STATUS_INTERRUPTED, /* memloom/interrupt.h */
 };
 #ifndef __cplusplus
 typedef enum memloom_status_t memloom_status_t;

@@ -122,8 +122,44 @@ void run_interruptibly(std::function<void()> body) {
   }
 }
 
+namespace {
+
+// Python's main thread: signal handlers run there only. Taken when the module loads (from the
+// threading module, as the import may run on another thread), and reset in a forked child, whose
+// forking thread Python makes its main thread.
+unsigned long g_main_thread = 0;
+[[maybe_unused]] const int g_main_thread_after_fork =
+    pthread_atfork(nullptr, nullptr, [] { g_main_thread = PyThread_get_thread_ident(); });
+
+// memloom's interrupt check: called on the thread inside the C call, which released the GIL
+// (gil_scoped_release keeps its thread state, so PyGILState_Ensure takes the GIL back with that
+// state and Release gives it up again). A KeyboardInterrupt raised by a handler stays set in the
+// thread state for call_one_sided to throw; while it is set, the answer stays "interrupted".
+int python_signal_check(void*) {
+  const PyGILState_STATE state = PyGILState_Ensure();
+  const int interrupted = PyErr_Occurred() != nullptr || PyErr_CheckSignals() != 0;
+  PyGILState_Release(state);
+  return interrupted;
+}
+
+}  // namespace
+
+PythonInterruptScope::PythonInterruptScope()
+    : installed_(PyThread_get_thread_ident() == g_main_thread) {
+  if (installed_) memloom_interrupt_check_set(&python_signal_check, nullptr);
+}
+
+PythonInterruptScope::~PythonInterruptScope() {
+  if (installed_) memloom_interrupt_check_set(nullptr, nullptr);
+}
+
 size_t abandoned_calls() {
   return g_abandoned.load();
+}
+
+void remember_main_thread() {
+  g_main_thread =
+      py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
 }
 
 void register_exit_check(py::module_& module) {

@@ -62,6 +62,7 @@ PYBIND11_MODULE(_memloom_native, m) {
       "memloom's native bindings (use the memloom, memfabric_hybrid and pylibwholegraph "
       "packages).";
   mp::register_exit_check(m);
+  mp::remember_main_thread();
   mp::View::bind(m);
   py::class_<Stream>(m, "Stream")
       .def(py::init<>())

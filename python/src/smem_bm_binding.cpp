@@ -106,7 +106,7 @@ class BigMemory {
     smem_copy_params params{reinterpret_cast<const void*>(address_of(src, size, false, "src_ptr")),
                             reinterpret_cast<void*>(address_of(dst, size, true, "dst_ptr")), size};
     smem_bm_t handle = handle_;
-    const int code = call_released([&] { return smem_bm_copy(handle, &params, type, flags); });
+    const int code = call_one_sided([&] { return smem_bm_copy(handle, &params, type, flags); });
     note_inline_result(code);
     if (code != 0) raise_runtime_error("copy bm data", code);
   }
@@ -126,7 +126,7 @@ class BigMemory {
     smem_batch_copy_params params{sources.data(), destinations.data(), sizes.data(), count};
     smem_bm_t handle = handle_;
     const int code =
-        call_released([&] { return smem_bm_copy_batch(handle, &params, type, flags); });
+        call_one_sided([&] { return smem_bm_copy_batch(handle, &params, type, flags); });
     note_inline_result(code);
     return code;
   }

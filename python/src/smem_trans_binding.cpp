@@ -102,7 +102,7 @@ class TransferEngine {
     void* remote = reinterpret_cast<void*>(address_of(peer, 0, false, "peer_buffer"));
     smem_trans_t handle = handle_;
     const int code =
-        call_released([&] { return smem_trans_write(handle, local, name, remote, length, 0); });
+        call_one_sided([&] { return smem_trans_write(handle, local, name, remote, length, 0); });
     note_inline_result(code);
     return code;
   }
@@ -113,7 +113,7 @@ class TransferEngine {
     const void* remote = reinterpret_cast<const void*>(address_of(peer, 0, false, "peer_buffer"));
     smem_trans_t handle = handle_;
     const int code =
-        call_released([&] { return smem_trans_read(handle, local, name, remote, length, 0); });
+        call_one_sided([&] { return smem_trans_read(handle, local, name, remote, length, 0); });
     note_inline_result(code);
     return code;
   }
@@ -130,7 +130,7 @@ class TransferEngine {
     std::vector<void*> remote = addresses(peers, nullptr, false, "peer_buffers[i]");
     const auto count = static_cast<uint32_t>(buffers.size());
     smem_trans_t handle = handle_;
-    const int code = call_released([&] {
+    const int code = call_one_sided([&] {
       if (is_write) {
         return smem_trans_batch_write(handle, const_cast<const void**>(local.data()), name,
                                       remote.data(), lengths.data(), count, 0);

@@ -101,3 +101,77 @@ def test_ctrl_c_during_a_gather_that_waits_on_a_peer(tmp_path):
     latency = float(lines[0].split()[1]) - sent
     assert latency < 1.0, f"KeyboardInterrupt came {latency:.3f} s after SIGINT"
     assert ranks[0].returncode == 7, f"exit status {ranks[0].returncode}:\n{out}"
+
+
+def _process_state(pid):
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0]
+
+
+def _ctrl_c_during_a_one_sided_call(tmp_path, mode):
+    """Rank 0's call (TRANS write or BM copy, over TCP to another emulated node) waits on rank 1,
+    which the test stops with SIGSTOP: Ctrl-C raises KeyboardInterrupt within a second, and once
+    rank 1 is resumed the next call to it works (ranks/interrupt_one_sided_ranks.py)."""
+    from conftest import RANKS, free_port
+
+    store_url = f"tcp://127.0.0.1:{free_port()}"
+    ports = [str(free_port()), str(free_port())]
+    ranks = []
+    for rank in range(2):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK="0",
+                   LOCAL_WORLD_SIZE="1", MEMLOOM_NODE=f"node{rank}", MEMLOOM_TIMEOUT_S="60",
+                   MEMLOOM_LOG_LEVEL="fatal", PYTHONDONTWRITEBYTECODE="1")
+        ranks.append(subprocess.Popen(
+            [sys.executable, os.path.join(RANKS, "interrupt_one_sided_ranks.py"), str(tmp_path),
+             mode, store_url, *ports],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=env, start_new_session=True))
+    caller, peer = ranks
+    outputs = ["", ""]
+    try:
+        def expect_line(expected):
+            line = caller.stdout.readline()
+            outputs[0] += line
+            assert line.startswith(expected), f"rank 0 said {line!r}:\n{caller.stdout.read()}"
+            return line
+
+        expect_line("armed")
+        os.kill(peer.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 5
+        while _process_state(peer.pid) != "T":  # SIGSTOP takes effect asynchronously
+            assert time.monotonic() < deadline, "rank 1 did not stop"
+            time.sleep(0.001)
+        caller.stdin.write("go\n")
+        caller.stdin.flush()
+        expect_line("waiting")
+        time.sleep(1.0)  # well inside the call's wait (its deadline is 60 s)
+        sent = time.monotonic()
+        caller.send_signal(signal.SIGINT)
+        line = expect_line("interrupted")
+        latency = float(line.split()[1]) - sent
+        print(f"{mode}: KeyboardInterrupt {latency:.3f} s after SIGINT")
+        os.kill(peer.pid, signal.SIGCONT)
+        caller.stdin.write("resumed\n")
+        caller.stdin.flush()
+        out, _ = caller.communicate(timeout=60)
+        outputs[0] += out
+        outputs[1], _ = peer.communicate(timeout=60)
+    finally:
+        for process in ranks:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGCONT)
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+    assert latency < 1.0, f"KeyboardInterrupt came {latency:.3f} s after SIGINT"
+    assert "reused ok" in outputs[0], outputs[0]
+    assert caller.returncode == 0 and peer.returncode == 0, (
+        f"exit statuses {caller.returncode}, {peer.returncode}:\n--- rank 0 ---\n{outputs[0]}"
+        f"\n--- rank 1 ---\n{outputs[1]}")
+
+
+def test_ctrl_c_during_a_trans_write_to_a_stopped_peer(tmp_path):
+    _ctrl_c_during_a_one_sided_call(tmp_path, "trans")
+
+
+def test_ctrl_c_during_a_bm_copy_to_a_stopped_peer(tmp_path):
+    _ctrl_c_during_a_one_sided_call(tmp_path, "bm")

@@ -30,6 +30,8 @@ const char* status_name(Status status) {
       return "logic error";
     case Status::kDevice:
       return "device error";
+    case Status::kInterrupted:
+      return "interrupted";
   }
   return "unknown status";
 }

@@ -9,7 +9,8 @@ namespace memloom::base {
 enum class WaitResult { kReady, kTimeout, kStopped };
 
 // Waits until fd is ready for `events` (POLLIN/POLLOUT), stop_fd (-1: none) is readable, or the
-// deadline passes. Throws (raise_errno "poll") when poll fails other than by EINTR.
+// deadline passes. Throws (raise_errno "poll") when poll fails other than by EINTR, and
+// kInterrupted when the interrupt check installed on this thread says so (interrupt_check.h).
 WaitResult wait_for(int fd, short events, Deadline deadline, int stop_fd = -1);
 
 // wait_for without a stop descriptor: true when fd is ready, false at the deadline.

@@ -21,6 +21,8 @@ int32_t to_smem_code(Status status) {
       return SMEM_NOT_IMPLEMENTED;
     case Status::kNotSupported:
       return SMEM_NOT_SUPPORTED;
+    case Status::kInterrupted:
+      return SMEM_INTERRUPTED;
     case Status::kSystem:
     case Status::kLogic:
     case Status::kDevice:

@@ -21,6 +21,7 @@ wholememory_error_code_t to_wholememory_code(Status status) {
     case Status::kNotSupported:
       return WHOLEMEMORY_NOT_SUPPORTED;
     case Status::kSystem:
+    case Status::kInterrupted:  // WholeMemory has no code of its own for it
       return WHOLEMEMORY_SYSTEM_ERROR;
     case Status::kLogic:
       return WHOLEMEMORY_LOGIC_ERROR;

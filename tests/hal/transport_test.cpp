@@ -10,16 +10,15 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <random>
-#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "hw/emulated/emulated_platform.h"
 #include "hw/hal/transport.h"
 #include "memloom/error.h"
+#include "tests/hal/forked_transport_peer.h"
 #include "tests/support/multi_process.h"
 #include "tests/support/status_of.h"
 
@@ -50,6 +49,8 @@ std::vector<std::byte> random_bytes(size_t n, uint32_t seed) {
   return out;
 }
 
+using hal_test::process_state;
+using hal_test::run_against_forked_peer;
 using ::memloom::testing::status_of;
 
 class TransportPair : public ::testing::Test {
@@ -221,54 +222,6 @@ TEST(Transport, PeerRestartedAtANewAddressIsReachableAgain) {
   requester->transfer(second->address(),
                       {Op{Direction::kWrite, remote(memory), local.data(), 4096}}, soon());
   EXPECT_EQ(memory, local);
-}
-
-char process_state(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  auto paren = line.rfind(')');
-  return paren == std::string::npos || paren + 2 >= line.size() ? '?' : line[paren + 2];
-}
-
-// Rank 1 serves memory and reports (pid, address, pointer) through a pipe; rank 0 uses it,
-// then makes it disappear (SIGKILL) or hang (SIGSTOP).
-void run_against_forked_peer(const std::function<void(pid_t, const std::string&, uint64_t)>& body) {
-  int pipe_fds[2];
-  ASSERT_EQ(::pipe(pipe_fds), 0);
-  testing::MultiProcessOptions options;
-  options.ranks = 2;
-  options.start_store = false;
-  options.timeout = std::chrono::seconds(30);
-  auto results = testing::run_ranks(options, [&](const testing::RankContext& context) {
-    if (context.rank == 1) {
-      ::close(pipe_fds[0]);
-      auto transport = emulated::create_transport();
-      std::vector<std::byte> memory(1 << 20);
-      transport->expose(memory.data(), memory.size());
-      std::string line = std::to_string(getpid()) + " " + transport->address() + " " +
-                         std::to_string(remote(memory)) + "\n";
-      ASSERT_EQ(::write(pipe_fds[1], line.data(), line.size()), static_cast<ssize_t>(line.size()));
-      std::this_thread::sleep_for(std::chrono::seconds(25));  // until rank 0 kills it
-      return;
-    }
-    ::close(pipe_fds[1]);
-    std::string line;
-    char c;
-    while (::read(pipe_fds[0], &c, 1) == 1 && c != '\n') line.push_back(c);
-    std::istringstream in(line);
-    pid_t pid = 0;
-    std::string address;
-    uint64_t pointer = 0;
-    in >> pid >> address >> pointer;
-    ASSERT_GT(pid, 0) << "the serving rank did not report";
-    body(pid, address, pointer);
-    ::kill(pid, SIGKILL);
-  });
-  ::close(pipe_fds[0]);
-  ::close(pipe_fds[1]);
-  EXPECT_EQ(results[0].exit_code, 0) << testing::describe(results);
-  EXPECT_EQ(results[1].signal, SIGKILL) << testing::describe(results);
 }
 
 TEST(Transport, DeadPeerFailsWithinTheDeadline) {

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "memloom/interrupt.h"
 #include "smem/host/smem_trans.h"
 #include "tests/support/multi_process.h"
 #include "tests/trans/trans_test_support.h"
@@ -207,6 +208,71 @@ TEST(TransFaultStall, AStalledRemotePeerTimesOutAtTheDeadline) {
     auto took = Clock::now() - start;
     EXPECT_GE(took, std::chrono::milliseconds(kTimeoutSeconds * 1000 - 100));
     EXPECT_LT(took, std::chrono::seconds(kTimeoutSeconds + 2));
+    publish(*client, "done", "1");
+    smem_trans_uninit(0);
+  });
+  EXPECT_ALL_RANKS_PASS(results);
+}
+
+// The caller's interrupt check (memloom/interrupt.h) ends a write that waits on a stalled remote
+// peer with SMEM_INTERRUPTED soon after it says so; once the peer runs again, the next write to it
+// works (the interrupted connection was not reused).
+int interrupted_after(void* context) {
+  return Clock::now() >= *static_cast<Clock::time_point*>(context) ? 1 : 0;
+}
+
+TEST(TransFaultStall, AnInterruptCheckEndsAStalledWriteAndTheNextWriteWorks) {
+  testing::MultiProcessOptions options;
+  options.ranks = 2;
+  options.nodes = 2;
+  options.timeout = std::chrono::seconds(60);
+  auto results = testing::run_ranks(options, [](const testing::RankContext& context) {
+    if (context.rank == 1) {
+      const std::string victim_id = free_unique_id();
+      pid_t victim =
+          start_victim(context.store_url, victim_id, "victim/address");  // before any thread
+      auto client = store::Client::connect(context.store_url);
+      publish(*client, "victim/id", victim_id);
+      await(*client, "stop");
+      ::kill(victim, SIGSTOP);
+      publish(*client, "stopped", "1");
+      await(*client, "resume", std::chrono::seconds(40));
+      ::kill(victim, SIGCONT);
+      publish(*client, "resumed", "1");
+      await(*client, "done", std::chrono::seconds(40));
+      ::kill(victim, SIGKILL);
+      ::waitpid(victim, nullptr, 0);
+      return;
+    }
+    auto client = store::Client::connect(context.store_url);
+    smem_trans_t sender = create_instance(context.store_url, free_unique_id(), SMEM_TRANS_SENDER);
+    const std::string victim_id = await(*client, "victim/id");
+    uint8_t* memory = parse_address(await(*client, "victim/address"));
+    auto data = random_bytes(kLarge, fresh_seed());
+    ASSERT_EQ(smem_trans_write(sender, data.data(), victim_id.c_str(), memory, kLarge, 0),
+              SMEM_SUCCESS)
+        << smem_get_last_err_msg();
+    publish(*client, "stop", "1");
+    await(*client, "stopped");
+    Clock::time_point at = Clock::now() + std::chrono::milliseconds(300);
+    memloom_interrupt_check_set(&interrupted_after, &at);
+    const int code = smem_trans_write(sender, data.data(), victim_id.c_str(), memory, kLarge, 0);
+    memloom_interrupt_check_set(nullptr, nullptr);
+    const auto ended = Clock::now();
+    EXPECT_EQ(code, SMEM_INTERRUPTED) << smem_get_last_err_msg();
+    EXPECT_NE(std::string(smem_get_last_err_msg()).find("interrupted"), std::string::npos);
+    EXPECT_LT(ended - at, std::chrono::milliseconds(200)) << "the deadline was 3 s";
+    publish(*client, "resume", "1");
+    await(*client, "resumed");
+    auto again = random_bytes(kLarge, fresh_seed());
+    std::vector<uint8_t> back(kLarge);
+    EXPECT_EQ(smem_trans_write(sender, again.data(), victim_id.c_str(), memory, kLarge, 0),
+              SMEM_SUCCESS)
+        << smem_get_last_err_msg();
+    EXPECT_EQ(smem_trans_read(sender, back.data(), victim_id.c_str(), memory, kLarge, 0),
+              SMEM_SUCCESS)
+        << smem_get_last_err_msg();
+    EXPECT_EQ(back, again);
     publish(*client, "done", "1");
     smem_trans_uninit(0);
   });

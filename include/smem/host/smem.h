@@ -45,6 +45,7 @@ extern "C" {
 /* memloom's own, outside MemFabric's range (MemFabric has no code for these): */
 #define SMEM_NOT_IMPLEMENTED (-2100) /* not in this build (see README's status table) */
 #define SMEM_NOT_SUPPORTED (-2101)   /* not supported on this backend or topology */
+#define SMEM_INTERRUPTED (-2102)     /* the caller's check ended a wait (memloom/interrupt.h) */
 
 /* Initializes the smem running environment; flags are reserved (pass 0). */
 int32_t smem_init(uint32_t flags);

@@ -25,6 +25,7 @@ static_assert(MEMLOOM_STATUS_NOT_SUPPORTED == static_cast<int>(Status::kNotSuppo
 static_assert(MEMLOOM_STATUS_SYSTEM == static_cast<int>(Status::kSystem));
 static_assert(MEMLOOM_STATUS_LOGIC == static_cast<int>(Status::kLogic));
 static_assert(MEMLOOM_STATUS_DEVICE == static_cast<int>(Status::kDevice));
+static_assert(MEMLOOM_STATUS_INTERRUPTED == static_cast<int>(Status::kInterrupted));
 
 memloom_status_t to_stream_status(Status status) {
   return static_cast<memloom_status_t>(status);
