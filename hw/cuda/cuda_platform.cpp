@@ -214,7 +214,9 @@ std::unique_ptr<hal::Collectives> CudaPlatform::create_collectives(const hal::Gr
   return NcclCollectives::create(group, bootstrap, current_device_, deadline);
 }
 
-std::unique_ptr<hal::Transport> CudaPlatform::create_transport(hal::TransportRequest request) {
+std::unique_ptr<hal::Transport> CudaPlatform::create_transport(
+    const hal::TransportOptions& options) {
+  const hal::TransportRequest request = options.request;
   // UCX (MEMLOOM_TRANSPORT=ucx, or an RDMA request) serves where UCX moves device memory itself
   // (built with CUDA: cuda_copy, GPUDirect RDMA). Without that, exposed device memory could not be
   // registered for one-sided access, so the host TCP transport (two-sided) serves, staging device
@@ -224,7 +226,7 @@ std::unique_ptr<hal::Transport> CudaPlatform::create_transport(hal::TransportReq
   if (host::transport_for(request) == host::TransportKind::kUcx) {
     if (host::ucx_supports_cuda_memory()) {
       MEMLOOM_LOG(kDebug, "transport: UCX (" << why << "; this UCX registers CUDA memory)");
-      return std::make_unique<host::UcxTransport>();
+      return std::make_unique<host::UcxTransport>(options);
     }
     MEMLOOM_LOG(kWarn, "transport: " << why
                                      << ", but this UCX has no CUDA memory support; using the "
@@ -232,7 +234,8 @@ std::unique_ptr<hal::Transport> CudaPlatform::create_transport(hal::TransportReq
   } else {
     MEMLOOM_LOG(kDebug, "transport: TCP, device memory staged (MEMLOOM_TRANSPORT unset or tcp)");
   }
-  return std::make_unique<host::TcpTransport>(std::make_unique<CudaBufferStaging>(current_device_));
+  return std::make_unique<host::TcpTransport>(options,
+                                              std::make_unique<CudaBufferStaging>(current_device_));
 }
 
 hal::TransportSupport CudaPlatform::transport_support() {

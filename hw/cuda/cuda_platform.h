@@ -48,7 +48,8 @@ class CudaPlatform : public hal::Platform {
   std::unique_ptr<hal::Collectives> create_collectives(const hal::GroupSpec& group,
                                                        hal::Bootstrap& bootstrap,
                                                        Deadline deadline) override;
-  std::unique_ptr<hal::Transport> create_transport(hal::TransportRequest request) override;
+  using hal::Platform::create_transport;
+  std::unique_ptr<hal::Transport> create_transport(const hal::TransportOptions& options) override;
   hal::TransportSupport transport_support() override;
 
  private:

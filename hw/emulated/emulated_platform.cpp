@@ -113,8 +113,9 @@ class EmulatedPlatform : public hal::Platform {
     return host::create_collectives(group, bootstrap, deadline);
   }
 
-  std::unique_ptr<hal::Transport> create_transport(hal::TransportRequest request) override {
-    return emulated::create_transport(request);
+  using hal::Platform::create_transport;
+  std::unique_ptr<hal::Transport> create_transport(const hal::TransportOptions& options) override {
+    return emulated::create_transport(options);
   }
   hal::TransportSupport transport_support() override { return host::transport_support(); }
 
@@ -195,15 +196,22 @@ std::unique_ptr<hal::Platform> create_platform(const EmulatedOptions& options) {
   return std::make_unique<EmulatedPlatform>(options);
 }
 
-std::unique_ptr<hal::Transport> create_transport(hal::TransportRequest request) {
-  if (host::transport_for(request) == host::TransportKind::kUcx) {
-    return std::make_unique<host::UcxTransport>();
+std::unique_ptr<hal::Transport> create_transport(const hal::TransportOptions& options) {
+  if (host::transport_for(options.request) == host::TransportKind::kUcx) {
+    return std::make_unique<host::UcxTransport>(options);
   }
-  return std::make_unique<host::TcpTransport>();  // no staging: all its memory is host memory
+  // No staging: all its memory is host memory.
+  return std::make_unique<host::TcpTransport>(options);
+}
+
+std::unique_ptr<hal::Transport> create_transport(hal::TransportRequest request) {
+  hal::TransportOptions options;
+  options.request = request;
+  return create_transport(options);
 }
 
 std::unique_ptr<hal::Transport> create_transport() {
-  return create_transport(hal::TransportRequest::kConfigured);
+  return create_transport(hal::TransportOptions{});
 }
 
 }  // namespace memloom::emulated

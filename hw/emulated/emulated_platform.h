@@ -26,5 +26,6 @@ std::unique_ptr<hal::Platform> create_platform(const EmulatedOptions& options);
 std::unique_ptr<hal::Transport> create_transport();
 // The transport `request` asks for (kRdma: UCX whatever MEMLOOM_TRANSPORT says).
 std::unique_ptr<hal::Transport> create_transport(hal::TransportRequest request);
+std::unique_ptr<hal::Transport> create_transport(const hal::TransportOptions& options);
 
 }  // namespace memloom::emulated

@@ -2,6 +2,7 @@
 // runs one endpoint; peers name it by the address it publishes through the store.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -17,6 +18,21 @@ enum class TransportRequest : uint8_t {
   // The UCX transport whatever MEMLOOM_TRANSPORT says: RDMA where UCX finds an RDMA device, its
   // other wires (TCP) where it finds none. MemFabric's ROCE / RDMA data operations ask for it.
   kRdma,
+};
+
+// What the ranks of one job share and outsiders do not (the job's config store hands it out).
+inline constexpr size_t kJobSecretBytes = 32;
+using JobSecret = std::array<uint8_t, kJobSecretBytes>;
+
+struct TransportOptions {
+  TransportRequest request = TransportRequest::kConfigured;
+  // Both ends of a connection prove they know it (HMAC-SHA256 over fresh nonces of both sides)
+  // before any request is served: an endpoint serves only ranks of its job, and a requester talks
+  // only to one. Left all zero, anyone who speaks the protocol can prove it: only for tests of the
+  // transport itself; BM and TRANS pass their job's.
+  JobSecret job_secret{};
+  // The IP literal the endpoint binds to and advertises ("": MEMLOOM_HOST_ADDR, else 127.0.0.1).
+  std::string host;
 };
 
 // What this process's transports are, for memloom-info and MemFabric's data-operation queries.
@@ -50,7 +66,8 @@ class Transport {
   virtual void expose(void* address, size_t size) = 0;
   virtual void withdraw(void* address) = 0;
   // Runs all ops against one peer, in order, returning when every op has completed. Small ops are
-  // coalesced and large ones pipelined. Throws kCommunication if the peer is gone.
+  // coalesced and large ones pipelined. Throws kCommunication if the peer is gone or does not
+  // prove it knows this endpoint's job secret (or refuses this endpoint's proof).
   virtual void transfer(const std::string& peer_address, const std::vector<TransferOp>& ops,
                         Deadline deadline) = 0;
 };

@@ -43,7 +43,7 @@ int connect_to(const std::string& peer, Deadline deadline) {
     raise(Status::kCommunication,
           "cannot reach transport endpoint " + peer + ": " + std::strerror(error));
   }
-  wire::set_nodelay(fd);
+  wire::tune_connection(fd);
   return fd;
 }
 
@@ -110,7 +110,16 @@ void TcpTransport::transfer(const std::string& peer_address,
     }
   } end_turn{*connection};
   if (connection->fd >= 0 && !idle_connection_usable(connection->fd)) connection->drop();
-  if (connection->fd < 0) connection->fd = connect_to(peer_address, deadline);
+  if (connection->fd < 0) {
+    const int fd = connect_to(peer_address, deadline);
+    try {
+      wire::prove_membership(fd, peer_address, secret_, deadline);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    connection->fd = fd;
+  }
   try {
     run_transfer(connection->fd, batches, connection->staging, peer_address, deadline);
   } catch (const Error& error) {

@@ -1,7 +1,8 @@
 // The TCP Transport of both backends (the default; MEMLOOM_TRANSPORT=ucx picks UCX): a TCP
 // endpoint per process. Serving: TcpTransportServer. Requesting: one cached connection per peer
-// address, batches pipelined over it (tcp_transfer_pipeline.h). The endpoint binds to and
-// advertises host_address() (MEMLOOM_HOST_ADDR, else 127.0.0.1). Memory the CPU cannot touch
+// address, batches pipelined over it (tcp_transfer_pipeline.h), opened with the job proof
+// (tcp_wire.h). The endpoint binds to and advertises the options' host, else host_address()
+// (MEMLOOM_HOST_ADDR, else 127.0.0.1). Memory the CPU cannot touch
 // (the CUDA backend's device memory) is staged through host buffers by the BufferStaging the
 // backend passes, on the requesting and the serving side alike; the emulated backend passes none.
 #pragma once
@@ -19,8 +20,11 @@ namespace memloom::host {
 
 class TcpTransport : public hal::Transport {
  public:
-  explicit TcpTransport(std::unique_ptr<BufferStaging> staging = nullptr)
-      : staging_(std::move(staging)), server_(staging_.get()) {}
+  explicit TcpTransport(const hal::TransportOptions& options = {},
+                        std::unique_ptr<BufferStaging> staging = nullptr)
+      : secret_(options.job_secret),
+        staging_(std::move(staging)),
+        server_(staging_.get(), options) {}
   ~TcpTransport() override = default;
 
   std::string address() const override { return server_.address(); }
@@ -35,6 +39,7 @@ class TcpTransport : public hal::Transport {
   struct Connection;
   std::shared_ptr<Connection> connection_for(const std::string& peer_address);
 
+  const hal::JobSecret secret_;
   const std::unique_ptr<BufferStaging> staging_;  // null: all memory is host memory
   TcpTransportServer server_;
   std::mutex connections_mutex_;

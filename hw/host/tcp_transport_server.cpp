@@ -26,13 +26,22 @@ constexpr auto kStallTimeout = std::chrono::seconds(10);
 constexpr size_t kMaxMessageBytes = 1024;
 // The serving side's staging buffer: the requesting side sends pieces of at most this size.
 constexpr size_t kStagingBytes = 2 << 20;
+// A new connection's time to prove it belongs to the job, and how many may wait at once.
+constexpr auto kProofTimeout = std::chrono::seconds(5);
+constexpr size_t kMaxUnproven = 256;
+
+// Sends a few bytes at once, or nothing: a rank always has room for them in a fresh socket.
+bool send_all_now(int fd, const void* data, size_t bytes) {
+  return ::send(fd, data, bytes, MSG_DONTWAIT | MSG_NOSIGNAL) == static_cast<ssize_t>(bytes);
+}
 
 constexpr auto range_length = [](const auto& range) -> uint64_t { return range.size; };
 
 }  // namespace
 
-TcpTransportServer::TcpTransportServer(BufferStaging* staging) : staging_(staging) {
-  const std::string host = host::host_address();
+TcpTransportServer::TcpTransportServer(BufferStaging* staging, const hal::TransportOptions& options)
+    : secret_(options.job_secret), staging_(staging) {
+  const std::string host = options.host.empty() ? host::host_address() : options.host;
   wire::Endpoint endpoint = wire::parse_tcp_url(host::tcp_url(host, 1));
   listen_fd_ = ::socket(endpoint.address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) raise_errno("transport socket", errno);
@@ -45,8 +54,9 @@ TcpTransportServer::TcpTransportServer(BufferStaging* staging) : staging_(stagin
     int error = errno;
     ::close(listen_fd_);
     raise(Status::kCommunication,
-          "cannot listen on " + host +
-              " (MEMLOOM_HOST_ADDR must be an address of this host): " + std::strerror(error));
+          "cannot listen on " + host + " (" +
+              (options.host.empty() ? "MEMLOOM_HOST_ADDR" : "the transport's host") +
+              " must be an address of this host): " + std::strerror(error));
   }
   sockaddr_storage bound{};
   socklen_t length = sizeof(bound);
@@ -104,35 +114,115 @@ std::string TcpTransportServer::check_range(uint64_t address, uint64_t bytes, bo
   return "range " + describe() + " is not inside memory exposed by " + address_;
 }
 
+// `fds`: the wake pipe, the listener and the proven connections; the unproven ones are polled
+// after them, in unproven_'s order.
 void TcpTransportServer::serve() {
   std::vector<pollfd> fds{{wake_pipe_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+  std::vector<pollfd> polled;
   while (true) {
-    for (auto& p : fds) p.revents = 0;
-    int rc = ::poll(fds.data(), fds.size(), -1);
+    const auto now = std::chrono::steady_clock::now();
+    while (!unproven_.empty() && unproven_.front().deadline <= now) {
+      ::close(unproven_.front().fd);
+      unproven_.pop_front();
+    }
+    int timeout = -1;
+    if (!unproven_.empty()) {
+      timeout = static_cast<int>(
+          std::chrono::ceil<std::chrono::milliseconds>(unproven_.front().deadline - now).count());
+    }
+    polled = fds;
+    const size_t first_unproven = polled.size();
+    for (const Unproven& unproven : unproven_) polled.push_back({unproven.fd, POLLIN, 0});
+    int rc = ::poll(polled.data(), polled.size(), timeout);
     if (rc < 0) {
       if (errno == EINTR) continue;
       MEMLOOM_LOG(kError, "transport server poll failed: " << std::strerror(errno));
       break;
     }
-    if (fds[0].revents != 0) break;
+    if (polled[0].revents != 0) break;
     std::vector<size_t> dropped;
     for (size_t i = 2; i < fds.size(); ++i) {
-      if (fds[i].revents != 0 && !answer(fds[i].fd)) dropped.push_back(i);
+      if (polled[i].revents != 0 && !answer(fds[i].fd)) dropped.push_back(i);
     }
     for (auto it = dropped.rbegin(); it != dropped.rend(); ++it) {
       ::close(fds[*it].fd);
       fds.erase(fds.begin() + static_cast<long>(*it));
     }
-    if (fds[1].revents & POLLIN) {
+    std::deque<Unproven> waiting;
+    for (size_t i = 0; i < unproven_.size(); ++i) {
+      if (polled[first_unproven + i].revents == 0 || !hear_proof(unproven_[i], fds)) {
+        waiting.push_back(unproven_[i]);
+      }
+    }
+    unproven_.swap(waiting);
+    if (polled[1].revents & POLLIN) {
       while (true) {
         int connection = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (connection < 0) break;
-        wire::set_nodelay(connection);
-        fds.push_back({connection, POLLIN, 0});
+        admit(connection);
       }
     }
   }
   for (size_t i = 2; i < fds.size(); ++i) ::close(fds[i].fd);
+  for (const Unproven& unproven : unproven_) ::close(unproven.fd);
+}
+
+void TcpTransportServer::admit(int connection) {
+  wire::tune_connection(connection);
+  Unproven unproven{connection, std::chrono::steady_clock::now() + kProofTimeout, {}, {}, 0};
+  wire::ServerHello hello{wire::kHelloMagic, wire::kHelloVersion, {}};
+  try {
+    unproven.nonce = random_nonce();
+  } catch (const Error& error) {
+    MEMLOOM_LOG(kError, "transport server " << address_ << ": " << error.what());
+    ::close(connection);
+    return;
+  }
+  std::memcpy(hello.nonce, unproven.nonce.data(), unproven.nonce.size());
+  if (!send_all_now(connection, &hello, sizeof(hello))) {
+    ::close(connection);
+    return;
+  }
+  if (unproven_.size() >= kMaxUnproven) {
+    ::close(unproven_.front().fd);
+    unproven_.pop_front();
+  }
+  unproven_.push_back(unproven);
+}
+
+bool TcpTransportServer::hear_proof(Unproven& unproven, std::vector<pollfd>& served) {
+  auto* in = reinterpret_cast<char*>(&unproven.in);
+  const ssize_t n =
+      ::recv(unproven.fd, in + unproven.have, sizeof(unproven.in) - unproven.have, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
+  if (n <= 0) {
+    ::close(unproven.fd);
+    return true;
+  }
+  unproven.have += static_cast<size_t>(n);
+  if (unproven.have < sizeof(unproven.in)) return false;
+  Nonce requester_nonce{};
+  std::memcpy(requester_nonce.data(), unproven.in.nonce, requester_nonce.size());
+  const bool member = unproven.in.magic == wire::kHelloMagic &&
+                      proof_matches(prove(secret_, ProofRole::kRequester, address_, requester_nonce,
+                                          unproven.nonce),
+                                    unproven.in.proof);
+  wire::ServerVerdict verdict{wire::kHelloMagic, 0, {}};
+  if (member) {
+    const Proof mine =
+        prove(secret_, ProofRole::kServer, address_, requester_nonce, unproven.nonce);
+    std::memcpy(verdict.proof, mine.data(), mine.size());
+  } else {
+    verdict.status = static_cast<uint32_t>(Status::kCommunication);
+    MEMLOOM_LOG(kDebug, "transport server " << address_
+                                            << " refused a connection: no proof of the job secret");
+  }
+  if (!send_all_now(unproven.fd, &verdict, sizeof(verdict)) || !member) {
+    ::close(unproven.fd);
+    return true;
+  }
+  served.push_back({unproven.fd, POLLIN, 0});
+  return true;
 }
 
 bool TcpTransportServer::answer(int connection) {

@@ -1,26 +1,38 @@
 // The serving end of the TCP Transport: one listening socket and one thread that answers the
 // batches of every connected peer against the memory this process exposed (see tcp_wire.h).
 // Exposed memory the CPU cannot touch is moved through a host buffer, a piece at a time.
+//
+// A connection is served only once its requester proved it knows the job secret (job_proof.h).
+// Until then it waits in the same poll loop without blocking it: each must prove within
+// kProofTimeout of its accept, and at most kMaxUnproven wait at once (a new one evicts the
+// oldest), so an outsider's silent connections neither hold the thread nor keep ranks out.
 #pragma once
 
+#include <poll.h>
+
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "hw/hal/transport.h"
 #include "hw/host/buffer_staging.h"
+#include "hw/host/job_proof.h"
 #include "hw/host/tcp_wire.h"
 
 namespace memloom::host {
 
 class TcpTransportServer {
  public:
-  // Binds to host_address() on an ephemeral port and starts serving. `staging` (may be null:
-  // all memory is host memory) must outlive the server.
-  explicit TcpTransportServer(BufferStaging* staging);
+  // Binds to the options' host (else host_address()) on an ephemeral port and starts serving,
+  // to requesters that prove the options' job secret. `staging` (may be null: all memory is host
+  // memory) must outlive the server.
+  TcpTransportServer(BufferStaging* staging, const hal::TransportOptions& options);
   ~TcpTransportServer();
   TcpTransportServer(const TcpTransportServer&) = delete;
   TcpTransportServer& operator=(const TcpTransportServer&) = delete;
@@ -32,7 +44,19 @@ class TcpTransportServer {
   void withdraw(void* address);
 
  private:
+  // A connection that has not yet proven it belongs to the job.
+  struct Unproven {
+    int fd;
+    std::chrono::steady_clock::time_point deadline;
+    Nonce nonce;              // sent in the ServerHello
+    wire::RequesterProof in;  // `have` bytes of it have arrived
+    size_t have = 0;
+  };
   void serve();
+  void admit(int connection);
+  // Reads what `unproven` sent; true when it is done with (closed, or proven and moved to
+  // `served`).
+  bool hear_proof(Unproven& unproven, std::vector<pollfd>& served);
   struct ExposedRange {
     size_t size;
     bool staged;  // device memory: moved through staging_buffer_
@@ -46,6 +70,8 @@ class TcpTransportServer {
   bool move_staged(int connection, const std::vector<wire::OpDescriptor>& ops, size_t begin,
                    size_t end, Deadline stall);
 
+  const hal::JobSecret secret_;
+  std::deque<Unproven> unproven_;  // oldest first: deadlines ascend
   int listen_fd_ = -1;
   int wake_pipe_[2] = {-1, -1};
   std::string address_;

@@ -6,11 +6,16 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <vector>
 
+#include "hw/host/job_proof.h"
 #include "memloom/error.h"
 #include "src/base/fd_wait.h"
+#include "src/base/log.h"
 #include "src/base/tcp_address.h"
 
 namespace memloom::host::wire {
@@ -46,6 +51,52 @@ const char* why(base::TcpAddressFault fault) {
       break;
   }
   return "";
+}
+
+constexpr size_t kCongestionNameBytes = 16;  // the kernel's TCP_CA_NAME_MAX
+
+struct CongestionChoice {
+  bool keep_default = false;
+  std::vector<std::string> preferred;  // tried in order
+  bool only_replace_pacing = true;     // change only a connection that starts with bbr*
+};
+
+CongestionChoice congestion_choice() {
+  CongestionChoice choice;
+  const char* named = std::getenv("MEMLOOM_TCP_CONGESTION");
+  if (named == nullptr || *named == '\0') {
+    choice.preferred = {"cubic", "reno"};
+  } else if (std::string(named) == "default") {
+    choice.keep_default = true;
+  } else {
+    choice.preferred = {named};
+    choice.only_replace_pacing = false;
+  }
+  return choice;
+}
+
+void choose_congestion_control(int fd) {
+  static const CongestionChoice choice = congestion_choice();
+  if (choice.keep_default) return;
+  if (choice.only_replace_pacing) {
+    char current[kCongestionNameBytes] = {};
+    socklen_t length = sizeof(current);
+    if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, current, &length) != 0) return;
+    if (std::strncmp(current, "bbr", 3) != 0) return;
+  }
+  for (const std::string& name : choice.preferred) {
+    if (::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(),
+                     static_cast<socklen_t>(name.size())) == 0) {
+      return;
+    }
+  }
+  // Not available or not permitted: the system's algorithm still moves the bytes, only slower.
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    MEMLOOM_LOG(kWarn, "transport connections keep the system's TCP congestion control: "
+                           << choice.preferred.front() << " is not available ("
+                           << std::strerror(errno) << ")");
+  }
 }
 
 }  // namespace
@@ -126,9 +177,41 @@ void set_nonblocking(int fd) {
   }
 }
 
-void set_nodelay(int fd) {
+void tune_connection(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  choose_congestion_control(fd);
+}
+
+void prove_membership(int fd, const std::string& peer, const hal::JobSecret& secret,
+                      Deadline deadline) {
+  auto failed = [&](const std::string& why) {
+    raise(deadline.expired() ? Status::kTimeout : Status::kCommunication,
+          "transport endpoint " + peer + ": " + why);
+  };
+  wire::ServerHello hello{};
+  if (!wire::read_exact(fd, &hello, sizeof(hello), deadline)) failed("no hello from it");
+  if (hello.magic != wire::kHelloMagic || hello.version != wire::kHelloVersion) {
+    failed("it does not speak this transport's protocol");
+  }
+  Nonce server_nonce{};
+  std::memcpy(server_nonce.data(), hello.nonce, server_nonce.size());
+  const Nonce nonce = random_nonce();
+  wire::RequesterProof proof{wire::kHelloMagic, 0, {}, {}};
+  std::memcpy(proof.nonce, nonce.data(), nonce.size());
+  const Proof mine = prove(secret, ProofRole::kRequester, peer, nonce, server_nonce);
+  std::memcpy(proof.proof, mine.data(), mine.size());
+  wire::ServerVerdict verdict{};
+  if (!wire::write_exact(fd, &proof, sizeof(proof), deadline) ||
+      !wire::read_exact(fd, &verdict, sizeof(verdict), deadline)) {
+    failed("it closed the connection during the job proof (a rank of another job?)");
+  }
+  if (verdict.magic != wire::kHelloMagic || verdict.status != 0) {
+    failed("it refused this rank's proof of the job secret (a rank of another job?)");
+  }
+  if (!proof_matches(prove(secret, ProofRole::kServer, peer, nonce, server_nonce), verdict.proof)) {
+    failed("it could not prove it knows the job secret (not a rank of this job)");
+  }
 }
 
 }  // namespace memloom::host::wire

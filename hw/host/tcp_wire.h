@@ -7,6 +7,12 @@
 // and processes the ops in order while streaming (a read sees an earlier write of its batch).
 // A refused batch (an op outside the exposed ranges) gets an error answer; the server still
 // consumes its write payload, so the connection stays usable.
+//
+// Before its first request a connection proves both ends belong to one job (job_proof.h):
+//   server -> requester   ServerHello     at accept: the server's nonce
+//   requester -> server   RequesterProof  the requester's nonce and proof
+//   server -> requester   ServerVerdict   status 0 and the server's proof, or a refusal (then
+//                                         the server closes the connection)
 #pragma once
 
 #include <sys/socket.h>
@@ -15,6 +21,7 @@
 #include <cstdint>
 #include <string>
 
+#include "hw/hal/transport.h"
 #include "memloom/deadline.h"
 
 namespace memloom::host::wire {
@@ -54,6 +61,28 @@ struct ResponseTrailer {
   uint64_t batch_id;
 };
 
+inline constexpr uint32_t kHelloMagic = 0x4d4c5448;  // "MLTH"
+inline constexpr uint32_t kHelloVersion = 1;
+
+struct ServerHello {
+  uint32_t magic;
+  uint32_t version;
+  uint8_t nonce[32];
+};
+
+struct RequesterProof {
+  uint32_t magic;
+  uint32_t reserved;
+  uint8_t nonce[32];
+  uint8_t proof[32];
+};
+
+struct ServerVerdict {
+  uint32_t magic;
+  uint32_t status;  // 0 = admitted, else a memloom::Status
+  uint8_t proof[32];
+};
+
 struct Endpoint {
   sockaddr_storage address{};
   socklen_t length = 0;
@@ -73,6 +102,20 @@ bool write_exact(int fd, const void* data, size_t bytes, Deadline deadline,
                  std::string* error = nullptr);
 
 void set_nonblocking(int fd);
-void set_nodelay(int fd);
+
+// The requester's half of the job proof on a connected socket to the endpoint `peer` (its
+// address, which the proofs name). Throws kCommunication when the peer is not of the job whose
+// secret is `secret` (or speaks another protocol), kTimeout at the deadline.
+void prove_membership(int fd, const std::string& peer, const hal::JobSecret& secret,
+                      Deadline deadline);
+
+// Prepares a data connection (both ends): TCP_NODELAY, and a congestion control that does not pace.
+// A batch is one burst of megabytes on a connection that was idle a moment before; BBR, the
+// default of some kernels, paces such a burst with its own timer (without an fq qdisc) at a rate
+// learnt from the earlier small exchanges, which made a 1024 x 4 KiB batch over loopback twice as
+// slow as the same bytes sent at the window's pace. So a connection that starts with a "bbr*"
+// algorithm switches to cubic, else reno (always permitted). MEMLOOM_TCP_CONGESTION names the
+// algorithm to use instead ("default": keep the system's).
+void tune_connection(int fd);
 
 }  // namespace memloom::host::wire

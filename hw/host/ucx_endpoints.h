@@ -50,6 +50,9 @@ class UcxPeer {
   bool failed() const { return failed_; }
   ucs_status_t failure() const { return failure_; }
   void mark_failed(ucs_status_t status);
+  // Whether the owner admitted this endpoint after the job proof (ucx_job_gate.h).
+  bool proven() const { return proven_; }
+  void mark_proven() { proven_ = true; }
 
   // The cached key whose region holds [address, +bytes), or null.
   std::shared_ptr<UcxRemoteKey> key_for(uint64_t address, uint64_t bytes);
@@ -68,6 +71,7 @@ class UcxPeer {
   ucp_ep_h ep_ = nullptr;
   std::atomic<bool> failed_{false};
   std::atomic<ucs_status_t> failure_{UCS_OK};
+  std::atomic<bool> proven_{false};
   std::mutex keys_mutex_;
   base::RangeMap<std::shared_ptr<UcxRemoteKey>> keys_;
 };

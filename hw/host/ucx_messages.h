@@ -5,6 +5,7 @@
 //   kRegionReply    owner -> requester   that region's base, size and packed rkey, or a refusal
 //   kRevoke         owner -> holders     "region at base is withdrawn: drop its rkey"
 //   kRevokeAck      holder -> owner      done; the owner unmaps once every holder answered
+//   kHello .. kVerdict                   the job proof before the first request (ucx_job_gate.h)
 //
 // Every message is one little-endian struct, then (replies, revocations) variable bytes. Messages
 // go eagerly (UCP_AM_SEND_FLAG_EAGER), so handlers always get their bytes in place.
@@ -19,7 +20,16 @@
 
 namespace memloom::host::ucx_messages {
 
-enum Id : unsigned { kRegionRequest = 0x4d4c01, kRegionReply, kRevoke, kRevokeAck };
+enum Id : unsigned {
+  kRegionRequest = 0x4d4c01,
+  kRegionReply,
+  kRevoke,
+  kRevokeAck,
+  kHello,
+  kChallenge,
+  kProof,
+  kVerdict
+};
 
 struct RegionRequest {
   uint64_t request_id;
@@ -43,6 +53,28 @@ struct RevokeHeader {
 
 struct RevokeAck {
   uint64_t revoke_id;
+};
+
+struct Hello {
+  uint64_t hello_id;
+  uint8_t nonce[32];
+};
+
+struct Challenge {
+  uint64_t hello_id;
+  uint8_t nonce[32];
+  uint8_t proof[32];
+};
+
+struct HelloProof {
+  uint64_t hello_id;
+  uint8_t proof[32];
+};
+
+struct Verdict {
+  uint64_t hello_id;
+  uint32_t status;  // 0: admitted, else a memloom::Status
+  uint32_t reserved;
 };
 
 // The bytes of `header` followed by `tail`.

@@ -108,7 +108,8 @@ void UcxRegionRegistry::withdraw(void* address) {
   unmap(worker_.context(), region->memory);
 }
 
-void UcxRegionRegistry::answer_request(const void* data, size_t length, ucp_ep_h reply_ep) {
+void UcxRegionRegistry::answer_request(const void* data, size_t length, ucp_ep_h reply_ep,
+                                       bool admitted) {
   auto request = msg::decode<msg::RegionRequest>(data, length);
   if (!request || reply_ep == nullptr) {
     MEMLOOM_LOG(kWarn, "transport: dropped a malformed region request");
@@ -121,7 +122,10 @@ void UcxRegionRegistry::answer_request(const void* data, size_t length, ucp_ep_h
     const uint64_t address = request->address, bytes = request->bytes;
     const auto* interval =
         address + bytes < address ? nullptr : regions_.find_containing(address, bytes);
-    if (interval == nullptr) {
+    if (!admitted) {
+      reply.status = static_cast<uint32_t>(Status::kCommunication);
+      tail = "refused by " + own_address_ + ": the endpoint has not proven the job secret";
+    } else if (interval == nullptr) {
       reply.status = static_cast<uint32_t>(Status::kInvalidInput);
       tail = "[" + hex(address) + ", +" + std::to_string(bytes) +
              ") refused: the range is not inside memory exposed by " + own_address_;

@@ -39,7 +39,9 @@ class UcxRegionRegistry {
   void withdraw(void* address);
 
   // Message handlers (ucx_messages.h), run under the worker's lock.
-  void answer_request(const void* data, size_t length, ucp_ep_h reply_ep);
+  // `admitted`: the requester's endpoint proved the job secret (ucx_job_gate.h); others are
+  // refused, so no remote key leaves for a process outside the job.
+  void answer_request(const void* data, size_t length, ucp_ep_h reply_ep, bool admitted);
   void take_ack(const void* data, size_t length);
   // An accepted endpoint failed: holders behind it no longer need to confirm revocations.
   void forget_holder(ucp_ep_h ep);

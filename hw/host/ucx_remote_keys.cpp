@@ -74,7 +74,9 @@ void UcxRemoteKeys::take_reply(const void* data, size_t length) {
   std::string message;
   std::shared_ptr<UcxRemoteKey> key;
   if (reply->status != 0) {
-    status = Status::kInvalidInput;
+    // A refused range is the caller's error; anything else (an unproven endpoint) the link's.
+    status = reply->status == static_cast<uint32_t>(Status::kCommunication) ? Status::kCommunication
+                                                                            : Status::kInvalidInput;
     message = std::move(tail);
   } else {
     ucp_rkey_h unpacked = nullptr;

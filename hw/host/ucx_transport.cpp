@@ -40,13 +40,20 @@ std::string format_address(const std::string& host, uint16_t port) {
 
 }  // namespace
 
-UcxTransport::UcxTransport()
-    : regions_(worker_),
-      endpoints_(worker_, [this](ucp_ep_h ep) { regions_.forget_holder(ep); }),
+UcxTransport::UcxTransport(const hal::TransportOptions& options)
+    : gate_(worker_, options.job_secret),
+      regions_(worker_),
+      endpoints_(worker_,
+                 [this](ucp_ep_h ep) {
+                   gate_.forget(ep);
+                   regions_.forget_holder(ep);
+                 }),
       remote_keys_(worker_, endpoints_) {
   handlers_[0] = {[](void* self, const void* data, size_t length, ucp_ep_h reply_ep) {
-                    static_cast<UcxTransport*>(self)->regions_.answer_request(data, length,
-                                                                              reply_ep);
+                    auto* transport = static_cast<UcxTransport*>(self);
+                    transport->regions_.answer_request(
+                        data, length, reply_ep,
+                        reply_ep != nullptr && transport->gate_.admitted(reply_ep));
                   },
                   this};
   handlers_[1] = {[](void* self, const void* data, size_t length, ucp_ep_h) {
@@ -62,13 +69,31 @@ UcxTransport::UcxTransport()
                     static_cast<UcxTransport*>(self)->regions_.take_ack(data, length);
                   },
                   this};
-  const unsigned ids[] = {msg::kRegionRequest, msg::kRegionReply, msg::kRevoke, msg::kRevokeAck};
+  handlers_[4] = {[](void* self, const void* data, size_t length, ucp_ep_h reply_ep) {
+                    static_cast<UcxTransport*>(self)->gate_.take_hello(data, length, reply_ep);
+                  },
+                  this};
+  handlers_[5] = {[](void* self, const void* data, size_t length, ucp_ep_h) {
+                    static_cast<UcxTransport*>(self)->gate_.take_challenge(data, length);
+                  },
+                  this};
+  handlers_[6] = {[](void* self, const void* data, size_t length, ucp_ep_h reply_ep) {
+                    static_cast<UcxTransport*>(self)->gate_.take_proof(data, length, reply_ep);
+                  },
+                  this};
+  handlers_[7] = {[](void* self, const void* data, size_t length, ucp_ep_h) {
+                    static_cast<UcxTransport*>(self)->gate_.take_verdict(data, length);
+                  },
+                  this};
+  const unsigned ids[] = {msg::kRegionRequest, msg::kRegionReply, msg::kRevoke, msg::kRevokeAck,
+                          msg::kHello,         msg::kChallenge,   msg::kProof,  msg::kVerdict};
   for (size_t i = 0; i < handlers_.size(); ++i) {
     msg::set_handler(worker_.worker(), ids[i], &handlers_[i]);
   }
-  const std::string host = host_address();
+  const std::string host = options.host.empty() ? host_address() : options.host;
   address_ = format_address(host, endpoints_.listen(host));
   regions_.set_own_address(address_);
+  gate_.set_own_address(address_);
   worker_.start_progress_thread();
 }
 
@@ -117,6 +142,7 @@ void UcxTransport::transfer(const std::string& peer_address,
 
 void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
                        const std::vector<const hal::TransferOp*>& work, Deadline deadline) {
+  gate_.prove_to(peer, deadline);
   // Every key first: a range the peer refuses fails the call before any byte moves.
   std::vector<std::shared_ptr<UcxRemoteKey>> keys;
   keys.reserve(work.size());

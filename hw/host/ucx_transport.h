@@ -1,6 +1,7 @@
 // hal::Transport on UCX, shared by both backends: one UCX context and worker per transport, a
-// listener on host_address() (MEMLOOM_HOST_ADDR, else 127.0.0.1) at any free port, remote keys
-// exchanged on demand (ucx_remote_keys.h, ucx_region_registry.h), data moved one-sided by
+// listener on the options' host, else host_address() (MEMLOOM_HOST_ADDR, else 127.0.0.1), at any
+// free port, the job proof on each new endpoint (ucx_job_gate.h), remote keys exchanged on demand
+// with proven endpoints only (ucx_remote_keys.h, ucx_region_registry.h), data moved one-sided by
 // ucp_put_nbx/ucp_get_nbx (ucx_transfer_batch.h). UCX picks the wire (RDMA, shared memory, TCP)
 // from what it finds and from the user's UCX_* variables, which memloom leaves alone.
 //
@@ -16,6 +17,7 @@
 
 #include "hw/hal/transport.h"
 #include "hw/host/ucx_endpoints.h"
+#include "hw/host/ucx_job_gate.h"
 #include "hw/host/ucx_messages.h"
 #include "hw/host/ucx_region_registry.h"
 #include "hw/host/ucx_remote_keys.h"
@@ -27,7 +29,7 @@ class UcxTransport : public hal::Transport {
  public:
   // Device memory (on either side) needs a UCX with CUDA support (ucx_supports_cuda_memory()):
   // UCX then registers and moves it itself; the CUDA backend uses this transport only then.
-  UcxTransport();
+  explicit UcxTransport(const hal::TransportOptions& options = {});
   ~UcxTransport() override;
   UcxTransport(const UcxTransport&) = delete;
   UcxTransport& operator=(const UcxTransport&) = delete;
@@ -43,8 +45,9 @@ class UcxTransport : public hal::Transport {
            Deadline deadline);
 
   // Declared first: UCX may call the handlers until the worker is destroyed.
-  std::array<ucx_messages::Registration, 4> handlers_{};
+  std::array<ucx_messages::Registration, 8> handlers_{};
   UcxWorker worker_;
+  UcxJobGate gate_;
   UcxRegionRegistry regions_;
   UcxEndpoints endpoints_;
   UcxRemoteKeys remote_keys_;

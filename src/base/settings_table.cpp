@@ -29,7 +29,7 @@ const std::vector<Setting>& memloom_settings() {
       {"MEMLOOM_EMU_BARRIER_YIELD_US", "1000"},
       {"MEMLOOM_TRANSPORT", "tcp"},
       {"MEMLOOM_TRANS_STAGING", "0 (stage only memory a host thread cannot touch)"},
-      {"MEMLOOM_TRANS_TCP_CONGESTION", "cubic, else reno, in place of a pacing (bbr) default"},
+      {"MEMLOOM_TCP_CONGESTION", "cubic, else reno, in place of a pacing (bbr) default"},
       {"MEMLOOM_STORE_MAX_VALUE_BYTES", "64M (memloom-store)"},
       {"MEMLOOM_STORE_MAX_TOTAL_BYTES", "1G (memloom-store)"},
   };

@@ -132,8 +132,10 @@ class TcpStaging : public ::testing::Test {
     auto requester_staging = std::make_unique<ProtectedMemoryStaging>(kBytes);
     remote_device = server_staging.get();
     local_device = requester_staging.get();
-    server = std::make_unique<host::TcpTransport>(std::move(server_staging));
-    requester = std::make_unique<host::TcpTransport>(std::move(requester_staging));
+    server =
+        std::make_unique<host::TcpTransport>(hal::TransportOptions{}, std::move(server_staging));
+    requester =
+        std::make_unique<host::TcpTransport>(hal::TransportOptions{}, std::move(requester_staging));
     server->expose(remote_device->device(), kBytes + 4096);
     remote_host.assign(kBytes, std::byte{0});
     server->expose(remote_host.data(), remote_host.size());
@@ -244,6 +246,8 @@ TEST_F(TcpStaging, AnOpLargerThanTheServersStagingBufferIsMovedInPieces) {
   const int fd = socket.get();
   ASSERT_GE(fd, 0);
   ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&endpoint.address), endpoint.length), 0);
+  // The server's options left the job secret all zero: the test proves that one.
+  host::wire::prove_membership(fd, server->address(), hal::JobSecret{}, soon());
   auto run = [&](uint32_t kind, uint64_t batch_id, void* payload) {
     const bool write = kind == host::wire::kOpWrite;
     host::wire::RequestHeader request{host::wire::kRequestMagic, 1, batch_id, write ? kLarge : 0,

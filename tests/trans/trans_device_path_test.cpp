@@ -73,7 +73,7 @@ class MemfdExportDomain : public hal::MemoryDomain {
 
   std::unique_ptr<hal::ImportedRange> import_device_range(hal::ExportedSegment exported) override {
     imports_++;
-    smem::trans::UniqueFd fd(exported.fd);
+    base::UniqueFd fd(exported.fd);
     if (refuse_) raise(Status::kDevice, "this test's domain refuses imports");
     RangeDescriptor descriptor{};
     if (exported.descriptor.size() != sizeof(descriptor) || !fd.valid()) {

@@ -5,6 +5,7 @@
 #include "src/base/log.h"
 #include "src/base/range_map.h"
 #include "src/core/platform_loader.h"
+#include "src/smem/job_secret.h"
 #include "src/smem/rank_agreement.h"
 #include "src/smem/smem_facade.h"
 #include "src/store/call_deadline.h"
@@ -153,10 +154,16 @@ std::unique_ptr<BmObject> BmObject::create(SmemWorld& world, const BmCreateArgs&
 
   std::vector<std::string> addresses(n);
   if (group->spans_nodes()) {
-    const hal::TransportRequest request = transport_request(platform, args);
+    hal::TransportOptions transport_options;
+    transport_options.request = transport_request(platform, args);
     run_on_all_or_none(
         *group, "smem_bm_create: opening the transport",
-        [&] { object->transport_ = platform.create_transport(request); }, deadline);
+        [&] {
+          // Its endpoint serves only ranks that prove the job's secret, from the world's store.
+          transport_options.job_secret = load_or_create_job_secret(*world.client());
+          object->transport_ = platform.create_transport(transport_options);
+        },
+        deadline);
     addresses = group->allgather_strings(object->transport_->address(), deadline);
     MEMLOOM_LOG(kDebug, "smem_bm: object " << args.id << " on rank " << object->rank()
                                            << " reaches other nodes through "

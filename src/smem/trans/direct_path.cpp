@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "memloom/error.h"
-#include "src/smem/trans/wire_format.h"
+#include "src/smem/trans/transfer_piece.h"
 
 namespace memloom::smem::trans {
 namespace {
@@ -41,7 +41,7 @@ std::shared_ptr<DirectPath::Mapping> DirectPath::mapping_for(const RegionRef& re
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = mappings_.find(region.slot);
   if (it != mappings_.end() && it->second->generation == region.generation) return it->second;
-  UniqueFd fd(fetch_region_fd(region, peer_name_, deadline));
+  base::UniqueFd fd(fetch_region_fd(region, peer_name_, deadline));
   auto mapping = std::make_shared<Mapping>();
   void* base = ::mmap(nullptr, region.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
   if (base == MAP_FAILED) raise_errno("mapping memory of peer '" + peer_name_ + "'", errno);

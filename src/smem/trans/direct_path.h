@@ -8,6 +8,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <cstdint>
 #include <map>
@@ -17,9 +18,9 @@
 #include <vector>
 
 #include "memloom/deadline.h"
+#include "src/base/unique_fd.h"
 #include "src/smem/trans/peer_process.h"
 #include "src/smem/trans/region_table.h"
-#include "src/smem/trans/socket_io.h"
 #include "src/smem/trans/transfer_piece.h"
 
 namespace memloom::smem::trans {

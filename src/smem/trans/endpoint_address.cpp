@@ -1,5 +1,10 @@
 #include "src/smem/trans/endpoint_address.h"
 
+#include <netinet/in.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "memloom/error.h"
 #include "src/base/tcp_address.h"
 
@@ -47,7 +52,30 @@ EndpointAddress EndpointAddress::parse(const std::string& unique_id) {
     raise(Status::kInvalidInput,
           "uniqueId '" + unique_id + "' is not 'IPv4:port' or '[IPv6]:port': " + why(parsed));
   }
-  return EndpointAddress{parsed.address.storage, parsed.address.length, unique_id};
+  return EndpointAddress{parsed.address.storage, parsed.address.length, unique_id,
+                         parsed.address.host};
+}
+
+base::UniqueFd hold_address(const EndpointAddress& address) {
+  base::UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) raise_errno("socket", errno);
+  int one = 1;
+  if (address.family() == AF_INET6)
+    ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+  if (::bind(fd.get(), address.address(), address.length) != 0) {
+    const int error = errno;
+    if (error == EADDRINUSE) {
+      raise(Status::kInvalidValue, "cannot take the name " + address.text +
+                                       ": the address is in use (is another instance named '" +
+                                       address.text + "' running?)");
+    }
+    if (error == EADDRNOTAVAIL) {
+      raise(Status::kInvalidInput,
+            "cannot take the name " + address.text + ": not an address of this host");
+    }
+    raise(Status::kSystem, "cannot take the name " + address.text + ": " + std::strerror(error));
+  }
+  return fd;
 }
 
 }  // namespace memloom::smem::trans

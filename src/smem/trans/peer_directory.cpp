@@ -12,13 +12,12 @@ namespace memloom::smem::trans {
 
 PeerDirectory::PeerDirectory(std::shared_ptr<store::Client> store, std::string my_node,
                              bool map_tables, std::shared_ptr<StreamPool> staging,
-                             hal::MemoryDomain* domain, const JobSecret& secret)
+                             hal::MemoryDomain* domain)
     : store_(std::move(store)),
       my_node_(std::move(my_node)),
       map_tables_(map_tables),
       staging_(std::move(staging)),
-      domain_(domain),
-      secret_(secret) {}
+      domain_(domain) {}
 
 std::shared_ptr<Peer> PeerDirectory::find(const std::string& unique_id, Deadline deadline) {
   const store::CallDeadlineScope store_calls(deadline);
@@ -36,7 +35,7 @@ std::shared_ptr<Peer> PeerDirectory::find(const std::string& unique_id, Deadline
     raise(Status::kNotFound,
           "no transfer instance named '" + unique_id + "' is registered in the config store");
   }
-  auto peer = std::make_shared<Peer>(unique_id, PeerRecord::decode(*published), secret_, staging_);
+  auto peer = std::make_shared<Peer>(PeerRecord::decode(*published));
   if (map_tables_ && peer->record.node == my_node_) {
     int table_fd = -1;
     try {

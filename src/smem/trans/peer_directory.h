@@ -1,4 +1,5 @@
-// The peers an instance has talked to, as published in the config store, with their data paths.
+// The peers an instance has talked to, as published in the config store, with their same-node data
+// paths (the network path is the instance's HAL transport, to the address a peer published).
 // A peer is read from the store on first use and again after it failed (it may have restarted
 // under the same uniqueId), so nobody else has to restart.
 #pragma once
@@ -13,25 +14,19 @@
 #include "memloom/deadline.h"
 #include "src/smem/trans/device_path.h"
 #include "src/smem/trans/direct_path.h"
-#include "src/smem/trans/job_auth.h"
 #include "src/smem/trans/peer_record.h"
-#include "src/smem/trans/tcp_channel.h"
 #include "src/store/client.h"
 
 namespace memloom::smem::trans {
 
 struct Peer {
-  Peer(const std::string& unique_id, PeerRecord published, const JobSecret& secret,
-       std::shared_ptr<StreamPool> staging)
-      : record(std::move(published)),
-        tcp(EndpointAddress::parse(unique_id), secret, std::move(staging)) {}
+  explicit Peer(PeerRecord published) : record(std::move(published)) {}
   // Still there: its process runs and its instance was not destroyed (peers elsewhere: true).
   bool alive() const { return (!direct || direct->alive()) && (!device || device->alive()); }
   PeerRecord record;
   // For peers on this node when direct copies are allowed:
   std::unique_ptr<DirectPath> direct;  // host memory: the CPU reaches it (cross-memory attach)
   std::unique_ptr<DevicePath> device;  // with staging: device memory, which only streams reach
-  TcpChannel tcp;
   std::atomic<bool> cross_memory_denied{false};
 };
 
@@ -39,11 +34,9 @@ class PeerDirectory {
  public:
   // map_tables: set up a same-node path to peers on this node (off when the instance may not use
   // it): the DirectPath, and with `staging` the DevicePath too (its streams copy, `domain`
-  // imports). staging: also for the peers' TCP channels (null: no staging). secret: what the TCP
-  // channels prove (job_auth.h).
+  // imports).
   PeerDirectory(std::shared_ptr<store::Client> store, std::string my_node, bool map_tables,
-                std::shared_ptr<StreamPool> staging, hal::MemoryDomain* domain,
-                const JobSecret& secret);
+                std::shared_ptr<StreamPool> staging, hal::MemoryDomain* domain);
   // The instance published as unique_id now. Throws kNotFound when none is published,
   // kCommunication when the published one is gone.
   std::shared_ptr<Peer> find(const std::string& unique_id, Deadline deadline);
@@ -56,7 +49,6 @@ class PeerDirectory {
   bool map_tables_;
   std::shared_ptr<StreamPool> staging_;
   hal::MemoryDomain* domain_;
-  const JobSecret secret_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Peer>> peers_;
 };

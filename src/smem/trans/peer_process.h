@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "src/smem/trans/socket_io.h"
+#include "src/base/unique_fd.h"
 
 namespace memloom::smem::trans {
 
@@ -19,7 +19,7 @@ class PeerProcess {
 
  private:
   pid_t pid_;
-  UniqueFd pidfd_;
+  base::UniqueFd pidfd_;
 };
 
 }  // namespace memloom::smem::trans

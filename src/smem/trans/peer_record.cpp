@@ -14,8 +14,8 @@ std::string peer_key(const std::string& unique_id) {
 // One "name=value" per line; values never contain a newline (node ids are host names and boot ids).
 std::string PeerRecord::encode() const {
   std::ostringstream out;
-  out << "version=1\nnode=" << node << "\npid=" << pid << "\nincarnation=" << incarnation
-      << "\nrole=" << role << "\ntable=" << table_token << "\n";
+  out << "version=2\nnode=" << node << "\npid=" << pid << "\nincarnation=" << incarnation
+      << "\nrole=" << role << "\ntable=" << table_token << "\ntransport=" << transport << "\n";
   return out.str();
 }
 
@@ -33,12 +33,13 @@ PeerRecord PeerRecord::decode(const std::string& text) {
       raise(Status::kCommunication, std::string("a transfer peer record lacks '") + name + "'");
     return it->second;
   };
-  if (field("version") != "1")
+  if (field("version") != "2")
     raise(Status::kCommunication, "a transfer peer record has an unknown version");
   PeerRecord record;
   record.node = field("node");
   record.incarnation = field("incarnation");
   record.table_token = field("table");
+  record.transport = field("transport");
   try {
     record.pid = static_cast<pid_t>(std::stol(field("pid")));
     record.role = std::stoi(field("role"));

@@ -14,6 +14,7 @@ struct PeerRecord {
   std::string incarnation;  // random per instance: tells a restarted instance from the old one
   int role = 0;             // smem_trans_role_t
   std::string table_token;  // FdBroker token of the RegionTable (same-node peers map it)
+  std::string transport;    // its HAL transport's address: the network path to it
 
   std::string encode() const;
   // Throws kCommunication on a malformed record.

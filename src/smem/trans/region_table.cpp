@@ -252,7 +252,7 @@ int fetch_region_fd(const RegionRef& region, const std::string& peer_name, Deadl
 }
 
 RegionView::RegionView(int fd) {
-  UniqueFd owned(fd);
+  base::UniqueFd owned(fd);
   mapping_ = map_table(fd, kTableBytes);
   mapping_bytes_ = kTableBytes;
   header_ = static_cast<TableHeader*>(mapping_);

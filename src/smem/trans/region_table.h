@@ -29,7 +29,7 @@
 
 #include "memloom/deadline.h"
 #include "src/base/range_map.h"
-#include "src/smem/trans/socket_io.h"
+#include "src/base/unique_fd.h"
 #include "src/smem/trans/transfer_piece.h"
 
 namespace memloom::smem::trans {
@@ -130,7 +130,7 @@ class RegionTable {
   void close();
 
  private:
-  UniqueFd fd_;
+  base::UniqueFd fd_;
   void* mapping_ = nullptr;
   size_t mapping_bytes_ = 0;
   TableHeader* header_ = nullptr;

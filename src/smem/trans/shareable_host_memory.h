@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "src/smem/trans/socket_io.h"
+#include "src/base/unique_fd.h"
 
 namespace memloom::smem::trans {
 
@@ -27,7 +27,7 @@ class ShareableHostMemory {
 
  private:
   ShareableHostMemory() = default;
-  UniqueFd fd_;
+  base::UniqueFd fd_;
   void* base_ = nullptr;
   size_t size_ = 0;
 };

@@ -11,9 +11,9 @@
 #include "src/base/log.h"
 #include "src/core/fd_broker.h"
 #include "src/core/platform_loader.h"
-#include "src/smem/trans/job_auth.h"
+#include "src/smem/job_secret.h"
+#include "src/smem/trans/endpoint_address.h"
 #include "src/smem/trans/staged_copies.h"
-#include "src/smem/trans/wire_format.h"
 #include "src/store/etcd_client.h"
 #include "src/store/url.h"
 
@@ -36,6 +36,8 @@ std::shared_ptr<Engine> Engine::create(const std::string& store_url, const std::
                                        const EngineOptions& options) {
   EndpointAddress address = EndpointAddress::parse(unique_id);
   std::shared_ptr<Engine> engine(new Engine(unique_id, options));
+  // Holding the name first: it is ours only if its address is.
+  engine->name_ = hold_address(address);
   if (options.start_store && store::is_etcd_url(store_url)) {
     store::check_etcd_reachable(store_url, options.timeout);
   } else if (options.start_store) {
@@ -46,11 +48,12 @@ std::shared_ptr<Engine> Engine::create(const std::string& store_url, const std::
   store::ClientOptions client_options;
   client_options.connect_timeout = options.timeout;
   engine->store_ = store::Client::connect(store_url, client_options);
-  // Every instance of the store's job reads the same secret; peers prove they know it.
-  const JobSecret secret = load_or_create_job_secret(*engine->store_);
-  // Listening first: the name is ours only if its address is, and a published instance must be
-  // reachable at once.
-  UniqueFd listener = listen_on(address);
+  // The transport serves only ranks that prove the job's secret, and talks only to such ranks. It
+  // binds to the uniqueId's IP, which the user chose as reachable by the peers.
+  hal::TransportOptions transport_options;
+  transport_options.job_secret = load_or_create_job_secret(*engine->store_);
+  transport_options.host = address.host;
+  engine->transport_ = core::platform().create_transport(transport_options);
   engine->regions_ = std::make_unique<RegionTable>();
   engine->table_token_ = core::FdBroker::instance().publish(engine->regions_->fd());
   PeerRecord record;
@@ -61,10 +64,11 @@ std::shared_ptr<Engine> Engine::create(const std::string& store_url, const std::
                 : options.serves                    ? SMEM_TRANS_RECEIVER
                                                     : SMEM_TRANS_SENDER;
   record.table_token = engine->table_token_;
+  record.transport = engine->transport_->address();
   engine->node_ = record.node;
   // Where the CPU cannot address registered memory (CUDA device memory), cross-memory attach
   // cannot reach it: same-node peers copy device memory the owner exported with their streams
-  // (DevicePath), and everything else goes through host buffers and the data server.
+  // (DevicePath), and everything else goes through the transport, which stages it.
   if (staging_required()) {
     const int device = options.device >= 0 ? options.device : core::platform().current_device();
     // The first stream (on CUDA, the device's context too) is made now, not in a transfer's time.
@@ -73,15 +77,11 @@ std::shared_ptr<Engine> Engine::create(const std::string& store_url, const std::
     engine->device_domain_ = options.device_domain != nullptr ? options.device_domain
                                                               : &core::platform().memory_domain();
   }
-  engine->server_ = std::make_unique<DataServer>(
-      std::move(listener), ServerIdentity{unique_id, record.incarnation, options.serves, secret},
-      *engine->regions_, options.timeout, engine->staging_);
-  engine->peers_ =
-      std::make_unique<PeerDirectory>(engine->store_, record.node, options.paths.direct,
-                                      engine->staging_, engine->device_domain_, secret);
+  engine->peers_ = std::make_unique<PeerDirectory>(
+      engine->store_, record.node, options.paths.direct, engine->staging_, engine->device_domain_);
   engine->store_->set(peer_key(unique_id), record.encode());
   engine->published_ = true;
-  MEMLOOM_LOG(kDebug, "transfer instance " << unique_id << " serves on " << unique_id
+  MEMLOOM_LOG(kDebug, "transfer instance " << unique_id << " serves through " << record.transport
                                            << " (incarnation " << record.incarnation << ")");
   return engine;
 }
@@ -96,9 +96,26 @@ void Engine::shutdown() {
     if (shut_down_) return;
     shut_down_ = true;
   }
-  // Same-node peers stop at once (closed table); remote ones see their connections close.
+  // Same-node peers stop at once (closed table); remote ones see their connections close, or,
+  // while a transfer of ours still holds the transport, its ranges withdrawn.
   if (regions_) regions_->close();
-  if (server_) server_->stop();
+  std::shared_ptr<hal::Transport> transport;
+  std::map<void*, size_t> exposed;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    transport.swap(transport_);
+    exposed.swap(exposed_);
+  }
+  if (transport && transport.use_count() > 1) {
+    for (const auto& [address, bytes] : exposed) {
+      try {
+        transport->withdraw(address);
+      } catch (const Error& error) {
+        MEMLOOM_LOG(kWarn, "transfer instance " << unique_id_ << ": " << error.what());
+      }
+    }
+  }
+  transport.reset();
   if (published_) {
     try {
       store_->remove(peer_key(unique_id_));
@@ -135,11 +152,11 @@ RegionShare Engine::share_device_range(void* address, size_t size) {
         device_domain_->export_device_range(address, size);
     if (!exported) {
       // Host memory stays plain: same-node peers reach it by cross-memory attach. Device memory
-      // over several allocations has no export: only the data server copies it.
+      // over several allocations has no export: only the transport copies it.
       if (is_device_memory(address)) share.kind = RegionKind::kDeviceOpaque;
       return share;
     }
-    UniqueFd fd(exported->fd);
+    base::UniqueFd fd(exported->fd);
     if (exported->descriptor.size() > kMaxDescriptorBytes) {
       raise(Status::kNotSupported, "its descriptor of " +
                                        std::to_string(exported->descriptor.size()) +
@@ -149,13 +166,13 @@ RegionShare Engine::share_device_range(void* address, size_t size) {
     share.descriptor = std::move(exported->descriptor);
     if (fd.valid()) share.token = core::FdBroker::instance().publish(fd.get());
   } catch (const Error& error) {
-    // Peers still reach the memory through the data server, as before exports existed.
+    // Peers still reach the memory through the transport, as before exports existed.
     std::lock_guard<std::mutex> lock(mutex_);
     if (!export_failure_logged_) {
       export_failure_logged_ = true;
-      MEMLOOM_LOG(kInfo, "transfer instance " << unique_id_
-                                              << ": device memory cannot be exported to peers ("
-                                              << error.what() << "); they use TCP for it");
+      MEMLOOM_LOG(kInfo, "transfer instance "
+                             << unique_id_ << ": device memory cannot be exported to peers ("
+                             << error.what() << "); they use the transport for it");
     }
     RegionShare unexported;
     unexported.kind = RegionKind::kDeviceOpaque;
@@ -183,6 +200,14 @@ void Engine::register_memory(const std::vector<std::pair<void*, size_t>>& ranges
         continue;
       }
       added.push_back(address);
+      try {
+        expose(address, bytes);
+      } catch (...) {
+        added.pop_back();
+        regions_->remove(reinterpret_cast<uintptr_t>(address), hold_wait());
+        if (!share.token.empty()) core::FdBroker::instance().withdraw(share.token);
+        throw;
+      }
       if (!share.token.empty()) {
         std::lock_guard<std::mutex> lock(mutex_);
         export_tokens_[address] = share.token;
@@ -190,11 +215,37 @@ void Engine::register_memory(const std::vector<std::pair<void*, size_t>>& ranges
     }
   } catch (...) {
     for (void* address : added) {
+      withdraw(address);
       regions_->remove(reinterpret_cast<uintptr_t>(address), hold_wait());
       withdraw_export(address);
     }
     throw;
   }
+}
+
+void Engine::expose(void* address, size_t bytes) {
+  if (!options_.serves) return;  // a SENDER's memory is no transfer target
+  std::shared_ptr<hal::Transport> transport;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    transport = transport_;
+  }
+  if (!transport)
+    raise(Status::kInvalidInput, "transfer instance '" + unique_id_ + "' was destroyed");
+  transport->expose(address, bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  exposed_.emplace(address, bytes);
+}
+
+// Returns once no transfer of a peer uses the range (the transport's withdraw waits for them).
+void Engine::withdraw(void* address) {
+  std::shared_ptr<hal::Transport> transport;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (exposed_.erase(address) == 0) return;
+    transport = transport_;
+  }
+  if (transport) transport->withdraw(address);
 }
 
 void Engine::withdraw_export(void* address) {
@@ -214,6 +265,7 @@ void Engine::deregister_memory(void* address) {
             "memory from smem_trans_malloc is released with smem_trans_free");
     }
   }
+  withdraw(address);  // nothing when no region starts there: remove() says so
   regions_->remove(reinterpret_cast<uintptr_t>(address), hold_wait());
   // Peers that imported the range keep their mapping until they see it gone from the table.
   withdraw_export(address);
@@ -228,6 +280,13 @@ void* Engine::allocate(size_t bytes) {
     regions_->add(reinterpret_cast<uintptr_t>(base), bytes,
                   RegionShare{RegionKind::kMemfd, allocation.token, {}});
   } catch (...) {
+    core::FdBroker::instance().withdraw(allocation.token);
+    throw;
+  }
+  try {
+    expose(base, bytes);
+  } catch (...) {
+    regions_->remove(reinterpret_cast<uintptr_t>(base), hold_wait());
     core::FdBroker::instance().withdraw(allocation.token);
     throw;
   }
@@ -249,6 +308,7 @@ void Engine::release(void* address) {
     }
     token = it->second.token;
   }
+  withdraw(address);
   regions_->remove(reinterpret_cast<uintptr_t>(address), hold_wait());
   core::FdBroker::instance().withdraw(token);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -290,7 +350,7 @@ void Engine::transfer(Direction direction, const std::string& peer_id,
   std::vector<Piece> pieces;
   pieces.reserve(entries.size());
   for (const auto& entry : entries) {
-    append_pieces(pieces, entry.local, entry.remote, entry.bytes, wire::kMaxPieceBytes);
+    append_pieces(pieces, entry.local, entry.remote, entry.bytes, kMaxPieceBytes);
   }
   std::shared_ptr<Peer> peer = peers_->find(peer_id, deadline);
   if (peer->record.role == SMEM_TRANS_SENDER) {
@@ -309,10 +369,11 @@ void Engine::transfer(Direction direction, const std::string& peer_id,
         peer->cross_memory_denied.store(true);
         MEMLOOM_LOG(kInfo, "cross-memory attach to peer '"
                                << peer_id
-                               << "' is not permitted (ptrace restrictions); using TCP for it");
+                               << "' is not permitted (ptrace restrictions); using the "
+                                  "transport for it");
       }
     }
-    // With staging, the data server is how same-node copies are done (SDMA's stand-in).
+    // With staging, the transport is how same-node copies are done (SDMA's stand-in).
     const bool same_node = peer->record.node == node_;
     const bool tcp_allowed =
         options_.paths.network || (staging_ && same_node && options_.paths.direct);
@@ -324,13 +385,50 @@ void Engine::transfer(Direction direction, const std::string& peer_id,
             "peer '" + peer_id + "' needs the network path (" + why +
                 ") but dataOpType has none of HOST_TCP, HOST_RDMA, HOST_URMA, DEVICE_RDMA");
     }
-    peer->tcp.run(direction, pieces, deadline);
+    transfer_by_transport(direction, peer_id, peer->record, entries, deadline);
   } catch (const Error& error) {
     // The peer may have died: read it from the store again next time, in case it restarted.
     if (error.status() == Status::kCommunication || error.status() == Status::kTimeout) {
       peers_->forget(peer_id, peer);
     }
     throw;
+  }
+}
+
+void Engine::transfer_by_transport(Direction direction, const std::string& peer_id,
+                                   const PeerRecord& peer,
+                                   const std::vector<TransferEntry>& entries, Deadline deadline) {
+  std::shared_ptr<hal::Transport> transport;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    transport = transport_;
+  }
+  if (!transport)
+    raise(Status::kInvalidInput, "transfer instance '" + unique_id_ + "' was destroyed");
+  const std::string mine = transport->address();
+  const std::string theirs = peer.transport;
+  if (mine.substr(0, mine.find("://")) != theirs.substr(0, theirs.find("://"))) {
+    raise(Status::kNotSupported, "peer '" + peer_id + "' uses the transport " + theirs +
+                                     ", this instance " + mine +
+                                     ": MEMLOOM_TRANSPORT must be the same for the whole job");
+  }
+  std::vector<hal::TransferOp> ops;
+  ops.reserve(entries.size());
+  const auto kind = direction == Direction::kRead ? hal::TransferOp::Direction::kRead
+                                                  : hal::TransferOp::Direction::kWrite;
+  for (const auto& entry : entries) ops.push_back({kind, entry.remote, entry.local, entry.bytes});
+  try {
+    transport->transfer(theirs, ops, deadline);
+  } catch (const Error& error) {
+    // The transport refuses a range its owner has not exposed (registered) with kInvalidInput.
+    if (error.status() == Status::kInvalidInput) {
+      raise(Status::kInvalidInput, "peer '" + peer_id +
+                                       "' refused the transfer: a range is not inside memory "
+                                       "registered by '" +
+                                       peer_id + "' (" + error.what() + ")");
+    }
+    if (error.status() == Status::kInterrupted) throw;
+    raise(error.status(), "transfer with peer '" + peer_id + "': " + error.what());
   }
 }
 

@@ -1,5 +1,7 @@
-// One TRANS instance: its identity in the config store, the registry of memory it serves, its data
-// server, and the peers it transfers with. The C facade (smem_trans_api.cpp) checks arguments and
+// One TRANS instance: its identity in the config store, the registry of memory it serves, its HAL
+// transport (the network path, both ways: it serves registered memory to the job's ranks and
+// moves this instance's transfers to peers that same-node paths do not reach), and the peers it
+// transfers with. The C facade (smem_trans_api.cpp) checks arguments and
 // calls this; everything here throws memloom::Error.
 #pragma once
 
@@ -13,8 +15,9 @@
 #include <vector>
 
 #include "hw/hal/memory_domain.h"
+#include "hw/hal/transport.h"
 #include "memloom/deadline.h"
-#include "src/smem/trans/data_server.h"
+#include "src/base/unique_fd.h"
 #include "src/smem/trans/peer_directory.h"
 #include "src/smem/trans/region_table.h"
 #include "src/smem/trans/shareable_host_memory.h"
@@ -28,7 +31,7 @@ namespace memloom::smem::trans {
 // Data paths an instance may use (from smem_trans_config_t::dataOpType).
 struct DataPaths {
   bool direct = true;   // SMEMB_DATA_OP_SDMA: same-node copies
-  bool network = true;  // HOST_TCP, HOST_RDMA, HOST_URMA or DEVICE_RDMA: TCP
+  bool network = true;  // HOST_TCP, HOST_RDMA, HOST_URMA or DEVICE_RDMA: the HAL transport
 };
 
 struct EngineOptions {
@@ -89,6 +92,13 @@ class Engine {
   bool local_side_is_host(const std::vector<TransferEntry>& entries) const;
   // With staging: memory only streams reach (all memory when MEMLOOM_TRANS_STAGING forces it).
   bool is_device_memory(const void* address) const;
+  // The network path: every entry through the transport to the address `peer` published.
+  void transfer_by_transport(Direction direction, const std::string& peer_id,
+                             const PeerRecord& peer, const std::vector<TransferEntry>& entries,
+                             Deadline deadline);
+  // Lets peers reach a registered range through the transport (serving instances only).
+  void expose(void* address, size_t bytes);
+  void withdraw(void* address);
 
   const std::string unique_id_;
   const EngineOptions options_;
@@ -101,7 +111,10 @@ class Engine {
   std::shared_ptr<store::Client> store_;
   std::unique_ptr<RegionTable> regions_;
   std::string table_token_;
-  std::unique_ptr<DataServer> server_;
+  base::UniqueFd name_;  // holds the uniqueId's address: one live instance per name
+  // Shared with the transfers in flight, so shutdown() need not wait for them.
+  std::shared_ptr<hal::Transport> transport_;
+  std::map<void*, size_t> exposed_;  // ranges the transport serves
   std::unique_ptr<PeerDirectory> peers_;
   mutable std::mutex mutex_;
   bool shut_down_ = false;

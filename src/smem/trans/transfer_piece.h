@@ -1,5 +1,5 @@
-// What every data path moves: pieces of at most wire::kMaxPieceBytes between a local buffer and an
-// address in a peer's registered memory.
+// What the same-node data paths move: pieces of at most kMaxPieceBytes between a local buffer and
+// an address in a peer's registered memory.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +9,10 @@
 namespace memloom::smem::trans {
 
 enum class Direction { kRead, kWrite };
+
+// A copy holds its regions (region_table.h) for one piece at a time: deregistration waits at most
+// that long.
+inline constexpr uint64_t kMaxPieceBytes = 16ull << 20;
 
 struct Piece {
   uint64_t remote;  // an address in the peer's process

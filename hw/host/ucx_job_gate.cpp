@@ -1,0 +1,175 @@
+#include "hw/host/ucx_job_gate.h"
+
+#include <cstdint>
+#include <cstring>
+
+#include "hw/host/ucx_messages.h"
+#include "memloom/error.h"
+#include "src/base/log.h"
+
+namespace memloom::host {
+namespace {
+
+namespace msg = ucx_messages;
+
+// Hellos an owner remembers until their proof comes: an outsider's flood evicts old ones instead
+// of growing without bound.
+constexpr size_t kMaxChallenges = 1024;
+
+Nonce nonce_of(const uint8_t* bytes) {
+  Nonce nonce{};
+  std::memcpy(nonce.data(), bytes, nonce.size());
+  return nonce;
+}
+
+}  // namespace
+
+void UcxJobGate::prove_to(const std::shared_ptr<UcxPeer>& peer, Deadline deadline) {
+  if (peer->proven()) return;
+  auto pending = std::make_shared<Pending>();
+  pending->peer = peer;
+  pending->nonce = random_nonce();
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    id = next_hello_id_++;
+    pending_.emplace(id, pending);
+  }
+  struct Forget {
+    UcxJobGate& gate;
+    uint64_t id;
+    ~Forget() {
+      std::lock_guard<std::mutex> lock(gate.mutex_);
+      gate.pending_.erase(id);
+    }
+  } forget{*this, id};
+  msg::Hello hello{id, {}};
+  std::memcpy(hello.nonce, pending->nonce.data(), pending->nonce.size());
+  msg::send(peer->ep(), msg::kHello, msg::encode(hello), /*reply=*/true);
+  auto answered = [&] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return pending->answered || peer->failed();
+  };
+  if (!worker_.progress_until(answered, deadline, UcxWorker::Interruptible::kYes)) {
+    raise(Status::kTimeout, "timed out proving the job secret to " + peer->address());
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!pending->answered) {
+    raise(Status::kCommunication,
+          ucx_error("transfer with " + peer->address() + " failed", peer->failure()));
+  }
+  if (!pending->refusal.empty()) {
+    raise(Status::kCommunication, "transport endpoint " + peer->address() + ": " +
+                                      pending->refusal + " (a rank of another job?)");
+  }
+  peer->mark_proven();
+}
+
+bool UcxJobGate::admitted(ucp_ep_h ep) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return admitted_.count(ep) != 0;
+}
+
+void UcxJobGate::forget(ucp_ep_h ep) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  admitted_.erase(ep);
+  challenged_.erase(challenged_.lower_bound({ep, 0}), challenged_.upper_bound({ep, UINT64_MAX}));
+}
+
+void UcxJobGate::take_hello(const void* data, size_t length, ucp_ep_h reply_ep) {
+  auto hello = msg::decode<msg::Hello>(data, length);
+  if (!hello || reply_ep == nullptr) return;
+  Challenge challenge{nonce_of(hello->nonce), {}};
+  msg::Challenge reply{hello->hello_id, {}, {}};
+  try {
+    challenge.owner = random_nonce();
+    const Proof proof =
+        prove(secret_, ProofRole::kServer, own_address_, challenge.requester, challenge.owner);
+    std::memcpy(reply.proof, proof.data(), proof.size());
+  } catch (const Error& error) {
+    MEMLOOM_LOG(kError, "transport " << own_address_ << ": " << error.what());
+    return;  // the requester times out
+  }
+  std::memcpy(reply.nonce, challenge.owner.data(), challenge.owner.size());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (challenged_.size() >= kMaxChallenges) challenged_.erase(challenged_.begin());
+    challenged_[{reply_ep, hello->hello_id}] = challenge;
+  }
+  msg::send(reply_ep, msg::kChallenge, msg::encode(reply), /*reply=*/false);
+}
+
+void UcxJobGate::take_challenge(const void* data, size_t length) {
+  auto challenge = msg::decode<msg::Challenge>(data, length);
+  if (!challenge) return;
+  std::shared_ptr<Pending> pending;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = pending_.find(challenge->hello_id);
+    if (it == pending_.end()) return;  // the requester gave up meanwhile
+    pending = it->second;
+  }
+  const std::string& owner = pending->peer->address();
+  const Nonce owner_nonce = nonce_of(challenge->nonce);
+  std::string refusal;
+  msg::HelloProof proof{challenge->hello_id, {}};
+  try {
+    if (!proof_matches(prove(secret_, ProofRole::kServer, owner, pending->nonce, owner_nonce),
+                       challenge->proof)) {
+      refusal = "it could not prove it knows the job secret (not a rank of this job)";
+    } else {
+      const Proof mine = prove(secret_, ProofRole::kRequester, owner, pending->nonce, owner_nonce);
+      std::memcpy(proof.proof, mine.data(), mine.size());
+    }
+  } catch (const Error& error) {
+    refusal = error.what();
+  }
+  if (refusal.empty()) {
+    msg::send(pending->peer->ep(), msg::kProof, msg::encode(proof), /*reply=*/true);
+    return;  // the verdict answers the call
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  pending->refusal = std::move(refusal);
+  pending->answered = true;
+}
+
+void UcxJobGate::take_proof(const void* data, size_t length, ucp_ep_h reply_ep) {
+  auto proof = msg::decode<msg::HelloProof>(data, length);
+  if (!proof || reply_ep == nullptr) return;
+  msg::Verdict verdict{proof->hello_id, static_cast<uint32_t>(Status::kCommunication), 0};
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = challenged_.find({reply_ep, proof->hello_id});
+    if (it != challenged_.end()) {
+      const Challenge& challenge = it->second;
+      try {
+        if (proof_matches(prove(secret_, ProofRole::kRequester, own_address_, challenge.requester,
+                                challenge.owner),
+                          proof->proof)) {
+          admitted_.insert(reply_ep);
+          verdict.status = 0;
+        }
+      } catch (const Error& error) {
+        MEMLOOM_LOG(kError, "transport " << own_address_ << ": " << error.what());
+      }
+      challenged_.erase(it);
+    }
+  }
+  if (verdict.status != 0) {
+    MEMLOOM_LOG(kDebug,
+                "transport " << own_address_ << " refused an endpoint: no proof of the job secret");
+  }
+  msg::send(reply_ep, msg::kVerdict, msg::encode(verdict), /*reply=*/false);
+}
+
+void UcxJobGate::take_verdict(const void* data, size_t length) {
+  auto verdict = msg::decode<msg::Verdict>(data, length);
+  if (!verdict) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = pending_.find(verdict->hello_id);
+  if (it == pending_.end()) return;
+  if (verdict->status != 0) it->second->refusal = "it refused this rank's proof of the job secret";
+  it->second->answered = true;
+}
+
+}  // namespace memloom::host

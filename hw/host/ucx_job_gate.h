@@ -1,0 +1,79 @@
+// The job proof (job_proof.h) of the UCX transport, in active messages on a fresh endpoint before
+// it asks for any remote key:
+//
+//   kHello      requester -> owner   hello id, requester nonce            (reply endpoint asked)
+//   kChallenge  owner -> requester   hello id, owner nonce, owner proof
+//   kProof      requester -> owner   hello id, requester proof            (reply endpoint asked)
+//   kVerdict    owner -> requester   hello id, status (0: admitted)
+//
+// The owner admits the accepted endpoint the proof arrived on; region requests (and so remote
+// keys, and with them every put and get of an RDMA transport) from any other endpoint are
+// refused. The requester goes on only once the owner proved it knows the secret too.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "hw/hal/transport.h"
+#include "hw/host/job_proof.h"
+#include "hw/host/ucx_endpoints.h"
+#include "hw/host/ucx_worker.h"
+#include "memloom/deadline.h"
+
+namespace memloom::host {
+
+class UcxJobGate {
+ public:
+  UcxJobGate(UcxWorker& worker, const hal::JobSecret& secret) : worker_(worker), secret_(secret) {}
+
+  // The owner's address, which both proofs name (set once the listener is up).
+  void set_own_address(const std::string& address) { own_address_ = address; }
+
+  // The requester's side: proves membership over `peer`'s endpoint unless it did already. Throws
+  // kCommunication when the owner refuses or cannot prove it, kTimeout, kInterrupted.
+  void prove_to(const std::shared_ptr<UcxPeer>& peer, Deadline deadline);
+
+  // The owner's side: whether the accepted endpoint `ep` proved the secret.
+  bool admitted(ucp_ep_h ep);
+  // An accepted endpoint failed: it is admitted no more (UCX may reuse its handle).
+  void forget(ucp_ep_h ep);
+
+  // Message handlers (ucx_messages.h), run under the worker's lock.
+  void take_hello(const void* data, size_t length, ucp_ep_h reply_ep);
+  void take_challenge(const void* data, size_t length);
+  void take_proof(const void* data, size_t length, ucp_ep_h reply_ep);
+  void take_verdict(const void* data, size_t length);
+
+ private:
+  // A proof in flight on the requester's side.
+  struct Pending {
+    std::shared_ptr<UcxPeer> peer;
+    Nonce nonce{};
+    bool answered = false;
+    std::string refusal;  // why the owner is not admitted, or refused us ("" when admitted)
+  };
+  // The owner's side of a hello, until its proof arrives.
+  struct Challenge {
+    Nonce requester{};
+    Nonce owner{};
+  };
+
+  UcxWorker& worker_;
+  const hal::JobSecret secret_;
+  std::string own_address_;
+  std::mutex mutex_;
+  std::map<uint64_t, std::shared_ptr<Pending>> pending_;
+  uint64_t next_hello_id_ = 1;
+  // By endpoint and hello id: threads of one requester may prove over one endpoint at once.
+  std::map<std::pair<ucp_ep_h, uint64_t>, Challenge> challenged_;
+  std::set<ucp_ep_h> admitted_;
+};
+
+}  // namespace memloom::host
