@@ -6,8 +6,10 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -168,6 +170,48 @@ bool write_exact(int fd, const void* data, size_t bytes, Deadline deadline, std:
     }
   }
   return true;
+}
+
+namespace {
+
+bool move_iov_exact(int fd, std::vector<iovec>& iovs, bool send, Deadline deadline) {
+  size_t index = 0;
+  auto skip_empty = [&] {
+    while (index < iovs.size() && iovs[index].iov_len == 0) ++index;
+  };
+  skip_empty();
+  while (index < iovs.size()) {
+    msghdr message{};
+    message.msg_iov = iovs.data() + index;
+    message.msg_iovlen = std::min<size_t>(iovs.size() - index, IOV_MAX);
+    const ssize_t n = send ? ::sendmsg(fd, &message, MSG_NOSIGNAL) : ::recvmsg(fd, &message, 0);
+    if (n > 0) {
+      for (auto left = static_cast<size_t>(n); left > 0;) {
+        const size_t step = std::min(left, iovs[index].iov_len);
+        iovs[index].iov_base = static_cast<char*>(iovs[index].iov_base) + step;
+        iovs[index].iov_len -= step;
+        left -= step;
+        if (iovs[index].iov_len == 0) ++index;
+      }
+      skip_empty();
+      continue;
+    }
+    if (n == 0 && !send) return false;  // the peer closed the connection
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return false;
+    if (!wait_ready(fd, send ? POLLOUT : POLLIN, deadline)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool read_iov_exact(int fd, std::vector<iovec>& iovs, Deadline deadline) {
+  return move_iov_exact(fd, iovs, /*send=*/false, deadline);
+}
+
+bool write_iov_exact(int fd, std::vector<iovec>& iovs, Deadline deadline) {
+  return move_iov_exact(fd, iovs, /*send=*/true, deadline);
 }
 
 void set_nonblocking(int fd) {

@@ -16,10 +16,12 @@
 #pragma once
 
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "hw/hal/transport.h"
 #include "memloom/deadline.h"
@@ -100,6 +102,10 @@ bool wait_ready(int fd, short events, Deadline deadline);
 bool read_exact(int fd, void* data, size_t bytes, Deadline deadline, std::string* error = nullptr);
 bool write_exact(int fd, const void* data, size_t bytes, Deadline deadline,
                  std::string* error = nullptr);
+
+// The same over a list of buffers (consumed as they are moved), many per system call.
+bool read_iov_exact(int fd, std::vector<iovec>& iovs, Deadline deadline);
+bool write_iov_exact(int fd, std::vector<iovec>& iovs, Deadline deadline);
 
 void set_nonblocking(int fd);
 

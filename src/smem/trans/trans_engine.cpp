@@ -116,6 +116,7 @@ void Engine::shutdown() {
     }
   }
   transport.reset();
+  name_.reset();  // the uniqueId is free for a new instance, even while queued transfers hold us
   if (published_) {
     try {
       store_->remove(peer_key(unique_id_));
