@@ -19,6 +19,10 @@
 #include "hw/host/job_proof.h"
 #include "hw/host/tcp_transport.h"
 #include "hw/host/tcp_wire.h"
+#include "hw/host/ucx_endpoints.h"
+#include "hw/host/ucx_messages.h"
+#include "hw/host/ucx_transport.h"
+#include "hw/host/ucx_worker.h"
 #include "memloom/error.h"
 #include "src/base/unique_fd.h"
 
@@ -221,6 +225,51 @@ TEST(TcpJobProof, SilentConnectionsAreDroppedAndKeepNoRankOut) {
     }
   }
   EXPECT_EQ(closed, silent.size()) << "silent connections still open 8 s after they were made";
+}
+
+// An endpoint that skips the proof and asks the UCX transport for a remote key straight away (what
+// an outsider who knows memloom's messages would do) gets a refusal, not the key.
+TEST(UcxJobProof, RegionRequestsOfUnprovenEndpointsAreRefused) {
+  host::UcxTransport server(job(7));
+  std::vector<uint8_t> exposed(4096, 0x66);
+  server.expose(exposed.data(), exposed.size());
+  const std::string address = server.address();  // ucx://127.0.0.1:PORT
+  const std::string host = address.substr(6, address.rfind(':') - 6);
+  const auto port = static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
+
+  host::UcxWorker worker;
+  struct Reply {
+    bool answered = false;
+    uint32_t status = 0;
+    size_t tail_bytes = 0;
+  } reply;
+  const host::ucx_messages::Registration registration{
+      [](void* arg, const void* data, size_t length, ucp_ep_h) {
+        auto header =
+            host::ucx_messages::decode<host::ucx_messages::RegionReplyHeader>(data, length);
+        if (!header) return;
+        auto* out = static_cast<Reply*>(arg);
+        out->status = header->status;
+        out->tail_bytes = length - sizeof(*header);
+        out->answered = true;
+      },
+      &reply};
+  host::ucx_messages::set_handler(worker.worker(), host::ucx_messages::kRegionReply, &registration);
+  {
+    host::UcxEndpoints endpoints(worker, [](ucp_ep_h) {});
+    auto peer = endpoints.peer(address, host, port);
+    host::ucx_messages::send(
+        peer->ep(), host::ucx_messages::kRegionRequest,
+        host::ucx_messages::encode(host::ucx_messages::RegionRequest{1, address_of(exposed), 64}),
+        /*reply=*/true);
+    ASSERT_TRUE(worker.progress_until([&] { return reply.answered || peer->failed(); }, soon()));
+    ASSERT_TRUE(reply.answered) << "the server did not answer";
+    EXPECT_EQ(reply.status, static_cast<uint32_t>(Status::kCommunication));
+    EXPECT_NE(reply.tail_bytes, 0u) << "the refusal's message";
+    peer.reset();
+    endpoints.close_all();
+  }
+  EXPECT_EQ(exposed, std::vector<uint8_t>(4096, 0x66));
 }
 
 }  // namespace
