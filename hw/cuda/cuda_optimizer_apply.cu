@@ -35,57 +35,111 @@ constexpr unsigned kFullWarp = 0xffffffffu;
 constexpr int kColumnsPerLane = 4;
 constexpr int64_t kColumnsPerPass = kLanes * kColumnsPerLane;
 
-// One row: every pass loads, then sums the row's further gradient rows in position order, steps
-// and stores. `position` is the row's first gradient position (read by the batch's lanes).
+// Rows a warp updates at once: their loads are all issued before any of them is stored (a store
+// may alias a later row's load, so the compiler would not move one row's loads above another's
+// stores), so more bytes are in flight per warp.
+constexpr int kRowsInFlight = 2;
+
+// What a warp's lanes need of one group (row) of a batch.
+struct RowRef {
+  char* base;           // the table or the cache
+  size_t weight_first;  // elements
+  size_t state_first;
+  const float* first_gradient;
+  int64_t from, to;  // positions of the row's gradients
+  kernels::OptimizerStep step;
+  bool valid;
+};
+
+// Lane g's group of the batch, shared by a shuffle (every lane takes part; `g` may be past the
+// batch, which gives an invalid row).
+__device__ RowRef share_row(const OptimizerApplyArgs& args, const kernels::OptimizerStep& params,
+                            int g, int in_batch, int64_t my_row, int64_t my_from, int64_t my_to,
+                            int64_t my_position, float my_bias1, float my_bias2) {
+  const int source = g < in_batch ? g : 0;
+  const int64_t row = __shfl_sync(kFullWarp, my_row, source);
+  RowRef ref;
+  ref.from = __shfl_sync(kFullWarp, my_from, source);
+  ref.to = __shfl_sync(kFullWarp, my_to, source);
+  const int64_t position = __shfl_sync(kFullWarp, my_position, source);
+  ref.step = params;
+  ref.step.bias1 = __shfl_sync(kFullWarp, my_bias1, source);
+  ref.step.bias2 = __shfl_sync(kFullWarp, my_bias2, source);
+  ref.valid = g < in_batch;
+  ref.base = row < args.cached_rows ? args.cache : args.embedding;
+  ref.weight_first = static_cast<size_t>(row) * static_cast<size_t>(args.embedding_stride);
+  ref.state_first = static_cast<size_t>(row) * static_cast<size_t>(args.state_stride);
+  ref.first_gradient = kernels::gradient_row(args, position);
+  return ref;
+}
+
+// One pass of a lane over up to kRowsInFlight rows: load everything, sum each row's further
+// gradient rows in position order, then step and store.
 template <OptimizerKind K, DType T, bool kDecoupledDecay>
-__device__ void update_row(const OptimizerApplyArgs& args, const kernels::OptimizerStep& step,
-                           int64_t row, int64_t from, int64_t to, int64_t position, unsigned lane) {
-  char* base = row < args.cached_rows ? args.cache : args.embedding;
-  const auto weight_first = static_cast<size_t>(row) * static_cast<size_t>(args.embedding_stride);
-  const auto state_first = static_cast<size_t>(row) * static_cast<size_t>(args.state_stride);
-  const float* first_gradient = kernels::gradient_row(args, position);
-  for (int64_t pass = 0; pass < args.columns; pass += kColumnsPerPass) {
-    float weight[kColumnsPerLane], first[kColumnsPerLane], second[kColumnsPerLane];
-    float grad[kColumnsPerLane];
+__device__ void update_pass(const OptimizerApplyArgs& args, const RowRef (&refs)[kRowsInFlight],
+                            int64_t pass, unsigned lane) {
+  float weight[kRowsInFlight][kColumnsPerLane], first[kRowsInFlight][kColumnsPerLane];
+  float second[kRowsInFlight][kColumnsPerLane], grad[kRowsInFlight][kColumnsPerLane];
+#pragma unroll
+  for (int r = 0; r < kRowsInFlight; ++r) {
 #pragma unroll
     for (int j = 0; j < kColumnsPerLane; ++j) {
       const int64_t c = pass + lane + static_cast<int64_t>(j) * kLanes;
-      weight[j] = first[j] = second[j] = grad[j] = 0;
-      if (c >= args.columns) continue;
+      weight[r][j] = first[r][j] = second[r][j] = grad[r][j] = 0;
+      if (!refs[r].valid || c >= args.columns) continue;
       const auto column = static_cast<size_t>(c);
-      weight[j] = kernels::load_weight<T>(base, weight_first + column);
-      if constexpr (kernels::uses_first_state(K)) first[j] = args.state0[state_first + column];
-      if constexpr (kernels::uses_second_state(K)) second[j] = args.state1[state_first + column];
+      weight[r][j] = kernels::load_weight<T>(refs[r].base, refs[r].weight_first + column);
+      if constexpr (kernels::uses_first_state(K)) {
+        first[r][j] = args.state0[refs[r].state_first + column];
+      }
+      if constexpr (kernels::uses_second_state(K)) {
+        second[r][j] = args.state1[refs[r].state_first + column];
+      }
       // 0 + g1 + g2 ..., as the CPU kernel sums (0 + -0 is +0).
-      grad[j] = 0.0F + first_gradient[column];
+      grad[r][j] = 0.0F + refs[r].first_gradient[column];
     }
-    for (int64_t k = from + 1; k < to; ++k) {
+  }
+#pragma unroll
+  for (int r = 0; r < kRowsInFlight; ++r) {
+    if (!refs[r].valid) continue;
+    for (int64_t k = refs[r].from + 1; k < refs[r].to; ++k) {
       const float* more = kernels::gradient_row(args, args.positions[k]);
 #pragma unroll
       for (int j = 0; j < kColumnsPerLane; ++j) {
         const int64_t c = pass + lane + static_cast<int64_t>(j) * kLanes;
-        if (c < args.columns) grad[j] += more[c];
+        if (c < args.columns) grad[r][j] += more[c];
       }
     }
+  }
+#pragma unroll
+  for (int r = 0; r < kRowsInFlight; ++r) {
 #pragma unroll
     for (int j = 0; j < kColumnsPerLane; ++j) {
       const int64_t c = pass + lane + static_cast<int64_t>(j) * kLanes;
-      if (c >= args.columns) continue;
+      if (!refs[r].valid || c >= args.columns) continue;
       const auto column = static_cast<size_t>(c);
-      kernels::step_element<K, kDecoupledDecay>(step, grad[j], weight[j], first[j], second[j]);
-      if constexpr (kernels::uses_first_state(K)) args.state0[state_first + column] = first[j];
-      if constexpr (kernels::uses_second_state(K)) args.state1[state_first + column] = second[j];
-      kernels::store_weight<T>(base, weight_first + column, weight[j]);
+      kernels::step_element<K, kDecoupledDecay>(refs[r].step, grad[r][j], weight[r][j], first[r][j],
+                                                second[r][j]);
+      if constexpr (kernels::uses_first_state(K)) {
+        args.state0[refs[r].state_first + column] = first[r][j];
+      }
+      if constexpr (kernels::uses_second_state(K)) {
+        args.state1[refs[r].state_first + column] = second[r][j];
+      }
+      kernels::store_weight<T>(refs[r].base, refs[r].weight_first + column, weight[r][j]);
     }
   }
 }
 
-// Warps take batches of 32 groups, grid-stride.
+// Warps take batches of 32 groups, grid-stride; lane i reads group i's row, range, first position
+// and bias once for the batch.
 template <OptimizerKind K, DType T, bool kDecoupledDecay>
 __global__ void __launch_bounds__(kThreads) update_rows(OptimizerApplyArgs args) {
   const unsigned lane = threadIdx.x % kLanes;
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kLanes;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / kLanes;
+  // The step's parameters (no row state is read for SGD); each row brings its own biases.
+  const kernels::OptimizerStep params = kernels::step_of_row<OptimizerKind::kSgd>(args, 0);
   for (int64_t batch = warp * kLanes; batch < args.count; batch += warps * kLanes) {
     const int64_t mine = batch + lane;
     int64_t my_row = 0, my_from = 0, my_to = 0, my_position = 0;
@@ -99,18 +153,18 @@ __global__ void __launch_bounds__(kThreads) update_rows(OptimizerApplyArgs args)
       my_bias1 = own.bias1;
       my_bias2 = own.bias2;
     }
-    // The step's parameters (no row state is read for SGD); each row brings its own biases.
-    kernels::OptimizerStep step = kernels::step_of_row<OptimizerKind::kSgd>(args, 0);
     const int64_t left = args.count - batch;
     const int in_batch = left < kLanes ? static_cast<int>(left) : kLanes;
-    for (int g = 0; g < in_batch; ++g) {
-      const int64_t row = __shfl_sync(kFullWarp, my_row, g);
-      const int64_t from = __shfl_sync(kFullWarp, my_from, g);
-      const int64_t to = __shfl_sync(kFullWarp, my_to, g);
-      const int64_t position = __shfl_sync(kFullWarp, my_position, g);
-      step.bias1 = __shfl_sync(kFullWarp, my_bias1, g);
-      step.bias2 = __shfl_sync(kFullWarp, my_bias2, g);
-      update_row<K, T, kDecoupledDecay>(args, step, row, from, to, position, lane);
+    for (int g = 0; g < in_batch; g += kRowsInFlight) {
+      RowRef refs[kRowsInFlight];
+#pragma unroll
+      for (int r = 0; r < kRowsInFlight; ++r) {
+        refs[r] = share_row(args, params, g + r, in_batch, my_row, my_from, my_to, my_position,
+                            my_bias1, my_bias2);
+      }
+      for (int64_t pass = 0; pass < args.columns; pass += kColumnsPerPass) {
+        update_pass<K, T, kDecoupledDecay>(args, refs, pass, lane);
+      }
     }
   }
 }
