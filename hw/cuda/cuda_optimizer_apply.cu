@@ -13,7 +13,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "hw/cuda/cuda_check.h"
 #include "hw/cuda/cuda_optimizer_apply.h"
@@ -140,11 +143,14 @@ __global__ void __launch_bounds__(kThreads) update_rows(OptimizerApplyArgs args)
   const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / kLanes;
   // The step's parameters (no row state is read for SGD); each row brings its own biases.
   const kernels::OptimizerStep params = kernels::step_of_row<OptimizerKind::kSgd>(args, 0);
-  for (int64_t batch = warp * kLanes; batch < args.count; batch += warps * kLanes) {
+  // The grouping's count, read on the device: the host launched over an upper bound rather than
+  // wait to read it back.
+  const int64_t count = kernels::live_groups(args);
+  for (int64_t batch = warp * kLanes; batch < count; batch += warps * kLanes) {
     const int64_t mine = batch + lane;
     int64_t my_row = 0, my_from = 0, my_to = 0, my_position = 0;
     float my_bias1 = 1, my_bias2 = 1;
-    if (mine < args.count) {
+    if (mine < count) {
       my_row = args.rows[mine];
       my_from = args.first[mine];
       my_to = args.first[mine + 1];
@@ -153,7 +159,7 @@ __global__ void __launch_bounds__(kThreads) update_rows(OptimizerApplyArgs args)
       my_bias1 = own.bias1;
       my_bias2 = own.bias2;
     }
-    const int64_t left = args.count - batch;
+    const int64_t left = count - batch;
     const int in_batch = left < kLanes ? static_cast<int>(left) : kLanes;
     for (int g = 0; g < in_batch; g += kRowsInFlight) {
       RowRef refs[kRowsInFlight];
@@ -212,22 +218,36 @@ constexpr OptimizerKind kKinds[] = {OptimizerKind::kSgd, OptimizerKind::kLazyAda
                                     OptimizerKind::kRmsProp, OptimizerKind::kAdaGrad};
 constexpr DType kTypes[] = {DType::kFloat, DType::kHalf, DType::kBf16};
 
+// Blocks of `kernel` resident on all of `device`'s multiprocessors at once, asked once per kernel
+// and device: the occupancy query costs microseconds of host time, paid on every apply otherwise.
+int64_t wave_blocks(RowKernel kernel, int device) {
+  static std::mutex mutex;
+  static std::map<std::pair<RowKernel, int>, int64_t> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto found = known.find({kernel, device});
+  if (found != known.end()) return found->second;
+  int multiprocessors = 0, resident = 0;
+  check_cuda(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device),
+             "cudaDeviceGetAttribute(multiprocessors)");
+  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreads, 0),
+             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const int64_t blocks = int64_t{multiprocessors} * std::max(resident, 1);
+  known.emplace(std::make_pair(kernel, device), blocks);
+  return blocks;
+}
+
 }  // namespace
 
 void launch_optimizer_rows(const kernels::OptimizerApplyArgs& args, cudaStream_t stream) {
   if (args.count <= 0) return;
   const RowKernel kernel = row_kernel(args.kind, args.embedding_type, args.adam_w != 0);
-  int device = 0, multiprocessors = 0, resident = 0;
+  int device = 0;
   check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  check_cuda(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device),
-             "cudaDeviceGetAttribute(multiprocessors)");
-  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreads, 0),
-             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   // One wave of resident blocks at most; the batches' grid-stride loop covers the rest.
   const int64_t warps_wanted = (args.count + kLanes - 1) / kLanes;
   const int64_t blocks_wanted = (warps_wanted + kThreads / kLanes - 1) / (kThreads / kLanes);
-  const auto blocks = static_cast<unsigned>(std::max<int64_t>(
-      1, std::min<int64_t>(blocks_wanted, int64_t{multiprocessors} * std::max(resident, 1))));
+  const auto blocks = static_cast<unsigned>(
+      std::max<int64_t>(1, std::min(blocks_wanted, wave_blocks(kernel, device))));
   kernel<<<blocks, kThreads, 0, stream>>>(args);
   check_cuda(cudaGetLastError(), "optimizer apply launch");
 }

@@ -4,15 +4,18 @@
 // Only the bits that key_limit needs are sorted (20 for a million rows).
 #include "hw/cuda/cuda_row_grouping.h"
 
+#include <array>
 #include <bit>
 #include <climits>
 #include <cstring>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
+#include <mutex>
 #include <string>
 
 #include "hw/cuda/cuda_check.h"
+#include "hw/cuda/cuda_phase_times.h"
 #include "memloom/error.h"
 #include "src/kernels/row_grouping_kernel.h"
 
@@ -45,7 +48,7 @@ size_t fixed_bytes(int64_t count) {
 
 // CUB's temporary storage for the three steps, the most any of them asks for; sorting 64 bits
 // needs at least what any fewer bits need.
-size_t temporary_bytes(int64_t count, int end_bit) {
+size_t query_temporary_bytes(int64_t count, int end_bit) {
   size_t sort = 0, encode = 0, scan = 0;
   check_cuda(cub::DeviceRadixSort::SortPairs(nullptr, sort, static_cast<const uint64_t*>(nullptr),
                                              static_cast<uint64_t*>(nullptr),
@@ -62,6 +65,35 @@ size_t temporary_bytes(int64_t count, int end_bit) {
              "cub::DeviceScan::ExclusiveSum (size)");
   size_t most = sort > encode ? sort : encode;
   return most > scan ? most : scan;
+}
+
+// query_temporary_bytes, remembered: each of its three size queries costs host time, and every
+// grouping asked twice (the caller's scratch size, then the check) for the same count, call after
+// call of a training loop's batches.
+size_t temporary_bytes(int64_t count, int end_bit) {
+  struct Known {
+    int device = -1;
+    int64_t count = 0;
+    int end_bit = 0;
+    size_t bytes = 0;
+  };
+  static std::mutex mutex;
+  static std::array<Known, 8> known;
+  static size_t next = 0;
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const Known& entry : known) {
+      if (entry.device == device && entry.count == count && entry.end_bit == end_bit) {
+        return entry.bytes;
+      }
+    }
+  }
+  const size_t bytes = query_temporary_bytes(count, end_bit);
+  std::lock_guard<std::mutex> lock(mutex);
+  known[next++ % known.size()] = Known{device, count, end_bit, bytes};
+  return bytes;
 }
 
 Scratch carve(void* base, int64_t count) {
@@ -122,28 +154,41 @@ void group(const kernels::GroupRowsArgs& args, cudaStream_t stream) {
       static_cast<unsigned>((static_cast<size_t>(args.count) + kThreads - 1) / kThreads < 4096
                                 ? (static_cast<size_t>(args.count) + kThreads - 1) / kThreads
                                 : 4096);
-  make_sort_keys<<<blocks, kThreads, 0, stream>>>(args, scratch.sort_keys);
-  check_cuda(cudaGetLastError(), "make_sort_keys launch");
+  {
+    PhaseTimer timer("group_rows.sort_keys", stream);
+    make_sort_keys<<<blocks, kThreads, 0, stream>>>(args, scratch.sort_keys);
+    check_cuda(cudaGetLastError(), "make_sort_keys launch");
+  }
   size_t bytes = scratch.temporary_bytes;
-  check_cuda(cub::DeviceRadixSort::SortPairs(
-                 scratch.temporary, bytes, scratch.sort_keys, scratch.sorted_keys, args.positions,
-                 args.grouped_positions, args.count, 0, end_bit, stream),
-             "cub::DeviceRadixSort::SortPairs");
-  // Encode writes a length for each run only; the rest stay 0, so the sum past the last run
-  // still reads the total.
-  check_cuda(cudaMemsetAsync(scratch.run_lengths, 0,
-                             (static_cast<size_t>(args.count) + 1) * sizeof(int64_t), stream),
-             "cudaMemsetAsync");
+  {
+    PhaseTimer timer("group_rows.radix_sort", stream);
+    check_cuda(cub::DeviceRadixSort::SortPairs(
+                   scratch.temporary, bytes, scratch.sort_keys, scratch.sorted_keys, args.positions,
+                   args.grouped_positions, args.count, 0, end_bit, stream),
+               "cub::DeviceRadixSort::SortPairs");
+  }
+  {
+    PhaseTimer timer("group_rows.encode", stream);
+    // Encode writes a length for each run only; the rest stay 0, so the sum past the last run
+    // still reads the total.
+    check_cuda(cudaMemsetAsync(scratch.run_lengths, 0,
+                               (static_cast<size_t>(args.count) + 1) * sizeof(int64_t), stream),
+               "cudaMemsetAsync");
+    bytes = scratch.temporary_bytes;
+    check_cuda(cub::DeviceRunLengthEncode::Encode(scratch.temporary, bytes, scratch.sorted_keys,
+                                                  reinterpret_cast<uint64_t*>(args.rows),
+                                                  scratch.run_lengths, scratch.run_count,
+                                                  static_cast<int>(args.count), stream),
+               "cub::DeviceRunLengthEncode::Encode");
+  }
   bytes = scratch.temporary_bytes;
-  check_cuda(cub::DeviceRunLengthEncode::Encode(scratch.temporary, bytes, scratch.sorted_keys,
-                                                reinterpret_cast<uint64_t*>(args.rows),
-                                                scratch.run_lengths, scratch.run_count,
-                                                static_cast<int>(args.count), stream),
-             "cub::DeviceRunLengthEncode::Encode");
-  bytes = scratch.temporary_bytes;
-  check_cuda(cub::DeviceScan::ExclusiveSum(scratch.temporary, bytes, scratch.run_lengths,
-                                           args.first, args.count + 1, stream),
-             "cub::DeviceScan::ExclusiveSum");
+  {
+    PhaseTimer timer("group_rows.scan", stream);
+    check_cuda(cub::DeviceScan::ExclusiveSum(scratch.temporary, bytes, scratch.run_lengths,
+                                             args.first, args.count + 1, stream),
+               "cub::DeviceScan::ExclusiveSum");
+  }
+  PhaseTimer timer("group_rows.count", stream);
   count_groups<<<1, 1, 0, stream>>>(args, scratch.run_count);
   check_cuda(cudaGetLastError(), "count_groups launch");
 }

@@ -54,7 +54,21 @@ struct OptimizerApplyArgs {
   int64_t columns;
   int64_t columns_per_item;
   int64_t items_per_row;
+  // Set where the grouping left its results on the device (a one-rank apply, which then needs no
+  // read-back before this launch): the number of groups is *group_count (`count` is only an upper
+  // bound, and the launch's items cover it), and nothing is updated unless *first_bad is ~0 (no
+  // index past the table). Null: `count` groups.
+  const unsigned long long* group_count;
+  const unsigned long long* first_bad;
 };
+
+// The groups a launch updates (see OptimizerApplyArgs::group_count).
+MEMLOOM_HOST_DEVICE inline int64_t live_groups(const OptimizerApplyArgs& args) {
+  if (args.first_bad != nullptr && *args.first_bad != ~0ULL) return 0;
+  if (args.group_count == nullptr) return args.count;
+  const auto groups = static_cast<int64_t>(*args.group_count);
+  return groups < args.count ? groups : args.count;
+}
 
 template <DType T>
 MEMLOOM_HOST_DEVICE inline float load_weight(const char* base, size_t element) {
@@ -269,6 +283,7 @@ struct OptimizerApplyKernel {
 
   MEMLOOM_HOST_DEVICE static void body(const Args& args, size_t item) {
     if (args.phase == OptimizerPhase::kAdvanceRowState) {
+      if (static_cast<int64_t>(item) >= live_groups(args)) return;
       const int64_t row = args.rows[item];
       args.row_state[2 * row] *= args.beta1;
       args.row_state[2 * row + 1] *= args.beta2;
@@ -288,6 +303,8 @@ struct OptimizerApplyKernel {
       part = item % per_row;
     }
     const auto u = static_cast<int64_t>(row_index);
+    const int64_t live = live_groups(args);
+    if (u >= live) return;
     const int64_t begin = static_cast<int64_t>(part) * args.columns_per_item;
     const int64_t end =
         begin + args.columns_per_item < args.columns ? begin + args.columns_per_item : args.columns;
@@ -297,8 +314,7 @@ struct OptimizerApplyKernel {
     // Rows come in ascending order but with gaps (only the batch's rows), which the hardware
     // prefetcher follows poorly; a CPU thread walks items in order, so it asks for the next row's
     // weights and states now and their memory latency overlaps this row's arithmetic.
-    if (begin == 0 && u + kPrefetchRows < args.count)
-      prefetch_row(args, args.rows[u + kPrefetchRows]);
+    if (begin == 0 && u + kPrefetchRows < live) prefetch_row(args, args.rows[u + kPrefetchRows]);
 #endif
     // Each column's gradient is summed in position order (0 + g1 + g2 ...), whatever the span.
     for (int64_t span = begin; span < end; span += kOptimizerSpan) {
