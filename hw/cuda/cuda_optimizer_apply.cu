@@ -12,6 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -40,7 +41,9 @@ constexpr int64_t kColumnsPerPass = kLanes * kColumnsPerLane;
 
 // Rows a warp updates at once: their loads are all issued before any of them is stored (a store
 // may alias a later row's load, so the compiler would not move one row's loads above another's
-// stores), so more bytes are in flight per warp.
+// stores), so more bytes are in flight per warp: 4 KiB, and at 126 registers a thread 16 warps a
+// multiprocessor, 64 KiB, several times what hides the memory's latency at full bandwidth. Four
+// rows took 188 registers (8 warps, the same bytes), and capping them at 128 spilled.
 constexpr int kRowsInFlight = 2;
 
 // What a warp's lanes need of one group (row) of a batch.
@@ -78,13 +81,13 @@ __device__ RowRef share_row(const OptimizerApplyArgs& args, const kernels::Optim
 
 // One pass of a lane over up to kRowsInFlight rows: load everything, sum each row's further
 // gradient rows in position order, then step and store.
-template <OptimizerKind K, DType T, bool kDecoupledDecay>
-__device__ void update_pass(const OptimizerApplyArgs& args, const RowRef (&refs)[kRowsInFlight],
-                            int64_t pass, unsigned lane) {
-  float weight[kRowsInFlight][kColumnsPerLane], first[kRowsInFlight][kColumnsPerLane];
-  float second[kRowsInFlight][kColumnsPerLane], grad[kRowsInFlight][kColumnsPerLane];
+template <OptimizerKind K, DType T, bool kDecoupledDecay, int R>
+__device__ void update_pass(const OptimizerApplyArgs& args, const RowRef (&refs)[R], int64_t pass,
+                            unsigned lane) {
+  float weight[R][kColumnsPerLane], first[R][kColumnsPerLane];
+  float second[R][kColumnsPerLane], grad[R][kColumnsPerLane];
 #pragma unroll
-  for (int r = 0; r < kRowsInFlight; ++r) {
+  for (int r = 0; r < R; ++r) {
 #pragma unroll
     for (int j = 0; j < kColumnsPerLane; ++j) {
       const int64_t c = pass + lane + static_cast<int64_t>(j) * kLanes;
@@ -103,7 +106,7 @@ __device__ void update_pass(const OptimizerApplyArgs& args, const RowRef (&refs)
     }
   }
 #pragma unroll
-  for (int r = 0; r < kRowsInFlight; ++r) {
+  for (int r = 0; r < R; ++r) {
     if (!refs[r].valid) continue;
     for (int64_t k = refs[r].from + 1; k < refs[r].to; ++k) {
       const float* more = kernels::gradient_row(args, args.positions[k]);
@@ -115,7 +118,7 @@ __device__ void update_pass(const OptimizerApplyArgs& args, const RowRef (&refs)
     }
   }
 #pragma unroll
-  for (int r = 0; r < kRowsInFlight; ++r) {
+  for (int r = 0; r < R; ++r) {
 #pragma unroll
     for (int j = 0; j < kColumnsPerLane; ++j) {
       const int64_t c = pass + lane + static_cast<int64_t>(j) * kLanes;
@@ -134,10 +137,72 @@ __device__ void update_pass(const OptimizerApplyArgs& args, const RowRef (&refs)
   }
 }
 
+// The pass of a float table whose rows, states and gradients are 16-byte aligned and whose width
+// is a multiple of 4: lane l holds columns [4l, 4l + 4) of the pass (128 columns), each array of
+// a row one 16-byte load or store. The same sums and steps as update_pass, element by element.
+template <OptimizerKind K, bool kDecoupledDecay, int R>
+__device__ void update_pass_vector(const OptimizerApplyArgs& args, const RowRef (&refs)[R],
+                                   int64_t pass, unsigned lane) {
+  const int64_t c = pass + 4 * static_cast<int64_t>(lane);
+  const bool inside = c < args.columns;  // all four columns or none
+  const auto column = static_cast<size_t>(c);
+  float4 weight[R], first[R], second[R], grad[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    weight[r] = first[r] = second[r] = grad[r] = make_float4(0, 0, 0, 0);
+    if (!refs[r].valid || !inside) continue;
+    weight[r] = *reinterpret_cast<const float4*>(reinterpret_cast<const float*>(refs[r].base) +
+                                                 refs[r].weight_first + column);
+    if constexpr (kernels::uses_first_state(K)) {
+      first[r] = *reinterpret_cast<const float4*>(args.state0 + refs[r].state_first + column);
+    }
+    if constexpr (kernels::uses_second_state(K)) {
+      second[r] = *reinterpret_cast<const float4*>(args.state1 + refs[r].state_first + column);
+    }
+    const float4 g = *reinterpret_cast<const float4*>(refs[r].first_gradient + column);
+    // 0 + g1 + g2 ..., as the CPU kernel sums (0 + -0 is +0).
+    grad[r] = make_float4(0.0F + g.x, 0.0F + g.y, 0.0F + g.z, 0.0F + g.w);
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    if (!refs[r].valid || !inside) continue;
+    for (int64_t k = refs[r].from + 1; k < refs[r].to; ++k) {
+      const float4 g =
+          *reinterpret_cast<const float4*>(kernels::gradient_row(args, args.positions[k]) + column);
+      grad[r].x += g.x;
+      grad[r].y += g.y;
+      grad[r].z += g.z;
+      grad[r].w += g.w;
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    if (!refs[r].valid || !inside) continue;
+    const kernels::OptimizerStep& step = refs[r].step;
+    kernels::step_element<K, kDecoupledDecay>(step, grad[r].x, weight[r].x, first[r].x,
+                                              second[r].x);
+    kernels::step_element<K, kDecoupledDecay>(step, grad[r].y, weight[r].y, first[r].y,
+                                              second[r].y);
+    kernels::step_element<K, kDecoupledDecay>(step, grad[r].z, weight[r].z, first[r].z,
+                                              second[r].z);
+    kernels::step_element<K, kDecoupledDecay>(step, grad[r].w, weight[r].w, first[r].w,
+                                              second[r].w);
+    if constexpr (kernels::uses_first_state(K)) {
+      *reinterpret_cast<float4*>(args.state0 + refs[r].state_first + column) = first[r];
+    }
+    if constexpr (kernels::uses_second_state(K)) {
+      *reinterpret_cast<float4*>(args.state1 + refs[r].state_first + column) = second[r];
+    }
+    *reinterpret_cast<float4*>(reinterpret_cast<float*>(refs[r].base) + refs[r].weight_first +
+                               column) = weight[r];
+  }
+}
+
 // Warps take batches of 32 groups, grid-stride; lane i reads group i's row, range, first position
 // and bias once for the batch.
-template <OptimizerKind K, DType T, bool kDecoupledDecay>
+template <OptimizerKind K, DType T, bool kDecoupledDecay, bool kVector>
 __global__ void __launch_bounds__(kThreads) update_rows(OptimizerApplyArgs args) {
+  constexpr int R = kRowsInFlight;
   const unsigned lane = threadIdx.x % kLanes;
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kLanes;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / kLanes;
@@ -161,15 +226,19 @@ __global__ void __launch_bounds__(kThreads) update_rows(OptimizerApplyArgs args)
     }
     const int64_t left = count - batch;
     const int in_batch = left < kLanes ? static_cast<int>(left) : kLanes;
-    for (int g = 0; g < in_batch; g += kRowsInFlight) {
-      RowRef refs[kRowsInFlight];
+    for (int g = 0; g < in_batch; g += R) {
+      RowRef refs[R];
 #pragma unroll
-      for (int r = 0; r < kRowsInFlight; ++r) {
+      for (int r = 0; r < R; ++r) {
         refs[r] = share_row(args, params, g + r, in_batch, my_row, my_from, my_to, my_position,
                             my_bias1, my_bias2);
       }
       for (int64_t pass = 0; pass < args.columns; pass += kColumnsPerPass) {
-        update_pass<K, T, kDecoupledDecay>(args, refs, pass, lane);
+        if constexpr (kVector) {
+          update_pass_vector<K, kDecoupledDecay, R>(args, refs, pass, lane);
+        } else {
+          update_pass<K, T, kDecoupledDecay, R>(args, refs, pass, lane);
+        }
       }
     }
   }
@@ -177,39 +246,53 @@ __global__ void __launch_bounds__(kThreads) update_rows(OptimizerApplyArgs args)
 
 using RowKernel = void (*)(OptimizerApplyArgs);
 
-template <OptimizerKind K, DType T>
+template <OptimizerKind K, DType T, bool kVector>
 RowKernel row_kernel_with_decay(bool decoupled) {
   if constexpr (K == OptimizerKind::kLazyAdam) {
-    if (decoupled) return &update_rows<K, T, true>;
+    if (decoupled) return &update_rows<K, T, true, kVector>;
   }
-  return &update_rows<K, T, false>;
+  return &update_rows<K, T, false, kVector>;
 }
 
 template <OptimizerKind K>
-RowKernel row_kernel_of_type(DType type, bool decoupled) {
+RowKernel row_kernel_of_type(DType type, bool decoupled, bool vector) {
   switch (type) {
     case DType::kHalf:
-      return row_kernel_with_decay<K, DType::kHalf>(decoupled);
+      return row_kernel_with_decay<K, DType::kHalf, false>(decoupled);
     case DType::kBf16:
-      return row_kernel_with_decay<K, DType::kBf16>(decoupled);
+      return row_kernel_with_decay<K, DType::kBf16, false>(decoupled);
     default:
-      return row_kernel_with_decay<K, DType::kFloat>(decoupled);
+      return vector ? row_kernel_with_decay<K, DType::kFloat, true>(decoupled)
+                    : row_kernel_with_decay<K, DType::kFloat, false>(decoupled);
   }
 }
 
-RowKernel row_kernel(OptimizerKind kind, DType type, bool decoupled) {
+RowKernel row_kernel(OptimizerKind kind, DType type, bool decoupled, bool vector) {
   switch (kind) {
     case OptimizerKind::kSgd:
-      return row_kernel_of_type<OptimizerKind::kSgd>(type, decoupled);
+      return row_kernel_of_type<OptimizerKind::kSgd>(type, decoupled, vector);
     case OptimizerKind::kLazyAdam:
-      return row_kernel_of_type<OptimizerKind::kLazyAdam>(type, decoupled);
+      return row_kernel_of_type<OptimizerKind::kLazyAdam>(type, decoupled, vector);
     case OptimizerKind::kRmsProp:
-      return row_kernel_of_type<OptimizerKind::kRmsProp>(type, decoupled);
+      return row_kernel_of_type<OptimizerKind::kRmsProp>(type, decoupled, vector);
     case OptimizerKind::kAdaGrad:
-      return row_kernel_of_type<OptimizerKind::kAdaGrad>(type, decoupled);
+      return row_kernel_of_type<OptimizerKind::kAdaGrad>(type, decoupled, vector);
   }
   raise(Status::kInvalidInput,
         "unknown optimizer kind " + std::to_string(static_cast<int>(kind)) + " for the GPU apply");
+}
+
+// Whether the vector pass may serve: a float table, a width of whole 16-byte pieces, and every
+// row of every array starting on a 16-byte boundary.
+bool vector_pass_fits(const OptimizerApplyArgs& args) {
+  auto aligned = [](const void* pointer) {
+    return reinterpret_cast<uintptr_t>(pointer) % sizeof(float4) == 0;
+  };
+  return args.embedding_type == DType::kFloat && args.columns % 4 == 0 &&
+         args.embedding_stride % 4 == 0 && args.state_stride % 4 == 0 &&
+         args.grad_stride % 4 == 0 && args.local_grad_stride % 4 == 0 && aligned(args.embedding) &&
+         aligned(args.cache) && aligned(args.state0) && aligned(args.state1) &&
+         aligned(args.grads) && aligned(args.local_grads);
 }
 
 // Every instantiation, for loading (CUDA loads a kernel at its first launch, which waits for work
@@ -240,7 +323,8 @@ int64_t wave_blocks(RowKernel kernel, int device) {
 
 void launch_optimizer_rows(const kernels::OptimizerApplyArgs& args, cudaStream_t stream) {
   if (args.count <= 0) return;
-  const RowKernel kernel = row_kernel(args.kind, args.embedding_type, args.adam_w != 0);
+  const RowKernel kernel =
+      row_kernel(args.kind, args.embedding_type, args.adam_w != 0, vector_pass_fits(args));
   int device = 0;
   check_cuda(cudaGetDevice(&device), "cudaGetDevice");
   // One wave of resident blocks at most; the batches' grid-stride loop covers the rest.
@@ -256,9 +340,11 @@ void load_optimizer_rows() {
   for (const OptimizerKind kind : kKinds) {
     for (const DType type : kTypes) {
       for (const bool decoupled : {false, true}) {
-        cudaFuncAttributes attributes{};
-        check_cuda(cudaFuncGetAttributes(&attributes, row_kernel(kind, type, decoupled)),
-                   "cudaFuncGetAttributes (optimizer apply)");
+        for (const bool vector : {false, true}) {
+          cudaFuncAttributes attributes{};
+          check_cuda(cudaFuncGetAttributes(&attributes, row_kernel(kind, type, decoupled, vector)),
+                     "cudaFuncGetAttributes (optimizer apply)");
+        }
       }
     }
   }
