@@ -5,7 +5,8 @@
 // Where the time goes, two ways, since the call is one synchronous API:
 //   - variants of the call, timed like the figure: all indices -1 (checked, sorted and grouped,
 //     no row updated: the call less the optimizer's bytes) and a single index (the call's fixed
-//     cost: launches, waits, allocations);
+//     cost: launches, waits, allocations); and the bench's own plain lazy-Adam kernel over the
+//     same bytes (gpu_apply_reference.h), what the optimizer step alone could take;
 //   - a second job with MEMLOOM_CUDA_PHASE_TIMES=1 (hw/cuda/cuda_phase_times.h), where the
 //     backend brackets each kernel, copy and grouping step with timing events; the bench reads
 //     the sums through the module's memloom_cuda_phase_times. Its events perturb the call a
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "bench/embedding_tensors.h"
+#include "bench/gpu/gpu_apply_reference.h"
 #include "bench/gpu/gpu_cuda.h"
 #include "bench/gpu/gpu_figures.h"
 #include "wholememory/embedding.h"
@@ -56,6 +58,9 @@ class ApplySetup {
     // Every byte 0xff: every index is -1, which asks for nothing.
     fill_device(none_.data(), 0xff, order.size() * sizeof(int64_t));
     fill_device(grads_.data(), 0, static_cast<size_t>(kRows) * kRowBytes);
+    for (DeviceBuffer* buffer : {&weight_, &m_, &v_}) {
+      fill_device(buffer->data(), 0, static_cast<size_t>(kRows) * kRowBytes);
+    }
     index_tensor_ = pointer_tensor(indices_.data(), kRows, 0, WHOLEMEMORY_DT_INT64);
     none_tensor_ = pointer_tensor(none_.data(), kRows, 0, WHOLEMEMORY_DT_INT64);
     one_index_tensor_ = pointer_tensor(indices_.data(), 1, 0, WHOLEMEMORY_DT_INT64);
@@ -90,6 +95,15 @@ class ApplySetup {
                       "wholememory_embedding_gather_gradient_apply");
   }
 
+  // The bench's own lazy-Adam kernel (gpu_apply_reference.cu) over arrays of the same shape,
+  // each row's gradient row taken in the shuffled order, as the apply reads them.
+  void reference_step() {
+    reference_adam_step(static_cast<float*>(weight_.data()), static_cast<float*>(m_.data()),
+                        static_cast<float*>(v_.data()), static_cast<const float*>(grads_.data()),
+                        static_cast<const int64_t*>(indices_.data()), kRows, static_cast<int>(kDim),
+                        stream_.get());
+  }
+
   cudaStream_t stream() const { return stream_.get(); }
 
  private:
@@ -102,6 +116,9 @@ class ApplySetup {
   DeviceBuffer indices_{kApplyRows * sizeof(int64_t), "apply indices"};
   DeviceBuffer none_{kApplyRows * sizeof(int64_t), "apply indices of no row"};
   DeviceBuffer grads_{kApplyRows * kRowBytes, "apply gradients"};
+  DeviceBuffer weight_{kApplyRows * kRowBytes, "reference weights"};
+  DeviceBuffer m_{kApplyRows * kRowBytes, "reference m"};
+  DeviceBuffer v_{kApplyRows * kRowBytes, "reference v"};
   wholememory_tensor_t index_tensor_ = nullptr, none_tensor_ = nullptr;
   wholememory_tensor_t one_index_tensor_ = nullptr;
   wholememory_tensor_t grad_tensor_ = nullptr, one_grad_tensor_ = nullptr;
@@ -157,6 +174,8 @@ Figures embedding_apply_rank(const RankInfo&) {
         setup.stream(), [&] { setup.apply(Variant::kNoRow); }, "embedding apply, no row", 5, 2);
     figures["apply one row"] = best_event_seconds(
         setup.stream(), [&] { setup.apply(Variant::kOneRow); }, "embedding apply, one row", 5, 2);
+    figures["reference step"] = best_event_seconds(
+        setup.stream(), [&] { setup.reference_step(); }, "reference Adam kernel", 5, 2);
   } catch (const std::exception& error) {
     print_failure("embedding apply", error.what());
   }
