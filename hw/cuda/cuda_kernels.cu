@@ -179,12 +179,13 @@ struct CudaKernel {
   void (*load)();
 };
 
-// The optimizer's element update runs as a warp per row (cuda_optimizer_apply.cu); lazy Adam's
-// row-state advance, one item per row, through the per-item body.
+// The optimizer's element update (with or without lazy Adam's row-state advance) runs as a warp
+// per row (cuda_optimizer_apply.cu); the advance alone, one item per row, through the per-item
+// body.
 void launch_optimizer_apply(const void* args, size_t items, cudaStream_t stream) {
   kernels::OptimizerApplyArgs copy;
   std::memcpy(&copy, args, sizeof(copy));
-  if (copy.phase == kernels::OptimizerPhase::kUpdateElements) {
+  if (copy.phase != kernels::OptimizerPhase::kAdvanceRowState) {
     PhaseTimer timer("optimizer_apply.update_rows", stream);
     launch_optimizer_rows(copy, stream);
   } else {

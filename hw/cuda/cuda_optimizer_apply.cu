@@ -229,6 +229,14 @@ __global__ void __launch_bounds__(kThreads) update_rows(OptimizerApplyArgs args)
       const kernels::OptimizerStep own = kernels::step_of_row<K>(args, my_row);
       my_bias1 = own.bias1;
       my_bias2 = own.bias2;
+      if constexpr (K == OptimizerKind::kLazyAdam) {
+        // This lane alone reads the row's state in this launch (each row is one group), and
+        // has read it: it advances it now, as the separate kAdvanceRowState launch would.
+        if (args.phase == kernels::OptimizerPhase::kUpdateAndAdvance) {
+          args.row_state[2 * my_row] *= args.beta1;
+          args.row_state[2 * my_row + 1] *= args.beta2;
+        }
+      }
     }
     const int64_t left = count - batch;
     const int in_batch = left < kLanes ? static_cast<int>(left) : kLanes;

@@ -9,11 +9,13 @@
 // beta2^t). The table may be FLOAT, HALF or BF16: values are computed in float and rounded once
 // when stored; states are FLOAT.
 //
-// A work item is (row u, columns [part * columns_per_item, ...)): a GPU takes one column per
-// item so that neighbouring threads touch neighbouring words, a CPU thread whole rows. Every
-// column of every dimension is covered (no multiple of 4 or 32 assumed). Lazy Adam's per-row
-// state (beta12t) is advanced by a second launch (phase kAdvanceRowState, one item per row) after
-// the element update has read it.
+// A work item is (row u, columns [part * columns_per_item, ...)). Every column of every dimension
+// is covered (no multiple of 4 or 32 assumed). Lazy Adam's per-row state (beta12t) is advanced
+// after the element update has read it: by a second launch (phase kAdvanceRowState, one item per
+// row), or in the same launch (phase kUpdateAndAdvance) when each item is a whole row
+// (items_per_row 1), as the gradient apply launches it. The CUDA backend runs the update phases
+// as a warp per row (hw/cuda/cuda_optimizer_apply.cu), which reads neither columns_per_item nor
+// items_per_row.
 #pragma once
 
 #include <cstddef>
@@ -25,7 +27,11 @@
 namespace memloom::kernels {
 
 enum class OptimizerKind : int32_t { kSgd = 1, kLazyAdam = 2, kRmsProp = 3, kAdaGrad = 4 };
-enum class OptimizerPhase : int32_t { kUpdateElements = 0, kAdvanceRowState = 1 };
+enum class OptimizerPhase : int32_t {
+  kUpdateElements = 0,
+  kAdvanceRowState = 1,
+  kUpdateAndAdvance = 2,  // whole rows per item: one launch instead of two (see above)
+};
 
 struct OptimizerApplyArgs {
   OptimizerKind kind;
@@ -158,7 +164,7 @@ MEMLOOM_HOST_DEVICE inline void step_element(const OptimizerStep& step, float gr
 }
 
 // The step of local row `row`: the parameters, and lazy Adam's bias corrections from the row's
-// running beta1^t, beta2^t (read before this step's kAdvanceRowState launch advances them).
+// running beta1^t, beta2^t (read before this step advances them).
 template <OptimizerKind K>
 MEMLOOM_HOST_DEVICE inline OptimizerStep step_of_row(const OptimizerApplyArgs& args, int64_t row) {
   OptimizerStep step{
@@ -326,6 +332,11 @@ struct OptimizerApplyKernel {
         for (int64_t c = 0; c < count; ++c) grads[c] += source[c];
       }
       update_columns_any(args, row, span, count, grads);
+    }
+    // Every span of the row has read its biases: the row's state may advance now.
+    if (args.phase == OptimizerPhase::kUpdateAndAdvance && args.kind == OptimizerKind::kLazyAdam) {
+      args.row_state[2 * row] *= args.beta1;
+      args.row_state[2 * row + 1] *= args.beta2;
     }
   }
 };

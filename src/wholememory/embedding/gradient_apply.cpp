@@ -19,7 +19,6 @@
 #include <optional>
 
 #include "memloom/error.h"
-#include "src/core/platform_loader.h"
 #include "src/wholememory/embedding/embedding.h"
 #include "src/wholememory/embedding/row_grouping.h"
 #include "src/wholememory/embedding/stream_work.h"
@@ -277,17 +276,14 @@ void Embedding::enqueue_step(StreamWork& work, const DeviceRowGroups& groups, in
     args.first_bad = &counters[0];
     args.group_count = &counters[1];
   }
-  // A GPU: one column per thread (neighbouring threads, neighbouring words); a CPU: whole rows.
-  args.columns_per_item =
-      core::platform().capabilities().lockstep_kernel_threads ? 1 : static_cast<int64_t>(dim_);
-  args.items_per_row = (dim_ + args.columns_per_item - 1) / args.columns_per_item;
-  args.phase = kernels::OptimizerPhase::kUpdateElements;
-  work.launch(hal::KernelId::kOptimizerApply, args,
-              static_cast<size_t>(args.count * args.items_per_row));
-  if (args.kind == kernels::OptimizerKind::kLazyAdam) {
-    args.phase = kernels::OptimizerPhase::kAdvanceRowState;
-    work.launch(hal::KernelId::kOptimizerApply, args, static_cast<size_t>(args.count));
-  }
+  // Whole rows per item, and lazy Adam's row state advanced in the same launch: a CPU thread
+  // takes rows, and the CUDA backend's warp-per-row kernel reads neither field.
+  args.columns_per_item = dim_;
+  args.items_per_row = 1;
+  args.phase = args.kind == kernels::OptimizerKind::kLazyAdam
+                   ? kernels::OptimizerPhase::kUpdateAndAdvance
+                   : kernels::OptimizerPhase::kUpdateElements;
+  work.launch(hal::KernelId::kOptimizerApply, args, static_cast<size_t>(args.count));
 }
 
 }  // namespace memloom::wholememory
