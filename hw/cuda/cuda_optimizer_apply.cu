@@ -47,7 +47,7 @@ constexpr int64_t kColumnsPerPass = kLanes * kColumnsPerLane;
 
 // Rows a warp updates at once: their loads are all issued before any of them is stored (a store
 // may alias a later row's load, so the compiler would not move one row's loads above another's
-// stores), so more bytes are in flight per warp: 4 KiB, and at 126 registers a thread 16 warps a
+// stores), so more bytes are in flight per warp: 4 KiB, and at ~122 registers a thread 16 warps a
 // multiprocessor, 64 KiB, several times what hides the memory's latency at full bandwidth. Four
 // rows took 188 registers (8 warps, the same bytes), and capping them at 128 spilled.
 constexpr int kRowsInFlight = 2;
