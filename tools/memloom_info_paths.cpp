@@ -50,6 +50,19 @@ PathEntry self_entry(const std::string& how) {
   return {PeerPlace::kSelf, "local", how};
 }
 
+// WholeMemory on one node: CONTINUOUS, CHUNKED and HIERARCHY map the node's partitions
+// (contiguous_range.h, chunked_memory.h, hierarchy_memory.h); DISTRIBUTED maps only its own
+// partition and reaches every peer's, same-node ones too, through the communicator's collectives
+// (distributed_memory.h; ops/distributed_ops.cpp exchanges with alltoallv): NCCL on CUDA,
+// shared-memory chunks inside a node on the emulated backend (hw/host/hierarchical_collectives.h).
+PathEntry wholememory_same_node(const PathFacts& f, bool device) {
+  PathEntry entry = same_node_mapping(f, device);
+  entry.how = "CONTINUOUS/CHUNKED/HIERARCHY: " + entry.how + "; DISTRIBUTED: " +
+              (cuda(f) ? "the communicator's NCCL collectives"
+                       : "the communicator's collectives, shared-memory chunks inside a node");
+  return entry;
+}
+
 // A BM object's transport to other nodes: BmCopyEngine::plan (src/smem/bm/bm_copy_engine.cpp)
 // sends every copy with a rank that is not same_node (bm_object.cpp) to the object's
 // hal::Transport, which Platform::create_transport picks (hw/host/transport_choice.cpp
@@ -170,13 +183,14 @@ std::vector<PathRow> path_table(const PathFacts& f) {
   std::vector<PathRow> rows;
   const std::string local_copy = "its own mapping: loads, stores, stream copies";
 
-  rows.push_back({"wholememory_device",
-                  "WholeMemory device memory",
-                  {self_entry(local_copy), same_node_mapping(f, true), wholememory_other_node(f)}});
+  rows.push_back(
+      {"wholememory_device",
+       "WholeMemory device memory",
+       {self_entry(local_copy), wholememory_same_node(f, true), wholememory_other_node(f)}});
   rows.push_back(
       {"wholememory_host",
        "WholeMemory host memory",
-       {self_entry(local_copy), same_node_mapping(f, false), wholememory_other_node(f)}});
+       {self_entry(local_copy), wholememory_same_node(f, false), wholememory_other_node(f)}});
 
   // src/smem/shm/shm_object.cpp: SHM maps the slots of same-node ranks only; SMEMS_DATA_OP_RDMA is
   // accepted but reaches nothing more.

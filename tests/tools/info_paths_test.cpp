@@ -57,6 +57,10 @@ TEST(ToolsPaths, SameNodeCollectiveMemoryIsMappedPerBackend) {
   EXPECT_EQ(entry(cuda_tcp(), "wholememory_host", PeerPlace::kSameNode).path,
             "cuda_host_registered_mapping");
   EXPECT_EQ(entry(cuda_tcp(), "shm", PeerPlace::kOtherNode).path, "none");
+  // DISTRIBUTED maps only its own partition, also on one node.
+  const PathEntry& wm = entry(cuda_tcp(), "wholememory_device", PeerPlace::kSameNode);
+  EXPECT_NE(wm.how.find("DISTRIBUTED: the communicator's NCCL collectives"), std::string::npos)
+      << wm.how;
 }
 
 TEST(ToolsPaths, TransportVariableChangesTheBmCrossNodePath) {
