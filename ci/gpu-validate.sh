@@ -14,6 +14,10 @@
 #   GPU_VALIDATE_BENCH=0 ci/gpu-validate.sh       # without memloom-bench-gpu (run first, ~2 min)
 #   GPU_VALIDATE_BENCH_ONLY=local,embedding ...   # only those bench groups (--only)
 #   GPU_VALIDATE_EMULATED_S=0 ...                 # leave no time for the emulated control run
+#   GPU_VALIDATE_TARGETS="memloom_cuda memloom-bench-gpu embedding_tests" ...
+#                                                 # build only those targets (cmake --target)
+#   GPU_VALIDATE_PYTHON=none ...                  # no Python packages (the venv's python
+#                                                 # otherwise), so no Python CUDA tests
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -115,10 +119,14 @@ if ! cmake -S "$repo" -B "$build_dir" "${cmake_args[@]}" >"$out/build.log" 2>&1;
   note "FAILED: configure (see build.log)"
   exit 1
 fi
-note "building with -j$jobs ($(elapsed) s)"
+# GPU_VALIDATE_TARGETS (space-separated) builds only those targets, for a run that needs a few
+# test binaries and the bench rather than the whole tree.
+targets=()
+for target in ${GPU_VALIDATE_TARGETS:-}; do targets+=(--target "$target"); done
+note "building with -j$jobs${targets[*]:+ (${GPU_VALIDATE_TARGETS})} ($(elapsed) s)"
 keep_going=(-k 0)
 [[ -e $build_dir/build.ninja ]] || keep_going=(-k)
-if ! cmake --build "$build_dir" -j "$jobs" -- "${keep_going[@]}" >>"$out/build.log" 2>&1; then
+if ! cmake --build "$build_dir" -j "$jobs" "${targets[@]}" -- "${keep_going[@]}" >>"$out/build.log" 2>&1; then
   note "build had failures (see build.log); testing what was built"
   grep -E "FAILED|error:" "$out/build.log" | head -20 | tee -a "$summary"
   build_ok=0

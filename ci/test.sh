@@ -20,6 +20,9 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 stage_start=$start
 jobs="${MEMLOOM_JOBS:-2}"
+# Paths relative to the checkout in ccache's keys (as ci/build.sh sets for the plain build), so
+# the sanitizer builds of a fresh clone in another folder hit the cache too.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}" CCACHE_NOHASHDIR=1
 sanitizers="${MEMLOOM_SANITIZERS:-asan tsan fuzz}"
 
 stage_done() {

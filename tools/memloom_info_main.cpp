@@ -3,7 +3,9 @@
 // error when CUDA is skipped), its devices and how they reach each other (the peer access matrix
 // of CUDA GPUs), the transport across nodes and what UCX offers (RDMA, CUDA memory), the launcher
 // variables found and the rank they give, the config store, and every MEMLOOM_* setting with its
-// value in effect and its default.
+// value in effect and its default; which path moves the bytes to each kind of peer for each API
+// and memory kind (tools/memloom_info_paths.h), and where the launcher's layout tells, which kind
+// of peer each other rank is.
 //   memloom-info [--json] [--version]
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +19,7 @@
 #include "src/base/version.h"
 #include "src/core/backend_choice.h"
 #include "src/core/platform_loader.h"
+#include "tools/memloom_info_paths.h"
 
 namespace {
 
@@ -56,6 +59,7 @@ struct Report {
   std::optional<memloom::hal::TransportSupport> transport;  // empty without a backend
   memloom::base::LaunchInfo launch;
   std::string launch_error;
+  memloom::tools::PathFacts path_facts;  // meaningful with a backend only
 };
 
 // Asks the backend how each device reaches every other; empty when it has no peer links to report.
@@ -182,6 +186,96 @@ std::string transport_json(const std::optional<memloom::hal::TransportSupport>& 
          ", \"resources\": " + resources + ", \"error\": " + json_string(t.ucx_error) + "}}";
 }
 
+// This machine's facts for the path rules: the transport and UCX as the backend reports them,
+// Yama's ptrace scope (cross-memory attach), MEMLOOM_TRANS_STAGING, and the CUDA pairs without peer
+// access.
+memloom::tools::PathFacts path_facts(const Report& r) {
+  memloom::tools::PathFacts facts;
+  facts.backend = r.backend;
+  facts.transport = r.transport->configured;
+  facts.transport_error = r.transport->configured_error;
+  facts.ucx_rdma = r.transport->ucx_rdma;
+  facts.ucx_cuda_memory = r.transport->ucx_cuda_memory;
+  facts.ptrace_scope = memloom::tools::read_ptrace_scope();
+  const char* staging = std::getenv("MEMLOOM_TRANS_STAGING");
+  facts.trans_staging_forced = staging != nullptr && std::string(staging) == "1";
+  facts.gpus = r.peers.empty() ? 0 : static_cast<int>(r.peers.size());
+  for (size_t from = 0; from < r.peers.size(); ++from) {
+    for (size_t to = 0; to < r.peers.size(); ++to) {
+      if (from != to && !r.peers[from][to]->accessible)
+        facts.pairs_without_peer_access.emplace_back(static_cast<int>(from), static_cast<int>(to));
+    }
+  }
+  return facts;
+}
+
+std::string ptrace_text(int scope) {
+  return scope < 0 ? "absent" : std::to_string(scope);
+}
+
+void print_paths(const Report& r) {
+  using memloom::tools::peer_place_text;
+  const auto& f = r.path_facts;
+  std::printf(
+      "paths (%s backend, transport %s, ptrace_scope %s; the path each kind of peer's "
+      "bytes take):\n",
+      f.backend.c_str(), f.transport.empty() ? "(invalid)" : f.transport.c_str(),
+      ptrace_text(f.ptrace_scope).c_str());
+  for (const auto& row : memloom::tools::path_table(f)) {
+    std::printf("  %s\n", row.title.c_str());
+    for (const auto& entry : row.entries) {
+      std::printf("    %-13s %s: %s\n", peer_place_text(entry.place), entry.path.c_str(),
+                  entry.how.c_str());
+    }
+  }
+  if (!r.launch_error.empty()) return;
+  const memloom::tools::JobLayout layout = memloom::tools::job_layout(r.launch);
+  if (!r.launch.found()) {
+    std::printf("ranks: %s\n", layout.why.c_str());
+    return;
+  }
+  std::printf("ranks (seen from rank %d): %s\n", r.launch.rank, layout.why.c_str());
+  for (const auto& other : layout.ranks)
+    std::printf("  rank %-5d %s\n", other.rank, peer_place_text(other.place));
+}
+
+std::string paths_json(const Report& r) {
+  if (!r.backend_error.empty()) return "null";
+  const auto& f = r.path_facts;
+  std::string out = "{\"backend\": " + json_string(f.backend) +
+                    ", \"transport\": " + json_string(f.transport) +
+                    ", \"ptrace_scope\": " + std::to_string(f.ptrace_scope) +
+                    ", \"trans_staging_forced\": " + (f.trans_staging_forced ? "true" : "false") +
+                    ", \"gpu_pairs_without_peer_access\": [";
+  for (size_t i = 0; i < f.pairs_without_peer_access.size(); ++i) {
+    out += (i ? ", [" : "[") + std::to_string(f.pairs_without_peer_access[i].first) + ", " +
+           std::to_string(f.pairs_without_peer_access[i].second) + "]";
+  }
+  out += "],\n    \"table\": [";
+  bool first_row = true;
+  for (const auto& row : memloom::tools::path_table(f)) {
+    out += std::string(first_row ? "" : ",") + "\n      {\"memory\": " + json_string(row.memory) +
+           ", \"title\": " + json_string(row.title);
+    first_row = false;
+    for (const auto& entry : row.entries) {
+      out += std::string(", \"") + memloom::tools::peer_place_key(entry.place) +
+             "\": {\"path\": " + json_string(entry.path) + ", \"how\": " + json_string(entry.how) +
+             "}";
+    }
+    out += "}";
+  }
+  out += "\n    ],\n    \"ranks\": ";
+  if (!r.launch_error.empty()) return out + "null}";
+  const memloom::tools::JobLayout layout = memloom::tools::job_layout(r.launch);
+  out += std::string("{\"known\": ") + (layout.known ? "true" : "false") +
+         ", \"why\": " + json_string(layout.why) + ", \"peers\": [";
+  for (size_t i = 0; i < layout.ranks.size(); ++i) {
+    out += std::string(i ? ", " : "") + "{\"rank\": " + std::to_string(layout.ranks[i].rank) +
+           ", \"place\": \"" + memloom::tools::peer_place_key(layout.ranks[i].place) + "\"}";
+  }
+  return out + "]}}";
+}
+
 Report gather() {
   Report report;
   try {
@@ -192,6 +286,7 @@ Report gather() {
       report.capacities.push_back(platform.device_capacity(d));
     report.peers = peer_matrix(platform, report.devices, &report.peers_error);
     report.transport = platform.transport_support();
+    report.path_facts = path_facts(report);
   } catch (const memloom::Error& error) {
     report.backend_error = error.what();
   }
@@ -233,6 +328,7 @@ void print_text(const Report& r) {
   std::printf("store:    %s\n", r.launch.store_url.empty() ? "(none named: rank 0 of a WholeMemory "
                                                              "job embeds one on a free port)"
                                                            : r.launch.store_url.c_str());
+  if (r.backend_error.empty()) print_paths(r);
   std::printf("settings (value in effect, default):\n");
   for (const auto& setting : memloom::base::memloom_settings()) {
     const char* value = std::getenv(setting.name);
@@ -264,6 +360,7 @@ void print_json(const Report& r) {
   std::printf("  \"store\": {\"url\": %s, \"source\": %s, \"rank0_serves\": %s},\n",
               json_string(l.store_url).c_str(), json_string(l.store_source).c_str(),
               l.rank0_serves_store ? "true" : "false");
+  std::printf("  \"paths\": %s,\n", paths_json(r).c_str());
   std::printf("  \"settings\": [");
   bool first = true;
   for (const auto& setting : memloom::base::memloom_settings()) {
@@ -294,8 +391,10 @@ int main(int argc, char** argv) {
           "Prints the version and build options, the backend memloom would choose and why, its\n"
           "devices and their peer access matrix (CUDA), the transport across nodes and what UCX\n"
           "offers (version, RDMA, CUDA memory), the launcher variables found and the\n"
-          "rank they give, the config store, and every MEMLOOM_* setting in effect with its\n"
-          "default. --json: the same for scripts.");
+          "rank they give, the config store, which path moves the bytes to each kind of peer\n"
+          "(this process, same node, other node) for each API and memory kind, and each other\n"
+          "rank's kind where the launcher's layout tells, and every MEMLOOM_* setting in\n"
+          "effect with its default. --json: the same for scripts.");
       return 0;
     } else {
       std::fprintf(stderr, "memloom-info: unknown option '%s' (try --help)\n", arg.c_str());

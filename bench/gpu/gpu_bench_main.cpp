@@ -140,6 +140,48 @@ Ceilings measure_ceilings(Report& report, int devices) {
   return ceilings;
 }
 
+// Where the apply's time goes (gpu_embedding.cpp), as REPORT rows in microseconds per call with
+// their share of a whole call: the call's variants (no row updated, one index), then each phase of
+// a second run whose kernels, copies and grouping steps the backend timed with events. A phase
+// named "a.b" is step b inside phase a; "host or idle" is the call less its top-level phases (the
+// stream waiting for the host: launches, waits, allocations).
+void embedding_breakdown(Report& report, const Figures& apply, const Ceilings& ceilings) {
+  auto us = [](std::optional<double> seconds) -> std::optional<double> {
+    if (!seconds) return std::nullopt;
+    return *seconds * 1e6;
+  };
+  const auto whole = us(figure(apply, "apply"));
+  report.add({"apply breakdown: every index -1 (checked and grouped, no row updated)",
+              us(figure(apply, "apply no row")), "us", whole, "the whole apply", std::nullopt, ""});
+  report.add({"apply breakdown: a single index (the call's fixed cost)",
+              us(figure(apply, "apply one row")), "us", whole, "the whole apply", std::nullopt,
+              ""});
+  const double bytes = 7.0 * kApplyRows * kRowBytes;
+  const auto reference = rate(bytes, figure(apply, "reference step"));
+  report.add({"apply breakdown: the bench's plain lazy-Adam kernel, same bytes", reference, "GB/s",
+              ceilings.d2d, "D2D cudaMemcpy", std::nullopt,
+              micros(figure(apply, "reference step"))});
+  const Figures phases = run_job("embedding apply phases", 1, embedding_phases_rank);
+  const auto update = figure(phases, "phase optimizer_apply.update_rows");
+  report.add({"apply phase (timed run): optimizer_apply.update_rows, bandwidth",
+              rate(bytes, update), "GB/s", reference, "the bench's plain kernel", std::nullopt,
+              micros(update)});
+  const auto call = us(figure(phases, "call"));
+  double top_level = 0;
+  for (const auto& [name, seconds] : phases) {
+    if (name.rfind("phase ", 0) != 0) continue;
+    const std::string phase = name.substr(6);
+    if (phase.find('.') == std::string::npos) top_level += seconds * 1e6;
+    report.add({"apply phase (timed run): " + phase, seconds * 1e6, "us", call,
+                "the timed run's call", std::nullopt,
+                phase.find('.') == std::string::npos ? "" : "step"});
+  }
+  std::optional<double> idle;
+  if (call) idle = *call - top_level;
+  report.add({"apply phase (timed run): host or idle (call - phases)", idle, "us", call,
+              "the timed run's call", std::nullopt, ""});
+}
+
 // The bytes an apply must touch per row: the row and its two states read and written, the
 // gradient read (7 row sizes); the issue's target is 0.7x of the D2D copy bandwidth over them.
 void embedding_apply(Report& report, const Ceilings& ceilings) {
@@ -148,6 +190,7 @@ void embedding_apply(Report& report, const Ceilings& ceilings) {
   report.add({"embedding apply, lazy Adam, 1M x 512 B rows (row, grad, 2 states)",
               rate(7.0 * kApplyRows * kRowBytes, seconds), "GB/s", ceilings.d2d, "D2D cudaMemcpy",
               0.7, micros(seconds)});
+  embedding_breakdown(report, figures, ceilings);
 }
 
 // Sampled edges per second, against the bench's plain CUDA sampler in the same job (issue 21's

@@ -41,8 +41,12 @@ Figures rank_zero_gather_rank(const RankInfo& info, wholememory_memory_type_t ty
 Figures node_per_gpu_gather_rank(const RankInfo& info, wholememory_memory_type_t type);
 
 // "apply": seconds of one wholememory_embedding_gather_gradient_apply (lazy Adam) of every row
-// of a kApplyRows x kRowFloats FLOAT embedding on GPU 0 (gpu_embedding.cpp).
+// of a kApplyRows x kRowFloats FLOAT embedding on GPU 0 (gpu_embedding.cpp); "apply no row": the
+// same call with every index -1; "apply one row": with a single index.
 Figures embedding_apply_rank(const RankInfo& info);
+// The same apply with the CUDA module's phase timing on (MEMLOOM_CUDA_PHASE_TIMES=1): "call",
+// seconds per call, and "phase NAME", the GPU seconds per call of each kernel, copy or step.
+Figures embedding_phases_rank(const RankInfo& info);
 
 // "sample", "sample reference": seconds of one unweighted sampling (fanout 30, 1M centres) of a
 // power-law graph of about `edges` edges on GPU 0, by memloom and by the bench's plain CUDA

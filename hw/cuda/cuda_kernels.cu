@@ -9,6 +9,7 @@
 #include "hw/cuda/cuda_check.h"
 #include "hw/cuda/cuda_count_scan.h"
 #include "hw/cuda/cuda_optimizer_apply.h"
+#include "hw/cuda/cuda_phase_times.h"
 #include "hw/cuda/cuda_row_grouping.h"
 #include "memloom/error.h"
 #include "src/kernels/count_scan_kernel.h"
@@ -178,14 +179,17 @@ struct CudaKernel {
   void (*load)();
 };
 
-// The optimizer's element update runs as a warp per row (cuda_optimizer_apply.cu); lazy Adam's
-// row-state advance, one item per row, through the per-item body.
+// The optimizer's element update (with or without lazy Adam's row-state advance) runs as a warp
+// per row (cuda_optimizer_apply.cu); the advance alone, one item per row, through the per-item
+// body.
 void launch_optimizer_apply(const void* args, size_t items, cudaStream_t stream) {
   kernels::OptimizerApplyArgs copy;
   std::memcpy(&copy, args, sizeof(copy));
-  if (copy.phase == kernels::OptimizerPhase::kUpdateElements) {
+  if (copy.phase != kernels::OptimizerPhase::kAdvanceRowState) {
+    PhaseTimer timer("optimizer_apply.update_rows", stream);
     launch_optimizer_rows(copy, stream);
   } else {
+    PhaseTimer timer("optimizer_apply.advance_row_state", stream);
     launch_of<kernels::OptimizerApplyKernel>(args, items, stream);
   }
 }
@@ -248,6 +252,7 @@ void launch_kernel(const hal::KernelLaunch& launch, cudaStream_t stream) {
               " bytes of arguments, got " + std::to_string(launch.args_size));
   }
   if (launch.work_items == 0) return;
+  PhaseTimer timer(kernel.name, stream);
   kernel.launch(launch.args, launch.work_items, stream);
 }
 

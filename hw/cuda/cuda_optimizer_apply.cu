@@ -9,11 +9,21 @@
 // bytes it touches. Here lane i of a warp reads group i's row, range, first position and bias for
 // 32 groups at once, the warp shares them by shuffles, and each lane then loads all of its columns
 // of a row (weight, states, gradient: up to 16 independent loads) before it computes and stores.
+// A FLOAT table with 16-byte aligned rows (the common case) moves 4 neighbouring columns per load
+// (update_pass_vector): a quarter of the memory instructions and address arithmetic.
+//
+// The launch covers `count` groups, or an upper bound of them when the grouping left its count in
+// device memory (OptimizerApplyArgs::group_count), so a one-rank apply is enqueued without waiting
+// for the grouping; the grid is one wave of resident blocks either way.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "hw/cuda/cuda_check.h"
 #include "hw/cuda/cuda_optimizer_apply.h"
@@ -35,62 +45,183 @@ constexpr unsigned kFullWarp = 0xffffffffu;
 constexpr int kColumnsPerLane = 4;
 constexpr int64_t kColumnsPerPass = kLanes * kColumnsPerLane;
 
-// One row: every pass loads, then sums the row's further gradient rows in position order, steps
-// and stores. `position` is the row's first gradient position (read by the batch's lanes).
-template <OptimizerKind K, DType T, bool kDecoupledDecay>
-__device__ void update_row(const OptimizerApplyArgs& args, const kernels::OptimizerStep& step,
-                           int64_t row, int64_t from, int64_t to, int64_t position, unsigned lane) {
-  char* base = row < args.cached_rows ? args.cache : args.embedding;
-  const auto weight_first = static_cast<size_t>(row) * static_cast<size_t>(args.embedding_stride);
-  const auto state_first = static_cast<size_t>(row) * static_cast<size_t>(args.state_stride);
-  const float* first_gradient = kernels::gradient_row(args, position);
-  for (int64_t pass = 0; pass < args.columns; pass += kColumnsPerPass) {
-    float weight[kColumnsPerLane], first[kColumnsPerLane], second[kColumnsPerLane];
-    float grad[kColumnsPerLane];
+// Rows a warp updates at once: their loads are all issued before any of them is stored (a store
+// may alias a later row's load, so the compiler would not move one row's loads above another's
+// stores), so more bytes are in flight per warp: 4 KiB, and at ~122 registers a thread 16 warps a
+// multiprocessor, 64 KiB, several times what hides the memory's latency at full bandwidth. Four
+// rows took 188 registers (8 warps, the same bytes), and capping them at 128 spilled.
+constexpr int kRowsInFlight = 2;
+
+// What a warp's lanes need of one group (row) of a batch.
+struct RowRef {
+  char* base;           // the table or the cache
+  size_t weight_first;  // elements
+  size_t state_first;
+  const float* first_gradient;
+  int64_t from, to;  // positions of the row's gradients
+  kernels::OptimizerStep step;
+  bool valid;
+};
+
+// Lane g's group of the batch, shared by a shuffle (every lane takes part; `g` may be past the
+// batch, which gives an invalid row).
+__device__ RowRef share_row(const OptimizerApplyArgs& args, const kernels::OptimizerStep& params,
+                            int g, int in_batch, int64_t my_row, int64_t my_from, int64_t my_to,
+                            int64_t my_position, float my_bias1, float my_bias2) {
+  const int source = g < in_batch ? g : 0;
+  const int64_t row = __shfl_sync(kFullWarp, my_row, source);
+  RowRef ref;
+  ref.from = __shfl_sync(kFullWarp, my_from, source);
+  ref.to = __shfl_sync(kFullWarp, my_to, source);
+  const int64_t position = __shfl_sync(kFullWarp, my_position, source);
+  ref.step = params;
+  ref.step.bias1 = __shfl_sync(kFullWarp, my_bias1, source);
+  ref.step.bias2 = __shfl_sync(kFullWarp, my_bias2, source);
+  ref.valid = g < in_batch;
+  ref.base = row < args.cached_rows ? args.cache : args.embedding;
+  ref.weight_first = static_cast<size_t>(row) * static_cast<size_t>(args.embedding_stride);
+  ref.state_first = static_cast<size_t>(row) * static_cast<size_t>(args.state_stride);
+  ref.first_gradient = kernels::gradient_row(args, position);
+  return ref;
+}
+
+// One pass of a lane over up to kRowsInFlight rows: load everything, sum each row's further
+// gradient rows in position order, then step and store.
+template <OptimizerKind K, DType T, bool kDecoupledDecay, int R>
+__device__ void update_pass(const OptimizerApplyArgs& args, const RowRef (&refs)[R], int64_t pass,
+                            unsigned lane) {
+  float weight[R][kColumnsPerLane], first[R][kColumnsPerLane];
+  float second[R][kColumnsPerLane], grad[R][kColumnsPerLane];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
 #pragma unroll
     for (int j = 0; j < kColumnsPerLane; ++j) {
       const int64_t c = pass + lane + static_cast<int64_t>(j) * kLanes;
-      weight[j] = first[j] = second[j] = grad[j] = 0;
-      if (c >= args.columns) continue;
+      weight[r][j] = first[r][j] = second[r][j] = grad[r][j] = 0;
+      if (!refs[r].valid || c >= args.columns) continue;
       const auto column = static_cast<size_t>(c);
-      weight[j] = kernels::load_weight<T>(base, weight_first + column);
-      if constexpr (kernels::uses_first_state(K)) first[j] = args.state0[state_first + column];
-      if constexpr (kernels::uses_second_state(K)) second[j] = args.state1[state_first + column];
+      weight[r][j] = kernels::load_weight<T>(refs[r].base, refs[r].weight_first + column);
+      if constexpr (kernels::uses_first_state(K)) {
+        first[r][j] = args.state0[refs[r].state_first + column];
+      }
+      if constexpr (kernels::uses_second_state(K)) {
+        second[r][j] = args.state1[refs[r].state_first + column];
+      }
       // 0 + g1 + g2 ..., as the CPU kernel sums (0 + -0 is +0).
-      grad[j] = 0.0F + first_gradient[column];
+      grad[r][j] = 0.0F + refs[r].first_gradient[column];
     }
-    for (int64_t k = from + 1; k < to; ++k) {
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    if (!refs[r].valid) continue;
+    for (int64_t k = refs[r].from + 1; k < refs[r].to; ++k) {
       const float* more = kernels::gradient_row(args, args.positions[k]);
 #pragma unroll
       for (int j = 0; j < kColumnsPerLane; ++j) {
         const int64_t c = pass + lane + static_cast<int64_t>(j) * kLanes;
-        if (c < args.columns) grad[j] += more[c];
+        if (c < args.columns) grad[r][j] += more[c];
       }
     }
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
 #pragma unroll
     for (int j = 0; j < kColumnsPerLane; ++j) {
       const int64_t c = pass + lane + static_cast<int64_t>(j) * kLanes;
-      if (c >= args.columns) continue;
+      if (!refs[r].valid || c >= args.columns) continue;
       const auto column = static_cast<size_t>(c);
-      kernels::step_element<K, kDecoupledDecay>(step, grad[j], weight[j], first[j], second[j]);
-      if constexpr (kernels::uses_first_state(K)) args.state0[state_first + column] = first[j];
-      if constexpr (kernels::uses_second_state(K)) args.state1[state_first + column] = second[j];
-      kernels::store_weight<T>(base, weight_first + column, weight[j]);
+      kernels::step_element<K, kDecoupledDecay>(refs[r].step, grad[r][j], weight[r][j], first[r][j],
+                                                second[r][j]);
+      if constexpr (kernels::uses_first_state(K)) {
+        args.state0[refs[r].state_first + column] = first[r][j];
+      }
+      if constexpr (kernels::uses_second_state(K)) {
+        args.state1[refs[r].state_first + column] = second[r][j];
+      }
+      kernels::store_weight<T>(refs[r].base, refs[r].weight_first + column, weight[r][j]);
     }
   }
 }
 
-// Warps take batches of 32 groups, grid-stride.
-template <OptimizerKind K, DType T, bool kDecoupledDecay>
+// The pass of a float table whose rows, states and gradients are 16-byte aligned and whose width
+// is a multiple of 4: lane l holds columns [4l, 4l + 4) of the pass (128 columns), each array of
+// a row one 16-byte load or store. The same sums and steps as update_pass, element by element.
+template <OptimizerKind K, bool kDecoupledDecay, int R>
+__device__ void update_pass_vector(const OptimizerApplyArgs& args, const RowRef (&refs)[R],
+                                   int64_t pass, unsigned lane) {
+  const int64_t c = pass + 4 * static_cast<int64_t>(lane);
+  const bool inside = c < args.columns;  // all four columns or none
+  const auto column = static_cast<size_t>(c);
+  float4 weight[R], first[R], second[R], grad[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    weight[r] = first[r] = second[r] = grad[r] = make_float4(0, 0, 0, 0);
+    if (!refs[r].valid || !inside) continue;
+    weight[r] = *reinterpret_cast<const float4*>(reinterpret_cast<const float*>(refs[r].base) +
+                                                 refs[r].weight_first + column);
+    if constexpr (kernels::uses_first_state(K)) {
+      first[r] = *reinterpret_cast<const float4*>(args.state0 + refs[r].state_first + column);
+    }
+    if constexpr (kernels::uses_second_state(K)) {
+      second[r] = *reinterpret_cast<const float4*>(args.state1 + refs[r].state_first + column);
+    }
+    const float4 g = *reinterpret_cast<const float4*>(refs[r].first_gradient + column);
+    // 0 + g1 + g2 ..., as the CPU kernel sums (0 + -0 is +0).
+    grad[r] = make_float4(0.0F + g.x, 0.0F + g.y, 0.0F + g.z, 0.0F + g.w);
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    if (!refs[r].valid || !inside) continue;
+    for (int64_t k = refs[r].from + 1; k < refs[r].to; ++k) {
+      const float4 g =
+          *reinterpret_cast<const float4*>(kernels::gradient_row(args, args.positions[k]) + column);
+      grad[r].x += g.x;
+      grad[r].y += g.y;
+      grad[r].z += g.z;
+      grad[r].w += g.w;
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    if (!refs[r].valid || !inside) continue;
+    const kernels::OptimizerStep& step = refs[r].step;
+    kernels::step_element<K, kDecoupledDecay>(step, grad[r].x, weight[r].x, first[r].x,
+                                              second[r].x);
+    kernels::step_element<K, kDecoupledDecay>(step, grad[r].y, weight[r].y, first[r].y,
+                                              second[r].y);
+    kernels::step_element<K, kDecoupledDecay>(step, grad[r].z, weight[r].z, first[r].z,
+                                              second[r].z);
+    kernels::step_element<K, kDecoupledDecay>(step, grad[r].w, weight[r].w, first[r].w,
+                                              second[r].w);
+    if constexpr (kernels::uses_first_state(K)) {
+      *reinterpret_cast<float4*>(args.state0 + refs[r].state_first + column) = first[r];
+    }
+    if constexpr (kernels::uses_second_state(K)) {
+      *reinterpret_cast<float4*>(args.state1 + refs[r].state_first + column) = second[r];
+    }
+    *reinterpret_cast<float4*>(reinterpret_cast<float*>(refs[r].base) + refs[r].weight_first +
+                               column) = weight[r];
+  }
+}
+
+// Warps take batches of 32 groups, grid-stride; lane i reads group i's row, range, first position
+// and bias once for the batch.
+template <OptimizerKind K, DType T, bool kDecoupledDecay, bool kVector>
 __global__ void __launch_bounds__(kThreads) update_rows(OptimizerApplyArgs args) {
+  constexpr int R = kRowsInFlight;
   const unsigned lane = threadIdx.x % kLanes;
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kLanes;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / kLanes;
-  for (int64_t batch = warp * kLanes; batch < args.count; batch += warps * kLanes) {
+  // The step's parameters (no row state is read for SGD); each row brings its own biases.
+  const kernels::OptimizerStep params = kernels::step_of_row<OptimizerKind::kSgd>(args, 0);
+  // The grouping's count, read on the device: the host launched over an upper bound rather than
+  // wait to read it back.
+  const int64_t count = kernels::live_groups(args);
+  for (int64_t batch = warp * kLanes; batch < count; batch += warps * kLanes) {
     const int64_t mine = batch + lane;
     int64_t my_row = 0, my_from = 0, my_to = 0, my_position = 0;
     float my_bias1 = 1, my_bias2 = 1;
-    if (mine < args.count) {
+    if (mine < count) {
       my_row = args.rows[mine];
       my_from = args.first[mine];
       my_to = args.first[mine + 1];
@@ -98,58 +229,84 @@ __global__ void __launch_bounds__(kThreads) update_rows(OptimizerApplyArgs args)
       const kernels::OptimizerStep own = kernels::step_of_row<K>(args, my_row);
       my_bias1 = own.bias1;
       my_bias2 = own.bias2;
+      if constexpr (K == OptimizerKind::kLazyAdam) {
+        // This lane alone reads the row's state in this launch (each row is one group), and
+        // has read it: it advances it now, as the separate kAdvanceRowState launch would.
+        if (args.phase == kernels::OptimizerPhase::kUpdateAndAdvance) {
+          args.row_state[2 * my_row] *= args.beta1;
+          args.row_state[2 * my_row + 1] *= args.beta2;
+        }
+      }
     }
-    // The step's parameters (no row state is read for SGD); each row brings its own biases.
-    kernels::OptimizerStep step = kernels::step_of_row<OptimizerKind::kSgd>(args, 0);
-    const int64_t left = args.count - batch;
+    const int64_t left = count - batch;
     const int in_batch = left < kLanes ? static_cast<int>(left) : kLanes;
-    for (int g = 0; g < in_batch; ++g) {
-      const int64_t row = __shfl_sync(kFullWarp, my_row, g);
-      const int64_t from = __shfl_sync(kFullWarp, my_from, g);
-      const int64_t to = __shfl_sync(kFullWarp, my_to, g);
-      const int64_t position = __shfl_sync(kFullWarp, my_position, g);
-      step.bias1 = __shfl_sync(kFullWarp, my_bias1, g);
-      step.bias2 = __shfl_sync(kFullWarp, my_bias2, g);
-      update_row<K, T, kDecoupledDecay>(args, step, row, from, to, position, lane);
+    for (int g = 0; g < in_batch; g += R) {
+      RowRef refs[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        refs[r] = share_row(args, params, g + r, in_batch, my_row, my_from, my_to, my_position,
+                            my_bias1, my_bias2);
+      }
+      for (int64_t pass = 0; pass < args.columns; pass += kColumnsPerPass) {
+        if constexpr (kVector) {
+          update_pass_vector<K, kDecoupledDecay, R>(args, refs, pass, lane);
+        } else {
+          update_pass<K, T, kDecoupledDecay, R>(args, refs, pass, lane);
+        }
+      }
     }
   }
 }
 
 using RowKernel = void (*)(OptimizerApplyArgs);
 
-template <OptimizerKind K, DType T>
+template <OptimizerKind K, DType T, bool kVector>
 RowKernel row_kernel_with_decay(bool decoupled) {
   if constexpr (K == OptimizerKind::kLazyAdam) {
-    if (decoupled) return &update_rows<K, T, true>;
+    if (decoupled) return &update_rows<K, T, true, kVector>;
   }
-  return &update_rows<K, T, false>;
+  return &update_rows<K, T, false, kVector>;
 }
 
 template <OptimizerKind K>
-RowKernel row_kernel_of_type(DType type, bool decoupled) {
+RowKernel row_kernel_of_type(DType type, bool decoupled, bool vector) {
   switch (type) {
     case DType::kHalf:
-      return row_kernel_with_decay<K, DType::kHalf>(decoupled);
+      return row_kernel_with_decay<K, DType::kHalf, false>(decoupled);
     case DType::kBf16:
-      return row_kernel_with_decay<K, DType::kBf16>(decoupled);
+      return row_kernel_with_decay<K, DType::kBf16, false>(decoupled);
     default:
-      return row_kernel_with_decay<K, DType::kFloat>(decoupled);
+      return vector ? row_kernel_with_decay<K, DType::kFloat, true>(decoupled)
+                    : row_kernel_with_decay<K, DType::kFloat, false>(decoupled);
   }
 }
 
-RowKernel row_kernel(OptimizerKind kind, DType type, bool decoupled) {
+RowKernel row_kernel(OptimizerKind kind, DType type, bool decoupled, bool vector) {
   switch (kind) {
     case OptimizerKind::kSgd:
-      return row_kernel_of_type<OptimizerKind::kSgd>(type, decoupled);
+      return row_kernel_of_type<OptimizerKind::kSgd>(type, decoupled, vector);
     case OptimizerKind::kLazyAdam:
-      return row_kernel_of_type<OptimizerKind::kLazyAdam>(type, decoupled);
+      return row_kernel_of_type<OptimizerKind::kLazyAdam>(type, decoupled, vector);
     case OptimizerKind::kRmsProp:
-      return row_kernel_of_type<OptimizerKind::kRmsProp>(type, decoupled);
+      return row_kernel_of_type<OptimizerKind::kRmsProp>(type, decoupled, vector);
     case OptimizerKind::kAdaGrad:
-      return row_kernel_of_type<OptimizerKind::kAdaGrad>(type, decoupled);
+      return row_kernel_of_type<OptimizerKind::kAdaGrad>(type, decoupled, vector);
   }
   raise(Status::kInvalidInput,
         "unknown optimizer kind " + std::to_string(static_cast<int>(kind)) + " for the GPU apply");
+}
+
+// Whether the vector pass may serve: a float table, a width of whole 16-byte pieces, and every
+// row of every array starting on a 16-byte boundary.
+bool vector_pass_fits(const OptimizerApplyArgs& args) {
+  auto aligned = [](const void* pointer) {
+    return reinterpret_cast<uintptr_t>(pointer) % sizeof(float4) == 0;
+  };
+  return args.embedding_type == DType::kFloat && args.columns % 4 == 0 &&
+         args.embedding_stride % 4 == 0 && args.state_stride % 4 == 0 &&
+         args.grad_stride % 4 == 0 && args.local_grad_stride % 4 == 0 && aligned(args.embedding) &&
+         aligned(args.cache) && aligned(args.state0) && aligned(args.state1) &&
+         aligned(args.grads) && aligned(args.local_grads);
 }
 
 // Every instantiation, for loading (CUDA loads a kernel at its first launch, which waits for work
@@ -158,22 +315,37 @@ constexpr OptimizerKind kKinds[] = {OptimizerKind::kSgd, OptimizerKind::kLazyAda
                                     OptimizerKind::kRmsProp, OptimizerKind::kAdaGrad};
 constexpr DType kTypes[] = {DType::kFloat, DType::kHalf, DType::kBf16};
 
-}  // namespace
-
-void launch_optimizer_rows(const kernels::OptimizerApplyArgs& args, cudaStream_t stream) {
-  if (args.count <= 0) return;
-  const RowKernel kernel = row_kernel(args.kind, args.embedding_type, args.adam_w != 0);
-  int device = 0, multiprocessors = 0, resident = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+// Blocks of `kernel` resident on all of `device`'s multiprocessors at once, asked once per kernel
+// and device: the occupancy query costs microseconds of host time, paid on every apply otherwise.
+int64_t wave_blocks(RowKernel kernel, int device) {
+  static std::mutex mutex;
+  static std::map<std::pair<RowKernel, int>, int64_t> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto found = known.find({kernel, device});
+  if (found != known.end()) return found->second;
+  int multiprocessors = 0, resident = 0;
   check_cuda(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device),
              "cudaDeviceGetAttribute(multiprocessors)");
   check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreads, 0),
              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const int64_t blocks = int64_t{multiprocessors} * std::max(resident, 1);
+  known.emplace(std::make_pair(kernel, device), blocks);
+  return blocks;
+}
+
+}  // namespace
+
+void launch_optimizer_rows(const kernels::OptimizerApplyArgs& args, cudaStream_t stream) {
+  if (args.count <= 0) return;
+  const RowKernel kernel =
+      row_kernel(args.kind, args.embedding_type, args.adam_w != 0, vector_pass_fits(args));
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
   // One wave of resident blocks at most; the batches' grid-stride loop covers the rest.
   const int64_t warps_wanted = (args.count + kLanes - 1) / kLanes;
   const int64_t blocks_wanted = (warps_wanted + kThreads / kLanes - 1) / (kThreads / kLanes);
-  const auto blocks = static_cast<unsigned>(std::max<int64_t>(
-      1, std::min<int64_t>(blocks_wanted, int64_t{multiprocessors} * std::max(resident, 1))));
+  const auto blocks = static_cast<unsigned>(
+      std::max<int64_t>(1, std::min(blocks_wanted, wave_blocks(kernel, device))));
   kernel<<<blocks, kThreads, 0, stream>>>(args);
   check_cuda(cudaGetLastError(), "optimizer apply launch");
 }
@@ -182,9 +354,11 @@ void load_optimizer_rows() {
   for (const OptimizerKind kind : kKinds) {
     for (const DType type : kTypes) {
       for (const bool decoupled : {false, true}) {
-        cudaFuncAttributes attributes{};
-        check_cuda(cudaFuncGetAttributes(&attributes, row_kernel(kind, type, decoupled)),
-                   "cudaFuncGetAttributes (optimizer apply)");
+        for (const bool vector : {false, true}) {
+          cudaFuncAttributes attributes{};
+          check_cuda(cudaFuncGetAttributes(&attributes, row_kernel(kind, type, decoupled, vector)),
+                     "cudaFuncGetAttributes (optimizer apply)");
+        }
       }
     }
   }

@@ -1,5 +1,6 @@
 // The sparse optimizer's element update as a warp-per-row CUDA kernel (cuda_optimizer_apply.cu);
-// cuda_kernels.cu routes KernelId::kOptimizerApply's kUpdateElements phase here.
+// cuda_kernels.cu routes KernelId::kOptimizerApply's kUpdateElements and kUpdateAndAdvance phases
+// here.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -7,6 +7,7 @@
 
 #include "hw/cuda/cuda_check.h"
 #include "hw/cuda/cuda_kernels.h"
+#include "hw/cuda/cuda_phase_times.h"
 #include "hw/cuda/host_function_worker.h"
 #include "memloom/error.h"
 #include "src/base/log.h"
@@ -81,11 +82,13 @@ CudaStream::~CudaStream() {
 void CudaStream::submit(hal::StreamWork work) {
   DeviceGuard guard(device_);
   switch (work.kind) {
-    case hal::StreamWorkKind::kCopy:
+    case hal::StreamWorkKind::kCopy: {
+      PhaseTimer timer("copy", stream_);
       // cudaMemcpyDefault: unified addressing tells device, mapped GVA and host memory apart.
       check_cuda(cudaMemcpyAsync(work.dst, work.src, work.bytes, cudaMemcpyDefault, stream_),
                  "cudaMemcpyAsync");
       return;
+    }
     case hal::StreamWorkKind::kKernel:
       launch_kernel(work.kernel, stream_);
       return;

@@ -175,3 +175,104 @@ def test_ctrl_c_during_a_trans_write_to_a_stopped_peer(tmp_path):
 
 def test_ctrl_c_during_a_bm_copy_to_a_stopped_peer(tmp_path):
     _ctrl_c_during_a_one_sided_call(tmp_path, "bm")
+
+
+def test_ctrl_c_during_a_bm_copy_queued_behind_another_threads_copy(tmp_path):
+    """The copy waits for the object's stream, held by another thread's copy to the stopped
+    peer, not on the peer itself."""
+    _ctrl_c_during_a_one_sided_call(tmp_path, "bm-queued")
+
+
+STORE = r"""
+import sys
+import memfabric_hybrid as mf
+assert mf.create_config_store(sys.argv[1]) == 0, mf.get_last_err_msg()
+print("serving", flush=True)
+sys.stdin.read()  # until the test closes stdin
+"""
+
+LOOKUP = r"""
+import sys, time
+import numpy as np
+import memfabric_hybrid as mf
+from memfabric_hybrid import TransferEngine
+assert mf.initialize() == 0, mf.get_last_err_msg()
+engine = TransferEngine()
+op = TransferEngine.TransDataOpType.DEVICE_RDMA
+assert engine.initialize(sys.argv[1], sys.argv[2], "Prefill", 0, op) == 0, mf.get_last_err_msg()
+source = np.zeros(4096, dtype=np.uint8)
+assert engine.register_memory(source, source.nbytes) == 0, mf.get_last_err_msg()
+print("armed", flush=True)
+sys.stdin.readline()
+print("waiting", flush=True)
+try:
+    # A peer this instance has not met: looked up in the config store, which does not answer.
+    code = engine.transfer_sync_write("127.0.0.1:9", source, 4096, 4096)
+    print(f"not interrupted: {code} {mf.get_last_err_msg()}", flush=True)
+    sys.exit(3)
+except KeyboardInterrupt:
+    print("interrupted %.3f" % time.monotonic(), flush=True)
+sys.stdin.readline()
+# The store answers again: the same lookup now fails at once, as the peer is not registered.
+code = engine.transfer_sync_write("127.0.0.1:9", source, 4096, 4096)
+print(f"after: {code} {mf.get_last_err_msg()}", flush=True)
+engine.destroy()
+engine.unInitialize()
+"""
+
+
+def test_ctrl_c_while_a_trans_call_looks_up_a_peer_in_a_stopped_store():
+    from conftest import free_port
+
+    store_url = f"tcp://127.0.0.1:{free_port()}"
+    env = dict(os.environ, MEMLOOM_TIMEOUT_S="60", MEMLOOM_LOG_LEVEL="fatal",
+               PYTHONDONTWRITEBYTECODE="1")
+    store = subprocess.Popen([sys.executable, "-c", STORE, store_url], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                             start_new_session=True)
+    caller = None
+    output = ""
+    try:
+        assert store.stdout.readline().strip() == "serving"
+        caller = subprocess.Popen(
+            [sys.executable, "-c", LOOKUP, store_url, f"127.0.0.1:{free_port()}"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=env, start_new_session=True)
+
+        def expect_line(expected):
+            nonlocal output
+            line = caller.stdout.readline()
+            output += line
+            assert line.startswith(expected), f"caller said {line!r}:\n{caller.stdout.read()}"
+            return line
+
+        expect_line("armed")
+        os.kill(store.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 5
+        while _process_state(store.pid) != "T":
+            assert time.monotonic() < deadline, "the store did not stop"
+            time.sleep(0.001)
+        caller.stdin.write("go\n")
+        caller.stdin.flush()
+        expect_line("waiting")
+        time.sleep(1.0)  # well inside the lookup's wait (its deadline is 60 s)
+        sent = time.monotonic()
+        caller.send_signal(signal.SIGINT)
+        line = expect_line("interrupted")
+        latency = float(line.split()[1]) - sent
+        os.kill(store.pid, signal.SIGCONT)
+        caller.stdin.write("resumed\n")
+        caller.stdin.flush()
+        out, _ = caller.communicate(timeout=60)
+        output += out
+    finally:
+        for process in (caller, store):
+            if process is not None and process.poll() is None:
+                os.killpg(process.pid, signal.SIGCONT)
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+    assert latency < 1.0, f"KeyboardInterrupt came {latency:.3f} s after SIGINT"
+    after = [line for line in output.splitlines() if line.startswith("after:")]
+    assert after and after[0].split()[1] != "0", output
+    assert "127.0.0.1:9" in after[0], output  # names the peer it could not find
+    assert caller.returncode == 0, f"exit status {caller.returncode}:\n{output}"

@@ -55,6 +55,17 @@ void throw_if_interrupted() {
   }
 }
 
+std::unique_lock<std::timed_mutex> lock_interruptibly(std::timed_mutex& mutex, Deadline deadline,
+                                                      const std::string& what) {
+  std::unique_lock<std::timed_mutex> lock(mutex, std::defer_lock);
+  while (true) {
+    throw_if_interrupted();
+    const std::chrono::milliseconds slice(deadline.poll_timeout_ms(interruptible_slice_ms(1000)));
+    if (lock.try_lock_for(slice)) return lock;
+    if (deadline.expired()) raise(Status::kTimeout, "timed out waiting for " + what);
+  }
+}
+
 }  // namespace memloom::base
 
 extern "C" void memloom_interrupt_check_set(memloom_interrupt_check_t check, void* context) {

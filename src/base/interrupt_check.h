@@ -2,6 +2,11 @@
 // check the caller installed.
 #pragma once
 
+#include <mutex>
+#include <string>
+
+#include "memloom/deadline.h"
+
 namespace memloom::base {
 
 // How long a waiting poll() may sleep at most while a check is installed on this thread.
@@ -17,5 +22,11 @@ int interruptible_slice_ms(int cap_ms);
 // have passed since the wait first looked (or since it last asked), and throws
 // Error(Status::kInterrupted) when it answers nonzero. Without a check: one thread-local load.
 void throw_if_interrupted();
+
+// Locks `mutex` for a call that may queue behind another thread's call holding it (which waits on a
+// peer, so for up to its own deadline): asks the interrupt check while it waits, and throws
+// Error(Status::kTimeout) naming `what` when `deadline` passes first.
+std::unique_lock<std::timed_mutex> lock_interruptibly(std::timed_mutex& mutex, Deadline deadline,
+                                                      const std::string& what);
 
 }  // namespace memloom::base

@@ -27,6 +27,7 @@ const std::vector<Setting>& memloom_settings() {
       {"MEMLOOM_EMU_COLL_CHUNK", "256K"},
       {"MEMLOOM_EMU_BARRIER_SPIN_US", "1000 (0 when ranks outnumber cores)"},
       {"MEMLOOM_EMU_BARRIER_YIELD_US", "1000"},
+      {"MEMLOOM_CUDA_PHASE_TIMES", "unset: off"},
       {"MEMLOOM_TRANSPORT", "tcp"},
       {"MEMLOOM_TRANS_STAGING", "0 (stage only memory a host thread cannot touch)"},
       {"MEMLOOM_TCP_CONGESTION", "cubic, else reno, in place of a pacing (bbr) default"},

@@ -9,11 +9,13 @@
 // beta2^t). The table may be FLOAT, HALF or BF16: values are computed in float and rounded once
 // when stored; states are FLOAT.
 //
-// A work item is (row u, columns [part * columns_per_item, ...)): a GPU takes one column per
-// item so that neighbouring threads touch neighbouring words, a CPU thread whole rows. Every
-// column of every dimension is covered (no multiple of 4 or 32 assumed). Lazy Adam's per-row
-// state (beta12t) is advanced by a second launch (phase kAdvanceRowState, one item per row) after
-// the element update has read it.
+// A work item is (row u, columns [part * columns_per_item, ...)). Every column of every dimension
+// is covered (no multiple of 4 or 32 assumed). Lazy Adam's per-row state (beta12t) is advanced
+// after the element update has read it: by a second launch (phase kAdvanceRowState, one item per
+// row), or in the same launch (phase kUpdateAndAdvance) when each item is a whole row
+// (items_per_row 1), as the gradient apply launches it. The CUDA backend runs the update phases
+// as a warp per row (hw/cuda/cuda_optimizer_apply.cu), which reads neither columns_per_item nor
+// items_per_row.
 #pragma once
 
 #include <cstddef>
@@ -25,7 +27,11 @@
 namespace memloom::kernels {
 
 enum class OptimizerKind : int32_t { kSgd = 1, kLazyAdam = 2, kRmsProp = 3, kAdaGrad = 4 };
-enum class OptimizerPhase : int32_t { kUpdateElements = 0, kAdvanceRowState = 1 };
+enum class OptimizerPhase : int32_t {
+  kUpdateElements = 0,
+  kAdvanceRowState = 1,
+  kUpdateAndAdvance = 2,  // whole rows per item: one launch instead of two (see above)
+};
 
 struct OptimizerApplyArgs {
   OptimizerKind kind;
@@ -54,7 +60,21 @@ struct OptimizerApplyArgs {
   int64_t columns;
   int64_t columns_per_item;
   int64_t items_per_row;
+  // Set where the grouping left its results on the device (a one-rank apply, which then needs no
+  // read-back before this launch): the number of groups is *group_count (`count` is only an upper
+  // bound, and the launch's items cover it), and nothing is updated unless *first_bad is ~0 (no
+  // index past the table). Null: `count` groups.
+  const unsigned long long* group_count;
+  const unsigned long long* first_bad;
 };
+
+// The groups a launch updates (see OptimizerApplyArgs::group_count).
+MEMLOOM_HOST_DEVICE inline int64_t live_groups(const OptimizerApplyArgs& args) {
+  if (args.first_bad != nullptr && *args.first_bad != ~0ULL) return 0;
+  if (args.group_count == nullptr) return args.count;
+  const auto groups = static_cast<int64_t>(*args.group_count);
+  return groups < args.count ? groups : args.count;
+}
 
 template <DType T>
 MEMLOOM_HOST_DEVICE inline float load_weight(const char* base, size_t element) {
@@ -144,7 +164,7 @@ MEMLOOM_HOST_DEVICE inline void step_element(const OptimizerStep& step, float gr
 }
 
 // The step of local row `row`: the parameters, and lazy Adam's bias corrections from the row's
-// running beta1^t, beta2^t (read before this step's kAdvanceRowState launch advances them).
+// running beta1^t, beta2^t (read before this step advances them).
 template <OptimizerKind K>
 MEMLOOM_HOST_DEVICE inline OptimizerStep step_of_row(const OptimizerApplyArgs& args, int64_t row) {
   OptimizerStep step{
@@ -269,6 +289,7 @@ struct OptimizerApplyKernel {
 
   MEMLOOM_HOST_DEVICE static void body(const Args& args, size_t item) {
     if (args.phase == OptimizerPhase::kAdvanceRowState) {
+      if (static_cast<int64_t>(item) >= live_groups(args)) return;
       const int64_t row = args.rows[item];
       args.row_state[2 * row] *= args.beta1;
       args.row_state[2 * row + 1] *= args.beta2;
@@ -288,6 +309,8 @@ struct OptimizerApplyKernel {
       part = item % per_row;
     }
     const auto u = static_cast<int64_t>(row_index);
+    const int64_t live = live_groups(args);
+    if (u >= live) return;
     const int64_t begin = static_cast<int64_t>(part) * args.columns_per_item;
     const int64_t end =
         begin + args.columns_per_item < args.columns ? begin + args.columns_per_item : args.columns;
@@ -297,8 +320,7 @@ struct OptimizerApplyKernel {
     // Rows come in ascending order but with gaps (only the batch's rows), which the hardware
     // prefetcher follows poorly; a CPU thread walks items in order, so it asks for the next row's
     // weights and states now and their memory latency overlaps this row's arithmetic.
-    if (begin == 0 && u + kPrefetchRows < args.count)
-      prefetch_row(args, args.rows[u + kPrefetchRows]);
+    if (begin == 0 && u + kPrefetchRows < live) prefetch_row(args, args.rows[u + kPrefetchRows]);
 #endif
     // Each column's gradient is summed in position order (0 + g1 + g2 ...), whatever the span.
     for (int64_t span = begin; span < end; span += kOptimizerSpan) {
@@ -310,6 +332,11 @@ struct OptimizerApplyKernel {
         for (int64_t c = 0; c < count; ++c) grads[c] += source[c];
       }
       update_columns_any(args, row, span, count, grads);
+    }
+    // Every span of the row has read its biases: the row's state may advance now.
+    if (args.phase == OptimizerPhase::kUpdateAndAdvance && args.kind == OptimizerKind::kLazyAdam) {
+      args.row_state[2 * row] *= args.beta1;
+      args.row_state[2 * row + 1] *= args.beta2;
     }
   }
 };

@@ -12,6 +12,7 @@
 
 #include "memloom/deadline.h"
 #include "memloom/error.h"
+#include "src/base/interrupt_check.h"
 #include "src/base/log.h"
 #include "src/base/wait_reporter.h"
 #include "src/store/asio.h"
@@ -248,7 +249,24 @@ std::string ClientImpl::call(MessageType type, uint64_t id, std::string frame, D
     if (channel_) channel_->send(std::move(frame));
   });
 
-  if (future.wait_until(deadline.time_point()) != std::future_status::ready) {
+  // The wait asks the caller's interrupt check (memloom/interrupt.h) between slices, so that a
+  // Ctrl-C reaches a caller whose store stopped answering (a TRANS call looking up a new peer).
+  // Without an installed check a slice is the whole wait.
+  std::future_status status = std::future_status::timeout;
+  try {
+    while (true) {
+      base::throw_if_interrupted();
+      const auto slice = std::chrono::milliseconds(base::interruptible_slice_ms(INT32_MAX));
+      const auto until = std::min(deadline.time_point(), Clock::now() + slice);
+      status = future.wait_until(until);
+      if (status == std::future_status::ready || deadline.expired()) break;
+    }
+  } catch (const Error&) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_.erase(id);  // its reply, if one still comes, is dropped
+    throw;
+  }
+  if (status != std::future_status::ready) {
     std::lock_guard<std::mutex> lock(mutex_);
     // A reply racing with the deadline has already removed the entry and fulfilled the future.
     if (pending_.erase(id) == 1) {

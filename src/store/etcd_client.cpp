@@ -15,6 +15,7 @@
 
 #include "memloom/error.h"
 #include "src/base/hex.h"
+#include "src/base/interrupt_check.h"
 #include "src/base/log.h"
 #include "src/store/asio.h"
 #include "src/store/call_deadline.h"
@@ -401,10 +402,23 @@ std::optional<std::string> EtcdClient::get(const std::string& key, milliseconds 
         unreachable = why;
         io.stop();
       });
-  io.run_until(wait.time_point());
-  stream->cancel();
-  io.restart();
-  io.poll();
+  auto stop_watching = [&] {
+    stream->cancel();
+    io.restart();
+    io.poll();
+  };
+  try {
+    // In slices, asking the caller's interrupt check between them (memloom/interrupt.h).
+    while (!io.stopped() && !wait.expired()) {
+      base::throw_if_interrupted();
+      const milliseconds slice(base::interruptible_slice_ms(INT32_MAX));
+      io.run_until(std::min(wait.time_point(), std::chrono::steady_clock::now() + slice));
+    }
+  } catch (const Error&) {
+    stop_watching();
+    throw;
+  }
+  stop_watching();
   if (!found && !unreachable.empty()) {
     connected_ = false;
     raise(Status::kCommunication, "store get '" + key + "': while waiting, no etcd member of " +

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "memloom/error.h"
+#include "src/base/interrupt_check.h"
 #include "src/store/etcd_beast.h"
 #include "src/store/etcd_stream.h"
 
@@ -96,7 +97,11 @@ class HttpConnection {
     http::async_write(*stream_, request,
                       [&](const boost::system::error_code& result, size_t) { error = result; });
     run(until);
-    if (error) return fail(attempt, EtcdStream::describe(error), "cannot send: ");
+    if (error) {
+      StreamFailure failure = EtcdStream::describe(error);
+      add_https_hint(error, failure);
+      return fail(attempt, failure, "cannot send: ");
+    }
     http::response_parser<http::string_body> parser;
     parser.body_limit(kMaxReplyBytes);
     parser.header_limit(64 * 1024);
@@ -105,9 +110,7 @@ class HttpConnection {
     run(until);
     if (error) {
       StreamFailure failure = EtcdStream::describe(error);
-      // An etcd that serves HTTPS says nothing at all to a plain request: the likely cause.
-      if (!tls_ && error == beast::error::timeout)
-        failure.reason += " (if the member serves HTTPS, turn the store's TLS on for this client)";
+      add_https_hint(error, failure);
       return fail(attempt, failure, "no reply: ");
     }
     auto& response = parser.get();
@@ -130,6 +133,16 @@ class HttpConnection {
   ~HttpConnection() { close(); }
 
  private:
+  // An etcd that serves HTTPS answers a plain request with silence, or closes (or resets) the
+  // connection once its TLS handshake fails on the request's first bytes, as etcd 3.4's TLS
+  // listener does; which one a client sees depends on timing. It is the likely cause of each.
+  void add_https_hint(const boost::system::error_code& error, StreamFailure& failure) const {
+    if (tls_) return;
+    const bool closed = error == http::error::end_of_stream || error == asio::error::eof ||
+                        error == asio::error::connection_reset || error == asio::error::broken_pipe;
+    if (error == beast::error::timeout || closed)
+      failure.reason += " (if the member serves HTTPS, turn the store's TLS on for this client)";
+  }
   Attempt& fail(Attempt& attempt, const StreamFailure& failure, const std::string& step = "") {
     attempt.failure = step + failure.reason;
     attempt.refused = failure.refused;
@@ -138,15 +151,30 @@ class HttpConnection {
   }
   // The stream's expiry ends every operation by `until`; the margin only covers the resolver,
   // which the expiry does not reach.
+  // Between slices the caller's interrupt check is asked (memloom/interrupt.h): a Ctrl-C reaches
+  // a caller whose member stopped answering. Interrupted, the exchange's operations are cancelled
+  // and the connection closed before the error leaves.
   void run(Clock::time_point until) {
     io_.restart();
-    io_.run_until(until + milliseconds(200));
-    if (!io_.stopped()) {
-      resolver_.cancel();
-      if (stream_) stream_->tcp().cancel();
-      io_.restart();
-      io_.run();
+    const Clock::time_point end = until + milliseconds(200);
+    try {
+      while (!io_.stopped() && Clock::now() < end) {
+        base::throw_if_interrupted();
+        const milliseconds slice(base::interruptible_slice_ms(INT32_MAX));
+        io_.run_until(std::min(end, Clock::now() + slice));
+      }
+    } catch (const Error&) {
+      cancel_pending();
+      close();
+      throw;
     }
+    if (!io_.stopped()) cancel_pending();
+  }
+  void cancel_pending() {
+    resolver_.cancel();
+    if (stream_) stream_->tcp().cancel();
+    io_.restart();
+    io_.run();
   }
 
   const EtcdTls tls_;

@@ -135,6 +135,11 @@ TEST(EmbeddingRowGrouping, OneRankManyDuplicatesMatchTheReference) {
     run_case(
         context, comm,
         {WHOLEMEMORY_OPT_LAZY_ADAM, WHOLEMEMORY_DT_HALF, 3000, 128, 6000, 40, WHOLEMEMORY_DT_INT});
+    // A FLOAT width of whole 16-byte pieces past one 128-column pass: the GPU's vector pass, twice
+    // per row, the second partly outside the row.
+    run_case(context, comm,
+             {WHOLEMEMORY_OPT_LAZY_ADAM, WHOLEMEMORY_DT_FLOAT, 3000, 132, 6000, 40,
+              WHOLEMEMORY_DT_INT64});
     run_case(
         context, comm,
         {WHOLEMEMORY_OPT_LAZY_ADAM, WHOLEMEMORY_DT_FLOAT, 1000, 7, 20000, 3, WHOLEMEMORY_DT_INT});

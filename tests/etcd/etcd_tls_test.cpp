@@ -4,8 +4,14 @@
 // naming the member and the reason, well within its deadline.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <thread>
 
@@ -95,6 +101,50 @@ TEST_F(EtcdTls, HostNamesAreCheckedAgainstTheCertificate) {
 TEST_F(EtcdTls, PlainClientIsRefused) {
   Error error = refusal(options(nullptr));
   EXPECT_NE(std::string(error.what()).find("HTTPS"), std::string::npos) << error.what();
+}
+
+// What etcd's TLS listener may do instead of staying silent: its handshake fails on the plain
+// request's first bytes and it closes the connection. The hint names the likely cause all the same.
+TEST(EtcdPlainClient, MemberThatClosesOnThePlainRequestGetsTheHttpsHint) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(::listen(listener, 8), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const uint16_t port = ntohs(address.sin_port);
+  std::atomic<bool> done{false};
+  std::thread member([&] {
+    // Reads what the client sends, then closes: every connection, until the test ends.
+    while (!done.load()) {
+      pollfd ready{listener, POLLIN, 0};
+      if (::poll(&ready, 1, 50) <= 0) continue;
+      const int connection = ::accept(listener, nullptr, nullptr);
+      if (connection < 0) continue;
+      char request[64];
+      [[maybe_unused]] ssize_t got = ::read(connection, request, sizeof(request));
+      ::close(connection);
+    }
+  });
+  etcd::EtcdHttp http({EtcdEndpoint{"127.0.0.1", port}});
+  const std::string expected_endpoint = "127.0.0.1:" + std::to_string(port);
+  auto start = Clock::now();
+  try {
+    http.call("/v3/kv/put", "{\"key\":\"aw==\"}", Deadline::after(1000ms), "test put");
+    ADD_FAILURE() << "a member that closes every connection answered";
+  } catch (const Error& error) {
+    EXPECT_LT(Clock::now() - start, 3000ms);
+    EXPECT_EQ(error.status(), Status::kCommunication) << error.what();
+    std::string message = error.what();
+    EXPECT_NE(message.find(expected_endpoint), std::string::npos) << message;
+    EXPECT_NE(message.find("if the member serves HTTPS"), std::string::npos) << message;
+  }
+  done = true;
+  member.join();
+  ::close(listener);
 }
 
 TEST_F(EtcdTls, ClientOfAnotherCaIsRefused) {

@@ -1,4 +1,5 @@
-"""A rank of the Ctrl-C-during-a-one-sided-call tests: argv = folder, "trans" or "bm", store URL,
+"""A rank of the Ctrl-C-during-a-one-sided-call tests: argv = folder, "trans", "bm" or "bm-queued"
+(a BM copy queued behind another thread's copy of the same object), store URL,
 port of rank 0, port of rank 1.
 
 The ranks are on two emulated nodes, so rank 0's TRANS write (TransferEngine on the network path)
@@ -12,6 +13,7 @@ arrived ("reused ok"). Then both ranks end normally (the file "done" tells rank 
 import mmap
 import os
 import sys
+import threading
 import time
 
 import numpy as np
@@ -145,6 +147,14 @@ def main():
     expect(call(1) == 0 and check(1), "the first call: " + mf.get_last_err_msg())
     print("armed", flush=True)
     read_command("go")
+    queued = None
+    if mode == "bm-queued":
+        # Another thread's copy to the stopped peer holds the object's synchronous copy stream:
+        # this thread's copy waits for it, and Ctrl-C must reach that wait too. (Signals reach
+        # the main thread only, so the other thread's copy ends once the peer resumes.)
+        queued = threading.Thread(target=call, args=(2,))
+        queued.start()
+        time.sleep(0.3)  # well inside its wait on the peer
     print("waiting", flush=True)
     try:
         code = call(2)
@@ -153,6 +163,9 @@ def main():
     except KeyboardInterrupt:
         print("interrupted %.3f" % time.monotonic(), flush=True)
     read_command("resumed")
+    if queued is not None:
+        queued.join(60)
+        expect(not queued.is_alive(), "the queued copy did not end once the peer resumed")
     expect(call(3) == 0, "the call after the interruption: " + mf.get_last_err_msg())
     expect(check(3), "the call after the interruption did not write its bytes")
     print("reused ok", flush=True)

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "memloom/error.h"
+#include "src/base/interrupt_check.h"
 #include "src/base/log.h"
 
 namespace memloom::smem {
@@ -139,7 +140,9 @@ void BmCopyEngine::run(const std::vector<ResolvedCopy>& copies, bool async) {
     }
     return;
   }
-  std::lock_guard<std::mutex> lock(sync_mutex_);
+  // Another thread's synchronous copy of this object may hold the stream while it waits on a peer.
+  auto lock = base::lock_interruptibly(sync_mutex_, deadline(),
+                                       "another thread's synchronous copy of this BM object");
   for (const ResolvedCopy& copy : work.local) enqueue_local(*sync_stream_, copy);
   // Network transfers overlap the stream's copies; the stream is drained even when one fails.
   try {

@@ -77,7 +77,7 @@ class BmCopyEngine {
   bool host_copies_;  // the backend's memory is host-visible: synchronous copies need no stream
   // Declared before the streams: destroyed after them, as their queued copies may use it.
   base::TwoThreadCopier copier_;
-  std::mutex sync_mutex_;
+  std::timed_mutex sync_mutex_;  // interruptible: see run()
   std::unique_ptr<hal::Stream> sync_stream_;
   std::mutex async_mutex_;
   std::unique_ptr<hal::Stream> async_stream_;

@@ -20,6 +20,10 @@
 
 namespace memloom::wholememory {
 
+class StreamWork;
+struct DeviceRowGroups;
+struct LocalArray;
+
 struct CachePolicy {
   wholememory_comm_t comm = nullptr;
   wholememory_memory_type_t type = WHOLEMEMORY_MT_NONE;
@@ -73,6 +77,12 @@ class Embedding {
   int64_t local_rows() const { return table_.offsets[rank() + 1] - table_.offsets[rank()]; }
   // Collective: loads every rank's cached rows from the table once the cache is empty.
   void fill_cache(void* stream);
+  // Enqueues the optimizer's step over grouped requests (gradient_apply.cpp): `count` groups,
+  // or, where `counters` is set (device memory: the first bad index, the number of groups, as a
+  // one-rank apply leaves them), up to `count` groups and none after a bad index.
+  void enqueue_step(StreamWork& work, const DeviceRowGroups& groups, int64_t count,
+                    const void* incoming, const LocalArray& grads,
+                    const unsigned long long* counters, float lr);
 
   wholememory_comm_t comm_handle_;
   std::shared_ptr<Communicator> comm_;

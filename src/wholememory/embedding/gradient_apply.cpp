@@ -8,15 +8,17 @@
 // (source rank, then the sender's list order), so the result does not depend on thread timing.
 // Rows are grouped on the stream's device (row_grouping.h: a stable sort by row), so the sum order
 // of a row's gradients is that request order on every backend. On a one-rank communicator every
-// row is local and nothing crosses to the host but two counters (the first bad index, the group
-// count); with more ranks the indices cross to the host to be routed. Rows and gradients stay in
-// memory the stream's device reaches, and a host-located table is updated where it is.
+// row is local and the whole call is enqueued without a wait: the optimizer kernel reads the
+// group count and the first bad index (if any) where the grouping left them on the device, and
+// the host reads those two counters once, after the step, to report a bad index (the step then
+// changed nothing). With more ranks the indices cross to the host to be routed. Rows and
+// gradients stay in memory the stream's device reaches, and a host-located table is updated where
+// it is.
 #include <algorithm>
 #include <mutex>
 #include <optional>
 
 #include "memloom/error.h"
-#include "src/core/platform_loader.h"
 #include "src/wholememory/embedding/embedding.h"
 #include "src/wholememory/embedding/row_grouping.h"
 #include "src/wholememory/embedding/stream_work.h"
@@ -35,32 +37,35 @@ struct Requests {
   std::vector<int> destinations;
   std::vector<int64_t> list_row, local_list_row;  // the grads row of each request
   int64_t first_bad = -1;                         // the first index past the table
-  // A one-rank communicator: the requests grouped on the device, and how many groups.
+  // A one-rank communicator: the requests grouped on the device, and in device memory the list
+  // position of the first bad index (~0 for none) and the number of groups.
   DeviceRowGroups device_groups;
-  int64_t device_group_count = 0;
+  unsigned long long* device_counters = nullptr;
 };
 
-// Every row of a one-rank communicator is local: its requests are grouped on the device, and the
-// host reads back only the first bad index (if any) and the number of groups.
+// Every row of a one-rank communicator is local: its requests are checked and grouped on the
+// device, with nothing read back yet.
 void group_local_requests(StreamWork& work, const LocalArray& indices, int64_t rows,
                           Requests& requests) {
   if (indices.count == 0) return;
   auto* counters = work.upload(std::vector<unsigned long long>{~0ULL, 0});  // first bad, groups
   const DeviceRequests device = enqueue_index_requests(work, indices, rows, &counters[0]);
   requests.device_groups = enqueue_row_grouping(work, device, rows, &counters[1]);
-  unsigned long long read_back[2] = {0, 0};
-  work.read(read_back, counters, sizeof(read_back));
-  requests.device_group_count = static_cast<int64_t>(read_back[1]);
-  if (read_back[0] == ~0ULL) return;
+  requests.device_counters = counters;
+}
+
+// The index at list position `position` of `indices`, read through the stream (waits).
+int64_t read_index(StreamWork& work, const LocalArray& indices, uint64_t position) {
   const size_t element = indices.dtype == WHOLEMEMORY_DT_INT64 ? sizeof(int64_t) : sizeof(int32_t);
-  const char* at = static_cast<const char*>(indices.data) + read_back[0] * element;
+  const char* at = static_cast<const char*>(indices.data) + position * element;
   if (element == sizeof(int64_t)) {
-    work.read(&requests.first_bad, at, sizeof(int64_t));
-  } else {
-    int32_t value = 0;
+    int64_t value = 0;
     work.read(&value, at, sizeof(value));
-    requests.first_bad = value;
+    return value;
   }
+  int32_t value = 0;
+  work.read(&value, at, sizeof(value));
+  return value;
 }
 
 // The routing of a communicator of several ranks, on the host: my own rows stay in local_keys,
@@ -98,11 +103,11 @@ void Embedding::apply(wholememory_tensor_t indices_handle, wholememory_tensor_t 
                       float lr, wholememory_env_func_t* env, void* stream) {
   std::optional<StreamWork> work_holder;
   Requests requests;
+  LocalArray indices;
   try {
     MEMLOOM_CHECK_ARG(optimizer_ != nullptr,
                       "the embedding has no optimizer (wholememory_embedding_set_optimizer)");
-    const LocalArray indices =
-        local_array(indices_handle, 1, {WHOLEMEMORY_DT_INT, WHOLEMEMORY_DT_INT64}, "indices");
+    indices = local_array(indices_handle, 1, {WHOLEMEMORY_DT_INT, WHOLEMEMORY_DT_INT64}, "indices");
     requests.grads = local_array(grads_handle, 2, {WHOLEMEMORY_DT_FLOAT}, "grads");
     const LocalArray& grads = requests.grads;
     MEMLOOM_CHECK_ARG(grads.count == indices.count, "grads has " + std::to_string(grads.count) +
@@ -118,7 +123,8 @@ void Embedding::apply(wholememory_tensor_t indices_handle, wholememory_tensor_t 
     }
   } catch (...) {
     // The peers are about to wait in the agreement: join it with a refusal, so that they fail
-    // now rather than at their deadline.
+    // now rather than at their deadline. A lone rank has no peer to tell.
+    if (comm_->size() == 1) throw;
     try {
       std::lock_guard<std::mutex> lock(comm_->collective_mutex());
       std::vector<int64_t> ignored(comm_->size());
@@ -131,6 +137,23 @@ void Embedding::apply(wholememory_tensor_t indices_handle, wholememory_tensor_t 
   }
   StreamWork& work = *work_holder;
   const LocalArray& grads = requests.grads;
+  if (comm_->size() == 1) {
+    // Nothing to agree on with peers: the step is enqueued behind the grouping, and the counters
+    // are read once it has run (the call's one wait). The lock keeps the cache's filling and the
+    // steps of concurrent calls in order, as on more ranks.
+    std::lock_guard<std::mutex> lock(comm_->collective_mutex());
+    fill_cache(stream);
+    if (requests.device_counters == nullptr) return;  // no indices
+    enqueue_step(work, requests.device_groups, indices.count, nullptr, grads,
+                 requests.device_counters, lr);
+    unsigned long long read_back[2] = {0, 0};
+    work.read(read_back, requests.device_counters, sizeof(read_back));
+    if (read_back[0] == ~0ULL) return;
+    const int64_t bad = read_index(work, indices, read_back[0]);
+    raise(Status::kInvalidInput, "rank " + std::to_string(rank()) + " passed index " +
+                                     std::to_string(bad) + " to an embedding of " +
+                                     std::to_string(rows_) + " rows");
+  }
   const auto& keys = requests.keys;
   const auto& local_keys = requests.local_keys;
   const auto& list_row = requests.list_row;
@@ -152,10 +175,10 @@ void Embedding::apply(wholememory_tensor_t indices_handle, wholememory_tensor_t 
   }
   fill_cache(stream);
 
-  DeviceRowGroups groups = requests.device_groups;
-  int64_t groups_count = requests.device_group_count;
+  DeviceRowGroups groups;
+  int64_t groups_count = 0;
   const void* incoming = nullptr;
-  if (comm_->size() > 1) {
+  {
     RequestRound round(collectives, keys, requests.destinations, deadline);
     const size_t row_bytes = static_cast<size_t>(dim_) * sizeof(float);
     // My gradients in slot order (grouped by owner), packed.
@@ -215,6 +238,13 @@ void Embedding::apply(wholememory_tensor_t indices_handle, wholememory_tensor_t 
     }
   }
   if (groups_count == 0) return;
+  enqueue_step(work, groups, groups_count, incoming, grads, nullptr, lr);
+  work.synchronize();
+}
+
+void Embedding::enqueue_step(StreamWork& work, const DeviceRowGroups& groups, int64_t count,
+                             const void* incoming, const LocalArray& grads,
+                             const unsigned long long* counters, float lr) {
   kernels::OptimizerApplyArgs args = optimizer_->kernel_args(lr);
   args.embedding = table_.local_data;
   args.embedding_type = to_op_dtype(dtype_);
@@ -240,20 +270,20 @@ void Embedding::apply(wholememory_tensor_t indices_handle, wholememory_tensor_t 
   args.grad_stride = dim_;
   args.local_grads = static_cast<const float*>(grads.data);
   args.local_grad_stride = grads.stride;
-  args.count = groups_count;
+  args.count = count;
   args.columns = dim_;
-  // A GPU: one column per thread (neighbouring threads, neighbouring words); a CPU: whole rows.
-  args.columns_per_item =
-      core::platform().capabilities().lockstep_kernel_threads ? 1 : static_cast<int64_t>(dim_);
-  args.items_per_row = (dim_ + args.columns_per_item - 1) / args.columns_per_item;
-  args.phase = kernels::OptimizerPhase::kUpdateElements;
-  work.launch(hal::KernelId::kOptimizerApply, args,
-              static_cast<size_t>(args.count * args.items_per_row));
-  if (args.kind == kernels::OptimizerKind::kLazyAdam) {
-    args.phase = kernels::OptimizerPhase::kAdvanceRowState;
-    work.launch(hal::KernelId::kOptimizerApply, args, static_cast<size_t>(args.count));
+  if (counters != nullptr) {
+    args.first_bad = &counters[0];
+    args.group_count = &counters[1];
   }
-  work.synchronize();
+  // Whole rows per item, and lazy Adam's row state advanced in the same launch: a CPU thread
+  // takes rows, and the CUDA backend's warp-per-row kernel reads neither field.
+  args.columns_per_item = dim_;
+  args.items_per_row = 1;
+  args.phase = args.kind == kernels::OptimizerKind::kLazyAdam
+                   ? kernels::OptimizerPhase::kUpdateAndAdvance
+                   : kernels::OptimizerPhase::kUpdateElements;
+  work.launch(hal::KernelId::kOptimizerApply, args, static_cast<size_t>(args.count));
 }
 
 }  // namespace memloom::wholememory
