@@ -108,6 +108,25 @@ def _process_state(pid):
         return stat.read().rsplit(")", 1)[1].split()[0]
 
 
+def _stop_then_interrupt(caller, expect_line, stopped, what):
+    """After the caller's "armed": stops `stopped` (SIGSTOP), lets the caller make its call
+    ("go"), and sends SIGINT once it waits. Returns the KeyboardInterrupt's latency in s."""
+    expect_line("armed")
+    os.kill(stopped.pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 5
+    while _process_state(stopped.pid) != "T":  # SIGSTOP takes effect asynchronously
+        assert time.monotonic() < deadline, f"{what} did not stop"
+        time.sleep(0.001)
+    caller.stdin.write("go\n")
+    caller.stdin.flush()
+    expect_line("waiting")
+    time.sleep(1.0)  # well inside the call's wait (its deadline is 60 s)
+    sent = time.monotonic()
+    caller.send_signal(signal.SIGINT)
+    line = expect_line("interrupted")
+    return float(line.split()[1]) - sent
+
+
 def _ctrl_c_during_a_one_sided_call(tmp_path, mode):
     """Rank 0's call (TRANS write or BM copy, over TCP to another emulated node) waits on rank 1,
     which the test stops with SIGSTOP: Ctrl-C raises KeyboardInterrupt within a second, and once
@@ -135,20 +154,7 @@ def _ctrl_c_during_a_one_sided_call(tmp_path, mode):
             assert line.startswith(expected), f"rank 0 said {line!r}:\n{caller.stdout.read()}"
             return line
 
-        expect_line("armed")
-        os.kill(peer.pid, signal.SIGSTOP)
-        deadline = time.monotonic() + 5
-        while _process_state(peer.pid) != "T":  # SIGSTOP takes effect asynchronously
-            assert time.monotonic() < deadline, "rank 1 did not stop"
-            time.sleep(0.001)
-        caller.stdin.write("go\n")
-        caller.stdin.flush()
-        expect_line("waiting")
-        time.sleep(1.0)  # well inside the call's wait (its deadline is 60 s)
-        sent = time.monotonic()
-        caller.send_signal(signal.SIGINT)
-        line = expect_line("interrupted")
-        latency = float(line.split()[1]) - sent
+        latency = _stop_then_interrupt(caller, expect_line, peer, "rank 1")
         print(f"{mode}: KeyboardInterrupt {latency:.3f} s after SIGINT")
         os.kill(peer.pid, signal.SIGCONT)
         caller.stdin.write("resumed\n")
@@ -246,20 +252,7 @@ def test_ctrl_c_while_a_trans_call_looks_up_a_peer_in_a_stopped_store():
             assert line.startswith(expected), f"caller said {line!r}:\n{caller.stdout.read()}"
             return line
 
-        expect_line("armed")
-        os.kill(store.pid, signal.SIGSTOP)
-        deadline = time.monotonic() + 5
-        while _process_state(store.pid) != "T":
-            assert time.monotonic() < deadline, "the store did not stop"
-            time.sleep(0.001)
-        caller.stdin.write("go\n")
-        caller.stdin.flush()
-        expect_line("waiting")
-        time.sleep(1.0)  # well inside the lookup's wait (its deadline is 60 s)
-        sent = time.monotonic()
-        caller.send_signal(signal.SIGINT)
-        line = expect_line("interrupted")
-        latency = float(line.split()[1]) - sent
+        latency = _stop_then_interrupt(caller, expect_line, store, "the store")
         os.kill(store.pid, signal.SIGCONT)
         caller.stdin.write("resumed\n")
         caller.stdin.flush()
