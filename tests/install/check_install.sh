@@ -21,7 +21,14 @@ for tool in "${tools[@]}"; do
   }
   [[ "$version" == "$tool "* ]] || { echo "install check: $tool --version said '$version'" >&2; exit 1; }
 done
-"$work/prefix/bin/memloom-info" --json | grep -q '"backend": "emulated"'
+# Captured, not piped into `grep -q`: grep quits at the first match, and under pipefail the
+# SIGPIPE of a report still being written failed the check (seen under load once the report grew).
+info_json=$("$work/prefix/bin/memloom-info" --json)
+[[ "$info_json" == *'"backend": "emulated"'* ]] || {
+  echo "install check: memloom-info --json from $work/prefix does not say backend emulated:" >&2
+  echo "$info_json" >&2
+  exit 1
+}
 for internal in error.h deadline.h; do
   if [[ -e "$work/prefix/include/memloom/$internal" ]]; then
     echo "install check: the internal header memloom/$internal is installed" >&2
