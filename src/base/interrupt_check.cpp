@@ -58,12 +58,10 @@ void throw_if_interrupted() {
 std::unique_lock<std::timed_mutex> lock_interruptibly(std::timed_mutex& mutex, Deadline deadline,
                                                       const std::string& what) {
   std::unique_lock<std::timed_mutex> lock(mutex, std::defer_lock);
-  while (true) {
-    throw_if_interrupted();
-    const std::chrono::milliseconds slice(deadline.poll_timeout_ms(interruptible_slice_ms(1000)));
-    if (lock.try_lock_for(slice)) return lock;
-    if (deadline.expired()) raise(Status::kTimeout, "timed out waiting for " + what);
+  if (!wait_in_slices(deadline.time_point(), [&](auto end) { return lock.try_lock_until(end); })) {
+    raise(Status::kTimeout, "timed out waiting for " + what);
   }
+  return lock;
 }
 
 }  // namespace memloom::base

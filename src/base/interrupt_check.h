@@ -2,6 +2,9 @@
 // check the caller installed.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
+#include <climits>
 #include <mutex>
 #include <string>
 
@@ -22,6 +25,19 @@ int interruptible_slice_ms(int cap_ms);
 // have passed since the wait first looked (or since it last asked), and throws
 // Error(Status::kInterrupted) when it answers nonzero. Without a check: one thread-local load.
 void throw_if_interrupted();
+
+// Waits until `until` in slices, asking the interrupt check between them (throw_if_interrupted).
+// `wait_slice(end)` waits no later than `end` and returns true once what it waits for happened;
+// without an installed check the first slice is the whole wait. Returns false at `until`.
+template <typename WaitSlice>
+bool wait_in_slices(std::chrono::steady_clock::time_point until, WaitSlice wait_slice) {
+  while (true) {
+    throw_if_interrupted();
+    const auto slice = std::chrono::milliseconds(interruptible_slice_ms(INT_MAX));
+    if (wait_slice(std::min(until, std::chrono::steady_clock::now() + slice))) return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+  }
+}
 
 // Locks `mutex` for a call that may queue behind another thread's call holding it (which waits on a
 // peer, so for up to its own deadline): asks the interrupt check while it waits, and throws

@@ -251,22 +251,17 @@ std::string ClientImpl::call(MessageType type, uint64_t id, std::string frame, D
 
   // The wait asks the caller's interrupt check (memloom/interrupt.h) between slices, so that a
   // Ctrl-C reaches a caller whose store stopped answering (a TRANS call looking up a new peer).
-  // Without an installed check a slice is the whole wait.
-  std::future_status status = std::future_status::timeout;
+  bool replied = false;
   try {
-    while (true) {
-      base::throw_if_interrupted();
-      const auto slice = std::chrono::milliseconds(base::interruptible_slice_ms(INT32_MAX));
-      const auto until = std::min(deadline.time_point(), Clock::now() + slice);
-      status = future.wait_until(until);
-      if (status == std::future_status::ready || deadline.expired()) break;
-    }
+    replied = base::wait_in_slices(deadline.time_point(), [&](auto end) {
+      return future.wait_until(end) == std::future_status::ready;
+    });
   } catch (const Error&) {
     std::lock_guard<std::mutex> lock(mutex_);
     pending_.erase(id);  // its reply, if one still comes, is dropped
     throw;
   }
-  if (status != std::future_status::ready) {
+  if (!replied) {
     std::lock_guard<std::mutex> lock(mutex_);
     // A reply racing with the deadline has already removed the entry and fulfilled the future.
     if (pending_.erase(id) == 1) {

@@ -408,12 +408,11 @@ std::optional<std::string> EtcdClient::get(const std::string& key, milliseconds 
     io.poll();
   };
   try {
-    // In slices, asking the caller's interrupt check between them (memloom/interrupt.h).
-    while (!io.stopped() && !wait.expired()) {
-      base::throw_if_interrupted();
-      const milliseconds slice(base::interruptible_slice_ms(INT32_MAX));
-      io.run_until(std::min(wait.time_point(), std::chrono::steady_clock::now() + slice));
-    }
+    // Asking the caller's interrupt check between slices (memloom/interrupt.h).
+    base::wait_in_slices(wait.time_point(), [&](auto end) {
+      io.run_until(end);
+      return io.stopped();
+    });
   } catch (const Error&) {
     stop_watching();
     throw;

@@ -158,11 +158,10 @@ class HttpConnection {
     io_.restart();
     const Clock::time_point end = until + milliseconds(200);
     try {
-      while (!io_.stopped() && Clock::now() < end) {
-        base::throw_if_interrupted();
-        const milliseconds slice(base::interruptible_slice_ms(INT32_MAX));
-        io_.run_until(std::min(end, Clock::now() + slice));
-      }
+      base::wait_in_slices(end, [&](auto slice_end) {
+        io_.run_until(slice_end);
+        return io_.stopped();
+      });
     } catch (const Error&) {
       cancel_pending();
       close();
