@@ -17,9 +17,10 @@ full); the feature table is DISTRIBUTED over all ranks."""
 import argparse
 import os
 import shutil
-import socket
 import subprocess
 import sys
+
+import launch_ports  # beside this script
 
 CLASSES, FEATURES, HIDDEN = 8, 32, 64
 SAME_CLASS_PERCENT = 80
@@ -181,9 +182,7 @@ def find_memloom_run():
 
 
 def launch(args, argv):
-    with socket.socket() as probe:  # torch.distributed's rendezvous port
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = launch_ports.master_port()  # torch.distributed's rendezvous port
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     command = [find_memloom_run(), "-n", str(args.ranks), "--nodes", str(args.emulated_nodes),
                "--timeout", "600", *(["--store", args.store] if args.store else []),

@@ -13,25 +13,14 @@ port."""
 import argparse
 import multiprocessing as mp
 import os
-import socket
 import sys
 import time
 
 import torch
 
+import launch_ports  # beside this script
+
 BLOCK_TOKENS, HEADS, HEAD_DIM = 16, 8, 64
-
-
-def free_ports(count):
-    """Distinct free ports: every probe stays bound until all are picked, or the kernel could
-    hand out one port twice (two instances named alike)."""
-    probes = [socket.socket() for _ in range(count)]
-    for probe in probes:
-        probe.bind(("127.0.0.1", 0))
-    ports = [probe.getsockname()[1] for probe in probes]
-    for probe in probes:
-        probe.close()
-    return ports
 
 
 def kv_blocks(layers, blocks):
@@ -116,7 +105,7 @@ def main():
     parser.add_argument("--nodes", type=int, choices=(1, 2), default=1)
     parser.add_argument("--store", help="config store URL (an etcd one is used as it runs)")
     args = parser.parse_args()
-    ports = free_ports(3)
+    ports = launch_ports.free_ports(3)
     args.store_url = (args.store or os.environ.get("MEMLOOM_STORE_URL")
                       or f"tcp://127.0.0.1:{ports[0]}")
     from memfabric_hybrid import TransferEngine

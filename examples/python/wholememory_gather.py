@@ -10,10 +10,11 @@ plain bytes: torch.distributed broadcasts it like any picklable object."""
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import time
+
+import launch_ports  # beside this script
 
 COLUMNS = 128  # float32: 512-byte rows
 
@@ -70,9 +71,7 @@ def rank_body(args):
 
 
 def launch(args):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = launch_ports.master_port()
     per_node = args.ranks // args.nodes
     children = []
     for rank in range(args.ranks):

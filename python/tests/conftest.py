@@ -2,9 +2,9 @@
 as plain subprocesses with torchrun-style variables, and cleanup of processes and /dev/shm."""
 
 import faulthandler
+import importlib.util
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -60,10 +60,23 @@ def memloom_run():
     return path
 
 
+def _launch_ports():
+    """The examples' port chooser (examples/python/launch_ports.py says why ports come from below
+    the ephemeral range), loaded by path: the tests and the examples share one."""
+    spec = importlib.util.spec_from_file_location(
+        "launch_ports", os.path.join(REPO, "examples", "python", "launch_ports.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_PORTS = _launch_ports()
+
+
 def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    """A free loopback port with the one after it free too, so it can serve as MASTER_PORT
+    (memloom's config store binds MASTER_PORT + 1); never the same port twice in one run."""
+    return _PORTS.master_port()
 
 
 def _stop(process):

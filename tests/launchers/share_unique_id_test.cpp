@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 
 #include "src/base/log.h"
@@ -22,33 +23,29 @@ using memloom::testing::MultiProcessOptions;
 using memloom::testing::RankContext;
 using memloom::testing::run_ranks;
 
-// A port that was free a moment ago with the one after it (the store's: MASTER_PORT + 1).
+// A port that is free with the one after it (the store's: MASTER_PORT + 1), from below the
+// kernel's ephemeral range (32768 up): a port from bind(0) is odd there, and the even port after
+// it is what outgoing connections of parallel tests take (examples/python/launch_ports.py).
 int free_port_pair() {
-  auto bind_to = [](int port, int* bound) {
+  auto bindable = [](int port) {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     address.sin_port = htons(static_cast<uint16_t>(port));
-    socklen_t length = sizeof(address);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-      ::close(fd);
-      return -1;
-    }
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-    *bound = ntohs(address.sin_port);
-    return fd;
+    const bool free =
+        fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+    if (fd >= 0) ::close(fd);
+    return free;
   };
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    int port = 0, next = 0;
-    const int first = bind_to(0, &port);
-    const int second = port < 65535 ? bind_to(port + 1, &next) : -1;
-    ::close(first);
-    if (second >= 0) {
-      ::close(second);
-      return port;
-    }
+  std::random_device seed;
+  std::mt19937 chooser(seed());
+  std::uniform_int_distribution<int> below_ephemeral(10000, 32700);
+  for (int attempt = 0; attempt < 500; ++attempt) {
+    const int port = below_ephemeral(chooser);
+    if (bindable(port) && bindable(port + 1)) return port;
   }
+  ADD_FAILURE() << "no two consecutive free loopback ports in 10000..32701";
   return 29500;
 }
 
