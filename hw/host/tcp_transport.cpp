@@ -17,6 +17,11 @@
 namespace memloom::host {
 namespace {
 
+// Connections to one peer beyond the first serve transfers that run at once (several threads,
+// or a large transfer and small ones): each takes a connection of its own, so a small transfer
+// does not wait behind a large one. The serving side answers up to four connections at once.
+constexpr size_t kConnectionsPerPeer = 4;
+
 int connect_to(const std::string& peer, Deadline deadline) {
   wire::Endpoint endpoint = wire::parse_tcp_url(peer);
   int fd = ::socket(endpoint.address.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -55,12 +60,9 @@ bool idle_connection_usable(int fd) {
 
 }  // namespace
 
-// One transfer at a time uses a connection; the others wait their turn until their deadline.
+// Used by one transfer at a time: the one that took it from its peer's idle list.
 struct TcpTransport::Connection {
-  std::mutex mutex;
-  std::condition_variable turn;
-  bool busy = false;
-  int fd = -1;  // touched only by the transfer whose turn it is, as is staging
+  int fd = -1;
   StagingBuffers staging;
 
   ~Connection() {
@@ -72,14 +74,18 @@ struct TcpTransport::Connection {
   }
 };
 
-std::shared_ptr<TcpTransport::Connection> TcpTransport::connection_for(const std::string& peer) {
+struct TcpTransport::Peer {
+  std::mutex mutex;
+  std::condition_variable freed;
+  std::vector<std::unique_ptr<Connection>> idle;  // the most recently used last
+  size_t connections = 0;                         // idle and in use
+};
+
+std::shared_ptr<TcpTransport::Peer> TcpTransport::peer_for(const std::string& peer_address) {
   std::lock_guard<std::mutex> lock(connections_mutex_);
-  auto& connection = connections_[peer];
-  if (!connection) {
-    connection = std::make_shared<Connection>();
-    connection->staging.staging = staging_.get();
-  }
-  return connection;
+  auto& peer = peers_[peer_address];
+  if (!peer) peer = std::make_shared<Peer>();
+  return peer;
 }
 
 void TcpTransport::transfer(const std::string& peer_address,
@@ -87,28 +93,39 @@ void TcpTransport::transfer(const std::string& peer_address,
   std::vector<TransferBatch> batches = plan_transfer(ops, staging_.get());
   if (batches.empty()) return;
   wire::parse_tcp_url(peer_address);  // a malformed address is the caller's error, not the peer's
-  std::shared_ptr<Connection> connection = connection_for(peer_address);
+  std::shared_ptr<Peer> peer = peer_for(peer_address);
+  std::unique_ptr<Connection> connection;
   {
-    std::unique_lock<std::mutex> lock(connection->mutex);
-    while (connection->busy) {
+    std::unique_lock<std::mutex> lock(peer->mutex);
+    while (peer->idle.empty() && peer->connections >= kConnectionsPerPeer) {
       if (deadline.expired()) {
-        raise(Status::kTimeout, "timed out waiting for another transfer to " + peer_address);
+        raise(Status::kTimeout, "timed out waiting for one of the " +
+                                    std::to_string(kConnectionsPerPeer) + " connections to " +
+                                    peer_address + " that other transfers use");
       }
       base::throw_if_interrupted();  // unlocks on the way out
       const auto slice =
           std::chrono::milliseconds(deadline.poll_timeout_ms(base::interruptible_slice_ms(1000)));
-      connection->turn.wait_for(lock, slice, [&] { return !connection->busy; });
+      peer->freed.wait_for(lock, slice);
     }
-    connection->busy = true;
+    if (!peer->idle.empty()) {
+      connection = std::move(peer->idle.back());
+      peer->idle.pop_back();
+    } else {
+      connection = std::make_unique<Connection>();
+      connection->staging.staging = staging_.get();
+      ++peer->connections;
+    }
   }
-  struct EndTurn {
-    Connection& connection;
-    ~EndTurn() {
-      std::lock_guard<std::mutex> lock(connection.mutex);
-      connection.busy = false;
-      connection.turn.notify_one();
+  struct GiveBack {
+    Peer& peer;
+    std::unique_ptr<Connection>& connection;
+    ~GiveBack() {
+      std::lock_guard<std::mutex> lock(peer.mutex);
+      peer.idle.push_back(std::move(connection));
+      peer.freed.notify_one();
     }
-  } end_turn{*connection};
+  } give_back{*peer, connection};
   if (connection->fd >= 0 && !idle_connection_usable(connection->fd)) connection->drop();
   if (connection->fd < 0) {
     const int fd = connect_to(peer_address, deadline);
@@ -124,7 +141,7 @@ void TcpTransport::transfer(const std::string& peer_address,
     run_transfer(connection->fd, batches, connection->staging, peer_address, deadline);
   } catch (const Error& error) {
     // A refused batch leaves the connection in step; anything else (an interruption too) leaves
-    // it unknown: the next transfer to this peer connects again.
+    // it unknown: the next transfer that takes it connects again.
     if (error.status() != Status::kInvalidInput) connection->drop();
     throw;
   }

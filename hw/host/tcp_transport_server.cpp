@@ -22,8 +22,12 @@ namespace memloom::host {
 namespace {
 
 // A peer that stalls in the middle of a batch for this long is dropped, so one broken client
-// cannot hold the server thread (or a withdraw()) for long.
+// cannot hold a serving thread (or a withdraw()) for long.
 constexpr auto kStallTimeout = std::chrono::seconds(10);
+// Serving threads, started as batches wait and none is idle. A batch's work is copying (memcpy
+// or a staging copy) and socket calls, so more threads than this add little throughput; four
+// keep peers served while as many others stall.
+constexpr size_t kServeThreads = 4;
 constexpr size_t kMaxMessageBytes = 1024;
 // The serving side's staging buffer: the requesting side sends pieces of at most this size.
 constexpr size_t kStagingBytes = 2 << 20;
@@ -63,23 +67,75 @@ TcpTransportServer::TcpTransportServer(BufferStaging* staging, const hal::Transp
   socklen_t length = sizeof(bound);
   ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&bound), &length);
   address_ = host::tcp_url(host, base::socket_port(bound));
-  if (::pipe2(wake_pipe_, O_CLOEXEC) != 0) {
+  // Non-blocking: a serving thread handing back a connection never waits on a full pipe (the
+  // poll thread is then about to wake anyway).
+  if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
     int error = errno;
     ::close(listen_fd_);
     raise_errno("transport wake pipe", error);
   }
   wire::set_nonblocking(listen_fd_);
-  thread_ = std::thread([this] { serve(); });
+  poll_thread_ = std::thread([this] { serve(); });
 }
 
 TcpTransportServer::~TcpTransportServer() {
-  char byte = 1;
-  ssize_t written = ::write(wake_pipe_[1], &byte, 1);  // FORTIFY builds reject a (void) cast
-  (void)written;
-  thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(work_mutex_);
+    stopping_ = true;
+    // A serving thread waiting on a stalled peer returns at once instead of at kStallTimeout.
+    for (int connection : in_service_) ::shutdown(connection, SHUT_RDWR);
+  }
+  work_ready_.notify_all();
+  wake_poll_thread();
+  poll_thread_.join();
+  for (std::thread& thread : serving_threads_) thread.join();
+  for (int connection : requests_waiting_) ::close(connection);
+  for (int connection : handed_back_) ::close(connection);
   ::close(listen_fd_);
   ::close(wake_pipe_[0]);
   ::close(wake_pipe_[1]);
+}
+
+void TcpTransportServer::wake_poll_thread() {
+  char byte = 1;
+  ssize_t written = ::write(wake_pipe_[1], &byte, 1);  // FORTIFY builds reject a (void) cast
+  (void)written;
+}
+
+void TcpTransportServer::hand_to_serving_thread(int connection) {
+  {
+    std::lock_guard<std::mutex> lock(work_mutex_);
+    requests_waiting_.push_back(connection);
+    if (idle_serving_threads_ < requests_waiting_.size() &&
+        serving_threads_.size() < kServeThreads) {
+      serving_threads_.emplace_back([this] { serve_batches(); });
+    }
+  }
+  work_ready_.notify_one();
+}
+
+void TcpTransportServer::serve_batches() {
+  StagingBuffer staging_buffer;  // allocated when this thread first serves staged memory
+  std::unique_lock<std::mutex> lock(work_mutex_);
+  while (true) {
+    ++idle_serving_threads_;
+    work_ready_.wait(lock, [&] { return stopping_ || !requests_waiting_.empty(); });
+    --idle_serving_threads_;
+    if (stopping_) return;
+    const int connection = requests_waiting_.front();
+    requests_waiting_.pop_front();
+    in_service_.insert(connection);
+    lock.unlock();
+    const bool keep = answer(connection, staging_buffer);
+    lock.lock();
+    in_service_.erase(connection);
+    if (keep && !stopping_) {
+      handed_back_.push_back(connection);
+      wake_poll_thread();
+    } else {
+      ::close(connection);
+    }
+  }
 }
 
 void TcpTransportServer::expose(void* address, size_t size) {
@@ -140,13 +196,23 @@ void TcpTransportServer::serve() {
       MEMLOOM_LOG(kError, "transport server poll failed: " << std::strerror(errno));
       break;
     }
-    if (polled[0].revents != 0) break;
-    std::vector<size_t> dropped;
-    for (size_t i = 2; i < fds.size(); ++i) {
-      if (polled[i].revents != 0 && !answer(fds[i].fd)) dropped.push_back(i);
+    if (polled[0].revents != 0) {
+      char drained[64];
+      while (::read(wake_pipe_[0], drained, sizeof(drained)) > 0) {
+      }
+      std::lock_guard<std::mutex> lock(work_mutex_);
+      if (stopping_) break;
+      for (int connection : handed_back_) fds.push_back({connection, POLLIN, 0});
+      handed_back_.clear();
     }
-    for (auto it = dropped.rbegin(); it != dropped.rend(); ++it) {
-      ::close(fds[*it].fd);
+    // A request (or a hang-up, which the serving thread notices) leaves the poll set until the
+    // serving thread hands the connection back.
+    std::vector<size_t> handed;
+    for (size_t i = 2; i < first_unproven; ++i) {
+      if (polled[i].revents != 0) handed.push_back(i);
+    }
+    for (auto it = handed.rbegin(); it != handed.rend(); ++it) {
+      hand_to_serving_thread(fds[*it].fd);
       fds.erase(fds.begin() + static_cast<long>(*it));
     }
     std::deque<Unproven> waiting;
@@ -206,7 +272,7 @@ bool TcpTransportServer::hear_proof(Unproven& unproven, std::vector<pollfd>& ser
   std::memcpy(requester_nonce.data(), unproven.in.nonce, requester_nonce.size());
   bool member = false;
   wire::ServerVerdict verdict{wire::kHelloMagic, 0, {}};
-  try {  // the serving thread must not throw (OpenSSL failing is the only way here)
+  try {  // the poll thread must not throw (OpenSSL failing is the only way here)
     member = unproven.in.magic == wire::kHelloMagic &&
              proof_matches(
                  prove(secret_, ProofRole::kRequester, address_, requester_nonce, unproven.nonce),
@@ -233,7 +299,7 @@ bool TcpTransportServer::hear_proof(Unproven& unproven, std::vector<pollfd>& ser
   return true;
 }
 
-bool TcpTransportServer::answer(int connection) {
+bool TcpTransportServer::answer(int connection, StagingBuffer& staging_buffer) {
   const Deadline stall = Deadline::after(kStallTimeout);
   wire::RequestHeader request{};
   if (!wire::read_exact(connection, &request, sizeof(request), stall)) return false;
@@ -295,7 +361,7 @@ bool TcpTransportServer::answer(int connection) {
              run_bytes + ops[end].bytes <= kStagingBytes) {
         run_bytes += ops[end++].bytes;
       }
-      if (!move_staged(connection, ops, i, end, stall)) return false;
+      if (!move_staged(connection, ops, i, end, staging_buffer, stall)) return false;
       i = end;
       continue;
     }
@@ -321,16 +387,17 @@ bool TcpTransportServer::answer(int connection) {
 }
 
 bool TcpTransportServer::move_staged(int connection, const std::vector<wire::OpDescriptor>& ops,
-                                     size_t begin, size_t end, Deadline stall) {
+                                     size_t begin, size_t end, StagingBuffer& staging_buffer,
+                                     Deadline stall) {
   auto memory_of = [&](size_t i) {
     return reinterpret_cast<std::byte*>(static_cast<uintptr_t>(ops[i].remote_address));
   };
   const bool write = ops[begin].kind == wire::kOpWrite;
   try {
-    if (staging_buffer_.data() == nullptr) {
-      staging_buffer_ = StagingBuffer(*staging_, kStagingBytes);
+    if (staging_buffer.data() == nullptr) {
+      staging_buffer = StagingBuffer(*staging_, kStagingBytes);
     }
-    std::byte* host = staging_buffer_.data();
+    std::byte* host = staging_buffer.data();
     if (ops[begin].bytes > kStagingBytes) {  // one op, larger than the buffer: a piece at a time
       std::byte* memory = memory_of(begin);
       for (uint64_t done = 0; done < ops[begin].bytes;) {
@@ -364,7 +431,7 @@ bool TcpTransportServer::move_staged(int connection, const std::vector<wire::OpD
     staging_->copy_all(copies, stall);
     return wire::write_exact(connection, host, bytes, stall);
   } catch (const Error& error) {
-    // The serving thread must not throw; the peer sees its connection fail.
+    // A serving thread must not throw; the peer sees its connection fail.
     MEMLOOM_LOG(kError, "transport server " << address_
                                             << ": staging exposed memory failed: " << error.what());
     return false;

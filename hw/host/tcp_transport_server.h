@@ -1,20 +1,27 @@
-// The serving end of the TCP Transport: one listening socket and one thread that answers the
-// batches of every connected peer against the memory this process exposed (see tcp_wire.h).
-// Exposed memory the CPU cannot touch is moved through a host buffer, a piece at a time.
+// The serving end of the TCP Transport: one listening socket, one poll thread that accepts
+// connections and watches them, and up to kServeThreads serving threads that answer the batches
+// (see tcp_wire.h) against the memory this process exposed. A connection with a request waiting
+// leaves the poll set for a serving thread and comes back once its batch is answered, so batches
+// of one connection run in order, and a peer that stalls in the middle of a batch holds only the
+// thread serving it (until kStallTimeout drops it), not the other peers. Exposed memory the CPU
+// cannot touch is moved through a host buffer per serving thread, a piece at a time.
 //
 // A connection is served only once its requester proved it knows the job secret (job_proof.h).
-// Until then it waits in the same poll loop without blocking it: each must prove within
-// kProofTimeout of its accept, and at most kMaxUnproven wait at once (a new one evicts the
-// oldest), so an outsider's silent connections neither hold the thread nor keep ranks out.
+// Until then it waits in the poll loop without blocking it: each must prove within kProofTimeout
+// of its accept, and at most kMaxUnproven wait at once (a new one evicts the oldest), so an
+// outsider's silent connections neither hold a thread nor keep ranks out.
 #pragma once
 
 #include <poll.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <thread>
@@ -52,23 +59,31 @@ class TcpTransportServer {
     wire::RequesterProof in;  // `have` bytes of it have arrived
     size_t have = 0;
   };
+  // The poll thread's loop.
   void serve();
+  // A serving thread's loop: answers the connections serve() hands it until the server stops.
+  void serve_batches();
+  // Hands a connection with a request waiting to a serving thread, starting one if none is idle.
+  void hand_to_serving_thread(int connection);
+  // Wakes serve() (to stop, or to poll a connection handed back).
+  void wake_poll_thread();
   void admit(int connection);
   // Reads what `unproven` sent; true when it is done with (closed, or proven and moved to
   // `served`).
   bool hear_proof(Unproven& unproven, std::vector<pollfd>& served);
   struct ExposedRange {
     size_t size;
-    bool staged;  // device memory: moved through staging_buffer_
+    bool staged;  // device memory: moved through a serving thread's staging buffer
   };
-  bool answer(int connection);  // false: drop the connection
+  // Answers one batch; false: drop the connection. `staging_buffer` is the serving thread's.
+  bool answer(int connection, StagingBuffer& staging_buffer);
   // "" when exposed; `staged` then says whether the range is device memory.
   std::string check_range(uint64_t address, uint64_t bytes, bool* staged) const;
   // Moves the payloads of ops[begin, end), staged ops of one direction, through the staging
   // buffer: ops that fit in it together with one copy_all, a single larger op a buffer at a time.
   // A run of writes reaches device memory before anything after it runs.
   bool move_staged(int connection, const std::vector<wire::OpDescriptor>& ops, size_t begin,
-                   size_t end, Deadline stall);
+                   size_t end, StagingBuffer& staging_buffer, Deadline stall);
 
   const hal::JobSecret secret_;
   std::deque<Unproven> unproven_;  // oldest first: deadlines ascend
@@ -78,8 +93,18 @@ class TcpTransportServer {
   mutable std::shared_mutex ranges_mutex_;
   std::map<uintptr_t, ExposedRange> ranges_;  // by start
   BufferStaging* const staging_;
-  StagingBuffer staging_buffer_;  // allocated when staged memory is first served
-  std::thread thread_;
+
+  // Between the poll thread and the serving threads.
+  std::mutex work_mutex_;
+  std::condition_variable work_ready_;
+  bool stopping_ = false;
+  std::deque<int> requests_waiting_;  // connections with a request, for a serving thread
+  std::vector<int> handed_back_;      // answered, for the poll thread to watch again
+  std::set<int> in_service_;          // being answered: shut down when the server stops
+  size_t idle_serving_threads_ = 0;
+  std::vector<std::thread> serving_threads_;
+
+  std::thread poll_thread_;
 };
 
 }  // namespace memloom::host

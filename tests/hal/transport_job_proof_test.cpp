@@ -47,8 +47,8 @@ uint64_t address_of(const std::vector<uint8_t>& memory) {
 }
 
 TEST(TransportJobProof, OnlyRanksOfTheSameJobAreServed) {
+  std::vector<uint8_t> exposed(4096, 0x11);  // outlives the server
   auto server = emulated::create_transport(job(1));
-  std::vector<uint8_t> exposed(4096, 0x11);
   server->expose(exposed.data(), exposed.size());
   std::vector<uint8_t> data(exposed.size(), 0x22);
 
@@ -122,8 +122,8 @@ host::Nonce nonce_of(const uint8_t* bytes) {
 
 TEST(TcpJobProof, NothingIsServedWithoutAValidFreshProof) {
   const hal::TransportOptions options = job(5);
+  std::vector<uint8_t> exposed(4096, 0x44);  // outlives the server
   host::TcpTransport server(options);
-  std::vector<uint8_t> exposed(4096, 0x44);
   server.expose(exposed.data(), exposed.size());
   const uint64_t target = address_of(exposed);
 
@@ -183,9 +183,9 @@ TEST(TcpJobProof, NothingIsServedWithoutAValidFreshProof) {
 TEST(TcpJobProof, SilentConnectionsAreDroppedAndKeepNoRankOut) {
   constexpr int kSilent = 300;  // more than the server lets wait at once (256)
   const hal::TransportOptions options = job(6);
+  std::vector<uint8_t> exposed(1 << 16, 0);  // outlives the server
   host::TcpTransport server(options);
   host::TcpTransport member(options);
-  std::vector<uint8_t> exposed(1 << 16, 0);
   server.expose(exposed.data(), exposed.size());
 
   const auto opened = Clock::now();

@@ -64,8 +64,10 @@ class TransportPair : public ::testing::Test {
   void TearDown() override { EXPECT_TRUE(testing::leftover_shm_entries().empty()); }
 
   static constexpr size_t kExposed = (64u << 20) + 4096;
-  std::unique_ptr<hal::Transport> requester, server;
+  // Declared first, so it outlives the server (whose serving threads may still be returning
+  // from a send out of it when a read's requester already has every byte).
   std::vector<std::byte> exposed;
+  std::unique_ptr<hal::Transport> requester, server;
 };
 
 TEST_F(TransportPair, AddressesNameTheTransportOnLoopbackByDefault) {
