@@ -28,6 +28,11 @@ constexpr auto kStallTimeout = std::chrono::seconds(10);
 // or a staging copy) and socket calls, so more threads than this add little throughput; four
 // keep peers served while as many others stall.
 constexpr size_t kServeThreads = 4;
+// How long a serving thread waits for the next request of the connection it just answered before
+// handing it back to the poll thread. A requester that goes on (a loop of small synchronous
+// copies) sends its next batch within microseconds; answering it on the same thread saves the two
+// thread hand-offs that otherwise made an 8-byte round trip several times slower.
+constexpr auto kLinger = std::chrono::microseconds(500);
 constexpr size_t kMaxMessageBytes = 1024;
 // The serving side's staging buffer: the requesting side sends pieces of at most this size.
 constexpr size_t kStagingBytes = 2 << 20;
@@ -114,6 +119,18 @@ void TcpTransportServer::hand_to_serving_thread(int connection) {
   work_ready_.notify_one();
 }
 
+bool TcpTransportServer::next_request_comes_soon(int connection) {
+  {
+    std::lock_guard<std::mutex> lock(work_mutex_);
+    // Other connections' requests come first; a stopping server shuts the connection down,
+    // which ends the wait below at once.
+    if (stopping_ || !requests_waiting_.empty()) return false;
+  }
+  pollfd ready{connection, POLLIN, 0};
+  const timespec linger{0, std::chrono::duration_cast<std::chrono::nanoseconds>(kLinger).count()};
+  return ::ppoll(&ready, 1, &linger, nullptr) == 1;
+}
+
 void TcpTransportServer::serve_batches() {
   StagingBuffer staging_buffer;  // allocated when this thread first serves staged memory
   std::unique_lock<std::mutex> lock(work_mutex_);
@@ -126,7 +143,8 @@ void TcpTransportServer::serve_batches() {
     requests_waiting_.pop_front();
     in_service_.insert(connection);
     lock.unlock();
-    const bool keep = answer(connection, staging_buffer);
+    bool keep = answer(connection, staging_buffer);
+    while (keep && next_request_comes_soon(connection)) keep = answer(connection, staging_buffer);
     lock.lock();
     in_service_.erase(connection);
     if (keep && !stopping_) {

@@ -63,6 +63,9 @@ class TcpTransportServer {
   void serve();
   // A serving thread's loop: answers the connections serve() hands it until the server stops.
   void serve_batches();
+  // Whether `connection`, just answered, has its next request within kLinger (and no other
+  // connection waits for a serving thread): then the same thread answers it.
+  bool next_request_comes_soon(int connection);
   // Hands a connection with a request waiting to a serving thread, starting one if none is idle.
   void hand_to_serving_thread(int connection);
   // Wakes serve() (to stop, or to poll a connection handed back).
