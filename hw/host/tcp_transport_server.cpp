@@ -367,7 +367,13 @@ bool TcpTransportServer::answer(int connection, StagingBuffer& staging_buffer) {
     return wire::write_exact(connection, &response, sizeof(response), stall) &&
            wire::write_exact(connection, refusal.data(), refusal.size(), stall);
   }
-  if (!wire::write_exact(connection, &response, sizeof(response), stall)) return false;
+  // The answer's header goes first when the batch reads (the read payloads follow it); a batch of
+  // writes only sends it with the trailer once the payloads are in place: one send, and one
+  // wake-up of the requester, instead of two (the stream is the same).
+  const bool header_first = reads > 0;
+  if (header_first && !wire::write_exact(connection, &response, sizeof(response), stall)) {
+    return false;
+  }
   wire::ResponseTrailer trailer{request.batch_id};
   for (size_t i = 0; i < ops.size();) {
     const wire::OpDescriptor& op = ops[i];
@@ -401,7 +407,9 @@ bool TcpTransportServer::answer(int connection, StagingBuffer& staging_buffer) {
     if (trailer_too) return true;
     i = end;
   }
-  return wire::write_exact(connection, &trailer, sizeof(trailer), stall);
+  if (header_first) return wire::write_exact(connection, &trailer, sizeof(trailer), stall);
+  std::vector<iovec> answer{{&response, sizeof(response)}, {&trailer, sizeof(trailer)}};
+  return wire::write_iov_exact(connection, answer, stall);
 }
 
 bool TcpTransportServer::move_staged(int connection, const std::vector<wire::OpDescriptor>& ops,
