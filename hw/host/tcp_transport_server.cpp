@@ -6,12 +6,15 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "hw/host/host_address.h"
+#include "hw/host/overlapping_batches.h"
 #include "hw/host/tcp_wire.h"
 #include "memloom/error.h"
 #include "src/base/log.h"
@@ -366,6 +369,21 @@ bool TcpTransportServer::answer(int connection, StagingBuffer& staging_buffer) {
     response.read_bytes = 0;
     return wire::write_exact(connection, &response, sizeof(response), stall) &&
            wire::write_exact(connection, refusal.data(), refusal.size(), stall);
+  }
+  // Batches of other connections that overlap this one where either writes run first (see
+  // overlapping_batches.h): an abandoned write still being applied lands before this batch.
+  uint64_t lowest = UINT64_MAX, highest = 0;
+  for (const auto& op : ops) {
+    lowest = std::min(lowest, op.remote_address);
+    highest = std::max(highest, op.remote_address + op.bytes);
+  }
+  std::optional<OverlappingBatches::Hold> hold =
+      overlapping_.enter(lowest, highest, writes > 0, stall);
+  if (!hold) {
+    MEMLOOM_LOG(kWarn, "transport server " << address_
+                                           << " dropped a batch that waited "
+                                              "for an overlapping one past the stall timeout");
+    return false;
   }
   // The answer's header goes first when the batch reads (the read payloads follow it); a batch of
   // writes only sends it with the trailer once the payloads are in place: one send, and one

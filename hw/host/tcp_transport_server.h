@@ -30,6 +30,7 @@
 #include "hw/hal/transport.h"
 #include "hw/host/buffer_staging.h"
 #include "hw/host/job_proof.h"
+#include "hw/host/overlapping_batches.h"
 #include "hw/host/tcp_wire.h"
 
 namespace memloom::host {
@@ -96,6 +97,7 @@ class TcpTransportServer {
   mutable std::shared_mutex ranges_mutex_;
   std::map<uintptr_t, ExposedRange> ranges_;  // by start
   BufferStaging* const staging_;
+  OverlappingBatches overlapping_;  // batches being answered, by the memory they touch
 
   // Between the poll thread and the serving threads.
   std::mutex work_mutex_;

@@ -1,10 +1,10 @@
 // The TCP transport serves peers side by side: a peer that stalls in the middle of a batch holds
 // up only the serving thread answering it, not other peers, and not the server's shutdown; and
 // transfers of one process to one peer run on connections of their own, so a small one does not
-// wait behind a slow one. Each test gives the transfer that must not wait a deadline (4 s) well
-// below the stall timeout of the serving side (10 s), so waiting behind the stall fails it.
-// The suite is not named *Transport*: it builds the TCP transport itself, so the ucx.* runs leave
-// it out.
+// wait behind a slow one; but a write still being applied lands before a later overlapping one.
+// A transfer that must not wait gets a deadline (4 s) well below the stall timeout of the serving
+// side (10 s), so waiting behind the stall fails it. The suite is not named *Transport*: it builds
+// the TCP transport itself, so the ucx.* runs leave it out.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -95,7 +95,7 @@ TEST(TcpServing, AServerStopsPromptlyWhileAPeerStalls) {
 }
 
 // Host memory that the transport must treat as device memory (moved through copy()), whose
-// copies into `gated` wait until the test opens the gate.
+// first copy waits until the test opens the gate (later copies go through).
 class GatedStaging : public host::BufferStaging {
  public:
   GatedStaging(const void* gated, size_t bytes)
@@ -107,9 +107,10 @@ class GatedStaging : public host::BufferStaging {
   }
   void copy(void* to, const void* from, size_t bytes, Deadline) override {
     std::unique_lock<std::mutex> lock(mutex_);
+    const bool first = !entered_;
     entered_ = true;
     changed_.notify_all();
-    changed_.wait(lock, [&] { return open_; });
+    if (first) changed_.wait(lock, [&] { return open_; });
     std::memcpy(to, from, bytes);
   }
   void* allocate_host(size_t bytes) override { return ::operator new(bytes); }
@@ -163,6 +164,34 @@ TEST(TcpServing, TransfersToOnePeerRunSideBySide) {
   gate.open();
   EXPECT_NO_THROW(slow.get());
   EXPECT_EQ(gated, slow_source);
+}
+
+// A write that is still being applied (here: held in the serving side's staging copy; in life, an
+// abandoned write whose payload the server is still draining) lands before a later write to the
+// same memory that another connection brings, so the later one is what stays.
+TEST(TcpServing, AWriteInProgressLandsBeforeALaterOverlappingOne) {
+  std::vector<char> gated(4096, 0);
+  auto staging = std::make_unique<GatedStaging>(gated.data(), gated.size());
+  GatedStaging& gate = *staging;
+  host::TcpTransport server(job(), std::move(staging));
+  server.expose(gated.data(), gated.size());
+  host::TcpTransport requester(job());
+  std::vector<char> earlier_bytes(gated.size(), 'e'), later_bytes(gated.size(), 'l');
+  auto write = [&](std::vector<char>& source) {
+    Op op{Direction::kWrite, reinterpret_cast<uint64_t>(gated.data()), source.data(),
+          source.size()};
+    requester.transfer(server.address(), {op}, Deadline::after(std::chrono::seconds(30)));
+  };
+
+  auto earlier = std::async(std::launch::async, [&] { write(earlier_bytes); });
+  ASSERT_TRUE(gate.wait_until_entered());
+  auto later = std::async(std::launch::async, [&] { write(later_bytes); });
+  EXPECT_EQ(later.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout)
+      << "a later overlapping write completed while an earlier one was still being applied";
+  gate.open();
+  EXPECT_NO_THROW(earlier.get());
+  EXPECT_NO_THROW(later.get());
+  EXPECT_EQ(gated, later_bytes);
 }
 
 }  // namespace
