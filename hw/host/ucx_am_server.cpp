@@ -19,7 +19,6 @@ namespace msg = ucx_messages;
 // One request being served: its ranges, the holds on their regions, and what a reply or a receive
 // in flight needs until UCX is done with it.
 struct UcxAmServer::Request {
-  UcxAmServer* server = nullptr;
   ucp_ep_h reply_ep = nullptr;
   uint64_t request_id = 0;
   std::vector<msg::AmRange> ranges;
@@ -164,7 +163,6 @@ ucs_status_t UcxAmServer::on_write(void* arg, const void* header, size_t header_
                                    size_t length, const ucp_am_recv_param_t* param) {
   auto* self = static_cast<UcxAmServer*>(arg);
   auto request = std::make_unique<Request>();
-  request->server = self;
   // A refused rendezvous is dropped without receiving: the sender's send completes, and it
   // learns of the refusal from the reply.
   if (!self->accept(*request, header, header_length, length, param)) return UCS_OK;
@@ -205,7 +203,6 @@ ucs_status_t UcxAmServer::on_read(void* arg, const void* header, size_t header_l
     return UCS_OK;
   }
   auto request = std::make_unique<Request>();
-  request->server = self;
   if (!self->accept(*request, header, header_length, SIZE_MAX, param)) return UCS_OK;
   request->reply = {request->request_id, 0, 0};
   // The holds end when the send completes: the bytes have left the region.

@@ -5,6 +5,7 @@
 #include "hw/host/host_address.h"
 #include "hw/host/ucx_transfer_batch.h"
 #include "memloom/error.h"
+#include "src/base/log.h"
 #include "src/base/tcp_address.h"
 
 namespace memloom::host {
@@ -101,6 +102,8 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options)
   am_server_.set_own_address(address_);
   gate_.set_own_address(address_);
   worker_.start_progress_thread();
+  MEMLOOM_LOG(kDebug, "transport " << address_ << ": UCX data path "
+                                   << ucx_data_path_name(data_path_) << " (MEMLOOM_UCX_DATA_PATH)");
 }
 
 UcxTransport::~UcxTransport() {
