@@ -159,9 +159,9 @@ void print_transport(const memloom::hal::TransportSupport& t) {
     std::printf("ucx:       not built in\n");
     return;
   }
-  std::printf("ucx:       %s built in; RDMA transport: %s; CUDA memory: %s\n",
+  std::printf("ucx:       %s built in; RDMA transport: %s; CUDA memory: %s; data path: %s\n",
               t.ucx_version.c_str(), t.ucx_rdma ? "yes" : "no (no rc, dc or ud resource)",
-              t.ucx_cuda_memory ? "yes" : "no");
+              t.ucx_cuda_memory ? "yes" : "no", t.ucx_data_path.c_str());
   if (!t.ucx_error.empty()) {
     std::printf("ucx resources: error: %s\n", t.ucx_error.c_str());
   } else {
@@ -183,7 +183,8 @@ std::string transport_json(const std::optional<memloom::hal::TransportSupport>& 
          ", \"version\": " + json_string(t.ucx_version) +
          ", \"rdma\": " + (t.ucx_rdma ? "true" : "false") +
          ", \"cuda_memory\": " + (t.ucx_cuda_memory ? "true" : "false") +
-         ", \"resources\": " + resources + ", \"error\": " + json_string(t.ucx_error) + "}}";
+         ", \"data_path\": " + json_string(t.ucx_data_path) + ", \"resources\": " + resources +
+         ", \"error\": " + json_string(t.ucx_error) + "}}";
 }
 
 // This machine's facts for the path rules: the transport and UCX as the backend reports them,

@@ -44,6 +44,9 @@ struct TransportSupport {
   std::string ucx_version;        // the UCX library's own version (empty without UCX)
   bool ucx_rdma = false;          // UCX offers an RDMA transport (rc, dc or ud) here
   bool ucx_cuda_memory = false;   // UCX registers and moves CUDA memory itself
+  // How the UCX transport moves this process's transfers ("am" or "rma": MEMLOOM_UCX_DATA_PATH),
+  // or why MEMLOOM_UCX_DATA_PATH names none ("" without UCX).
+  std::string ucx_data_path;
   std::vector<std::string> ucx_resources;  // UCX's "transport/device" pairs, as UCX lists them
   std::string ucx_error;                   // UCX could not be asked (the fields above are empty)
 };

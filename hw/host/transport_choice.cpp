@@ -4,6 +4,7 @@
 #include <string>
 
 #include "hw/host/ucx_capabilities.h"
+#include "hw/host/ucx_data_path.h"
 #include "hw/host/ucx_worker.h"
 #include "memloom/error.h"
 
@@ -41,6 +42,11 @@ hal::TransportSupport transport_support() {
   support.ucx_resources = found.resources;
   support.ucx_rdma = ucx_offers_rdma();
   support.ucx_cuda_memory = ucx_supports_cuda_memory();
+  try {
+    support.ucx_data_path = ucx_data_path_name(chosen_ucx_data_path());
+  } catch (const Error& error) {
+    support.ucx_data_path = std::string("error: ") + error.what();
+  }
   return support;
 }
 

@@ -73,6 +73,10 @@ bool is_rdma_resource(const std::string& resource) {
   return family == "rc" || family == "dc" || family == "ud";
 }
 
+UcxResources ask_ucx_resources() {
+  return ask_ucx();
+}
+
 const UcxResources& ucx_resources() {
   static const UcxResources answer = ask_ucx();
   return answer;

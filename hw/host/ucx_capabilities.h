@@ -15,6 +15,8 @@ struct UcxResources {
 
 // Asked once per process (a UCP context is opened and closed; no worker).
 const UcxResources& ucx_resources();
+// Asked now, whatever was asked before (for a test that changes UCX_TLS after the first answer).
+UcxResources ask_ucx_resources();
 
 // "tl/device" of every "resource" line in ucp_context_print_info's output.
 std::vector<std::string> parse_ucx_resources(const std::string& print_info);

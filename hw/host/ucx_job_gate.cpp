@@ -29,31 +29,19 @@ void UcxJobGate::prove_to(const std::shared_ptr<UcxPeer>& peer, Deadline deadlin
   auto pending = std::make_shared<Pending>();
   pending->peer = peer;
   pending->nonce = random_nonce();
-  uint64_t id;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    id = next_hello_id_++;
-    pending_.emplace(id, pending);
-  }
-  struct Forget {
-    UcxJobGate& gate;
-    uint64_t id;
-    ~Forget() {
-      std::lock_guard<std::mutex> lock(gate.mutex_);
-      gate.pending_.erase(id);
-    }
-  } forget{*this, id};
+  const auto registration = pending_.add(pending);
+  const uint64_t id = registration.id();
   msg::Hello hello{id, {}};
   std::memcpy(hello.nonce, pending->nonce.data(), pending->nonce.size());
   msg::send(peer->ep(), msg::kHello, msg::encode(hello), /*reply=*/true);
   auto answered = [&] {
-    std::lock_guard<std::mutex> lock(mutex_);
+    auto lock = pending_.lock();
     return pending->answered || peer->failed();
   };
   if (!worker_.progress_until(answered, deadline, UcxWorker::Interruptible::kYes)) {
     raise(Status::kTimeout, "timed out proving the job secret to " + peer->address());
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  auto lock = pending_.lock();
   if (!pending->answered) {
     raise(Status::kCommunication,
           ucx_error("transfer with " + peer->address() + " failed", peer->failure()));
@@ -102,13 +90,8 @@ void UcxJobGate::take_hello(const void* data, size_t length, ucp_ep_h reply_ep) 
 void UcxJobGate::take_challenge(const void* data, size_t length) {
   auto challenge = msg::decode<msg::Challenge>(data, length);
   if (!challenge) return;
-  std::shared_ptr<Pending> pending;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = pending_.find(challenge->hello_id);
-    if (it == pending_.end()) return;  // the requester gave up meanwhile
-    pending = it->second;
-  }
+  std::shared_ptr<Pending> pending = pending_.find(challenge->hello_id);
+  if (!pending) return;  // the requester gave up meanwhile
   const std::string& owner = pending->peer->address();
   const Nonce owner_nonce = nonce_of(challenge->nonce);
   std::string refusal;
@@ -128,7 +111,7 @@ void UcxJobGate::take_challenge(const void* data, size_t length) {
     msg::send(pending->peer->ep(), msg::kProof, msg::encode(proof), /*reply=*/true);
     return;  // the verdict answers the call
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  auto lock = pending_.lock();
   pending->refusal = std::move(refusal);
   pending->answered = true;
 }
@@ -165,11 +148,11 @@ void UcxJobGate::take_proof(const void* data, size_t length, ucp_ep_h reply_ep) 
 void UcxJobGate::take_verdict(const void* data, size_t length) {
   auto verdict = msg::decode<msg::Verdict>(data, length);
   if (!verdict) return;
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = pending_.find(verdict->hello_id);
-  if (it == pending_.end()) return;
-  if (verdict->status != 0) it->second->refusal = "it refused this rank's proof of the job secret";
-  it->second->answered = true;
+  std::shared_ptr<Pending> pending = pending_.find(verdict->hello_id);
+  if (!pending) return;
+  auto lock = pending_.lock();
+  if (verdict->status != 0) pending->refusal = "it refused this rank's proof of the job secret";
+  pending->answered = true;
 }
 
 }  // namespace memloom::host

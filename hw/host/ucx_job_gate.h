@@ -24,6 +24,7 @@
 #include "hw/hal/transport.h"
 #include "hw/host/job_proof.h"
 #include "hw/host/ucx_endpoints.h"
+#include "hw/host/ucx_pending_table.h"
 #include "hw/host/ucx_worker.h"
 #include "memloom/deadline.h"
 
@@ -68,9 +69,8 @@ class UcxJobGate {
   UcxWorker& worker_;
   const hal::JobSecret secret_;
   std::string own_address_;
-  std::mutex mutex_;
-  std::map<uint64_t, std::shared_ptr<Pending>> pending_;
-  uint64_t next_hello_id_ = 1;
+  UcxPendingTable<Pending> pending_;  // its lock guards the entries' fields
+  std::mutex mutex_;                  // guards challenged_ and admitted_
   // By endpoint and hello id: threads of one requester may prove over one endpoint at once.
   std::map<std::pair<ucp_ep_h, uint64_t>, Challenge> challenged_;
   std::set<ucp_ep_h> admitted_;

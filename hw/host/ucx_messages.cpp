@@ -48,12 +48,16 @@ void send(ucp_ep_h ep, unsigned id, std::string bytes, bool reply) {
 }
 
 void set_handler(ucp_worker_h worker, unsigned id, const Registration* registration) {
+  set_data_handler(worker, id, received, const_cast<Registration*>(registration));
+}
+
+void set_data_handler(ucp_worker_h worker, unsigned id, ucp_am_recv_callback_t handler, void* arg) {
   ucp_am_handler_param_t param{};
   param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
                      UCP_AM_HANDLER_PARAM_FIELD_ARG;
   param.id = id;
-  param.cb = received;
-  param.arg = const_cast<Registration*>(registration);
+  param.cb = handler;
+  param.arg = arg;
   ucs_status_t status = ucp_worker_set_am_recv_handler(worker, &param);
   if (status != UCS_OK) raise(Status::kCommunication, ucx_error("UCX message handler", status));
 }

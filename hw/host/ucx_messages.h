@@ -1,14 +1,24 @@
-// The active messages UCX transports exchange besides the data itself: remote keys on request, and
-// their revocation when memory is withdrawn. Data moves by ucp_put_nbx/ucp_get_nbx only.
+// The active messages UCX transports exchange: remote keys on request, and their revocation when
+// memory is withdrawn (the RMA data path: data moves by ucp_put_nbx/ucp_get_nbx); the job proof;
+// and the active-message data path (ucx_am_requests.h, ucx_am_server.h), where memloom moves the
+// bytes itself and checks every range.
 //
 //   kRegionRequest  requester -> owner   "which exposed region holds [address, +bytes)?"
 //   kRegionReply    owner -> requester   that region's base, size and packed rkey, or a refusal
 //   kRevoke         owner -> holders     "region at base is withdrawn: drop its rkey"
 //   kRevokeAck      holder -> owner      done; the owner unmaps once every holder answered
 //   kHello .. kVerdict                   the job proof before the first request (ucx_job_gate.h)
+//   kAmWrite        requester -> owner   header: AmRequestHeader + op_count AmRange; data: the
+//                                        ranges' bytes back to back (eager or rendezvous)
+//   kAmRead         requester -> owner   header: AmRequestHeader + op_count AmRange; no data
+//   kAmReply        owner -> requester   header: AmReplyHeader; data: a refusal's message, or
+//                                        (reads) the ranges' bytes back to back
 //
-// Every message is one little-endian struct, then (replies, revocations) variable bytes. Messages
-// go eagerly (UCP_AM_SEND_FLAG_EAGER), so handlers always get their bytes in place.
+// Every control message is one little-endian struct, then (replies, revocations) variable bytes,
+// all in the message's data. They go eagerly (UCP_AM_SEND_FLAG_EAGER), so handlers always get
+// their bytes in place. The data path's messages carry their descriptors in the active-message
+// header instead (so the owner knows where rendezvous data goes before it arrives) and leave the
+// protocol to UCX (eager for small, rendezvous for large payloads).
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -17,6 +27,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace memloom::host::ucx_messages {
 
@@ -28,7 +39,10 @@ enum Id : unsigned {
   kHello,
   kChallenge,
   kProof,
-  kVerdict
+  kVerdict,
+  kAmWrite,
+  kAmRead,
+  kAmReply
 };
 
 struct RegionRequest {
@@ -77,6 +91,25 @@ struct Verdict {
   uint32_t reserved;
 };
 
+// One active-message data request: `op_count` AmRange follow it in the header.
+struct AmRequestHeader {
+  uint64_t request_id;
+  uint32_t op_count;
+  uint32_t reserved;
+};
+
+struct AmRange {
+  uint64_t address;
+  uint64_t bytes;
+};
+
+struct AmReplyHeader {
+  uint64_t request_id;
+  uint32_t
+      status;  // 0: done (reads: the bytes follow); else a memloom::Status, the message follows
+  uint32_t reserved;
+};
+
 // The bytes of `header` followed by `tail`.
 template <typename Header>
 std::string encode(const Header& header, const std::string& tail = {}) {
@@ -97,6 +130,21 @@ std::optional<Header> decode(const void* data, size_t length, std::string* tail 
   return header;
 }
 
+// A payload of `parts` as ucp_am_send_nbx / ucp_am_recv_data_nbx take it: one part as a contiguous
+// buffer, several as an IOV (the datatype goes into `param`).
+inline void describe_payload(std::vector<ucp_dt_iov_t>& parts, ucp_request_param_t& param,
+                             void** buffer, size_t* count) {
+  if (parts.size() == 1) {
+    *buffer = parts[0].buffer;
+    *count = parts[0].length;
+    return;
+  }
+  param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+  param.datatype = ucp_dt_make_iov();
+  *buffer = parts.data();
+  *count = parts.size();
+}
+
 // Sends `bytes` as message `id` on `ep` and forgets it: the copy is freed when UCX is done with it.
 // `reply` asks UCX to give the receiver an endpoint back to us (UCP_AM_SEND_FLAG_REPLY). A send
 // that fails shows up as the endpoint's error (its error callback), so nothing is returned.
@@ -111,5 +159,8 @@ struct Registration {
 };
 // Registers `registration` (which must outlive the worker) for message `id` on `worker`.
 void set_handler(ucp_worker_h worker, unsigned id, const Registration* registration);
+// Registers UCX's own kind of handler (header, eager data or a rendezvous descriptor), for the data
+// path's messages; `arg` must outlive the worker.
+void set_data_handler(ucp_worker_h worker, unsigned id, ucp_am_recv_callback_t handler, void* arg);
 
 }  // namespace memloom::host::ucx_messages

@@ -14,6 +14,10 @@ namespace {
 // How long withdraw() waits for peers to confirm a revocation. A live peer answers within a
 // round trip; one that is stopped (not dead) keeps withdraw() from hanging past this.
 constexpr auto kRevokeTimeout = std::chrono::seconds(2);
+// How long withdraw() waits for active-message copies into or out of the range to end: a copy in
+// progress ends within the time its bytes take (or fails with its endpoint); the bound keeps a
+// stalled peer's rendezvous from holding withdraw() forever.
+constexpr auto kCopyTimeout = std::chrono::seconds(10);
 
 using base::hex;
 namespace msg = ucx_messages;
@@ -105,7 +109,23 @@ void UcxRegionRegistry::withdraw(void* address) {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& revocation : revocations) unconfirmed_.erase(revocation.first);
   }
+  // No new hold starts (the region left the map); copies already running end first.
+  if (!worker_.progress_until([&] { return region->copies.load() == 0; },
+                              Deadline::after(kCopyTimeout))) {
+    MEMLOOM_LOG(kError, "transport: withdrawing " << hex(start)
+                                                  << ": a copy into or out of it did not end");
+  }
   unmap(worker_.context(), region->memory);
+}
+
+std::shared_ptr<void> UcxRegionRegistry::hold(uint64_t address, uint64_t bytes) {
+  if (address + bytes < address) return nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto* interval = regions_.find_containing(address, bytes);
+  if (interval == nullptr) return nullptr;
+  std::shared_ptr<Region> region = interval->payload;
+  region->copies.fetch_add(1);
+  return std::shared_ptr<void>(region.get(), [region](void*) { region->copies.fetch_sub(1); });
 }
 
 void UcxRegionRegistry::answer_request(const void* data, size_t length, ucp_ep_h reply_ep,

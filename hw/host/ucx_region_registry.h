@@ -7,10 +7,14 @@
 // or to be gone, before unmapping: after withdraw() returns, no peer starts a new transfer into
 // the range. Transports other than RDMA do not enforce a remote key in hardware, so this
 // revocation is what makes a withdrawal hold for them.
+//
+// The active-message data path (ucx_am_server.h) copies into and out of regions itself: it holds
+// the region while a copy runs (hold()), and withdraw() waits (bounded) for those holds to end.
 #pragma once
 
 #include <ucp/api/ucp.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -38,6 +42,11 @@ class UcxRegionRegistry {
   void expose(void* address, size_t size);
   void withdraw(void* address);
 
+  // A hold on the exposed region that contains all of [address, +bytes), for a copy into or out of
+  // it; null when no exposed region does (or it is being withdrawn). Releasing the last copy of
+  // the returned pointer ends the hold.
+  std::shared_ptr<void> hold(uint64_t address, uint64_t bytes);
+
   // Message handlers (ucx_messages.h), run under the worker's lock.
   // `admitted`: the requester's endpoint proved the job secret (ucx_job_gate.h); others are
   // refused, so no remote key leaves for a process outside the job.
@@ -51,6 +60,7 @@ class UcxRegionRegistry {
     ucp_mem_h memory = nullptr;
     std::string packed_key;
     std::set<ucp_ep_h> holders;  // accepted endpoints whose peer got the key
+    std::atomic<int> copies{0};  // holds of the active-message path (copies in progress)
   };
 
   UcxWorker& worker_;

@@ -24,31 +24,19 @@ std::shared_ptr<UcxRemoteKey> UcxRemoteKeys::key_for(const std::shared_ptr<UcxPe
   if (auto key = peer->key_for(address, bytes)) return key;
   auto pending = std::make_shared<Pending>();
   pending->peer = peer;
-  uint64_t id;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    id = next_request_id_++;
-    pending_.emplace(id, pending);
-  }
-  struct Forget {
-    UcxRemoteKeys& keys;
-    uint64_t id;
-    ~Forget() {
-      std::lock_guard<std::mutex> lock(keys.mutex_);
-      keys.pending_.erase(id);
-    }
-  } forget{*this, id};
+  const auto registration = pending_.add(pending);
+  const uint64_t id = registration.id();
   msg::send(peer->ep(), msg::kRegionRequest, msg::encode(msg::RegionRequest{id, address, bytes}),
             /*reply=*/true);
   auto answered = [&] {
-    std::lock_guard<std::mutex> lock(mutex_);
+    auto lock = pending_.lock();
     return pending->answered || peer->failed();
   };
   if (!worker_.progress_until(answered, deadline, UcxWorker::Interruptible::kYes)) {
     raise(Status::kTimeout,
           "timed out asking " + peer->address() + " for the remote key of " + base::hex(address));
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  auto lock = pending_.lock();
   if (!pending->answered) raise_peer_failed(*peer);
   if (pending->status != Status::kSuccess) raise(pending->status, pending->message);
   const UcxRemoteKey& key = *pending->key;
@@ -63,13 +51,8 @@ void UcxRemoteKeys::take_reply(const void* data, size_t length) {
   std::string tail;
   auto reply = msg::decode<msg::RegionReplyHeader>(data, length, &tail);
   if (!reply) return;
-  std::shared_ptr<Pending> pending;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = pending_.find(reply->request_id);
-    if (it == pending_.end()) return;  // the requester timed out meanwhile
-    pending = it->second;
-  }
+  std::shared_ptr<Pending> pending = pending_.find(reply->request_id);
+  if (!pending) return;  // the requester timed out meanwhile
   Status status = Status::kSuccess;
   std::string message;
   std::shared_ptr<UcxRemoteKey> key;
@@ -89,7 +72,7 @@ void UcxRemoteKeys::take_reply(const void* data, size_t length) {
       message = ucx_error("the remote key from " + pending->peer->address(), unpack);
     }
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  auto lock = pending_.lock();
   pending->status = status;
   pending->message = std::move(message);
   pending->key = std::move(key);

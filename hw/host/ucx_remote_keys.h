@@ -7,12 +7,11 @@
 #include <ucp/api/ucp.h>
 
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "hw/host/ucx_endpoints.h"
+#include "hw/host/ucx_pending_table.h"
 #include "hw/host/ucx_worker.h"
 #include "memloom/deadline.h"
 #include "memloom/error.h"
@@ -45,9 +44,7 @@ class UcxRemoteKeys {
 
   UcxWorker& worker_;
   UcxEndpoints& endpoints_;
-  std::mutex mutex_;
-  std::map<uint64_t, std::shared_ptr<Pending>> pending_;
-  uint64_t next_request_id_ = 1;
+  UcxPendingTable<Pending> pending_;  // its lock guards the entries' fields
 };
 
 }  // namespace memloom::host

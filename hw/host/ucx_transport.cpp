@@ -5,6 +5,7 @@
 #include "hw/host/host_address.h"
 #include "hw/host/ucx_transfer_batch.h"
 #include "memloom/error.h"
+#include "src/base/log.h"
 #include "src/base/tcp_address.h"
 
 namespace memloom::host {
@@ -41,8 +42,11 @@ std::string format_address(const std::string& host, uint16_t port) {
 }  // namespace
 
 UcxTransport::UcxTransport(const hal::TransportOptions& options)
-    : gate_(worker_, options.job_secret),
+    : data_path_(chosen_ucx_data_path()),
+      gate_(worker_, options.job_secret),
       regions_(worker_),
+      am_server_(worker_, regions_, [this](ucp_ep_h ep) { return gate_.admitted(ep); }),
+      am_requests_(worker_),
       endpoints_(worker_,
                  [this](ucp_ep_h ep) {
                    gate_.forget(ep);
@@ -90,11 +94,16 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options)
   for (size_t i = 0; i < handlers_.size(); ++i) {
     msg::set_handler(worker_.worker(), ids[i], &handlers_[i]);
   }
+  am_server_.register_handlers();  // served whatever data_path_ is: the requester chooses
+  am_requests_.register_handler();
   const std::string host = options.host.empty() ? host_address() : options.host;
   address_ = format_address(host, endpoints_.listen(host));
   regions_.set_own_address(address_);
+  am_server_.set_own_address(address_);
   gate_.set_own_address(address_);
   worker_.start_progress_thread();
+  MEMLOOM_LOG(kDebug, "transport " << address_ << ": UCX data path "
+                                   << ucx_data_path_name(data_path_) << " (MEMLOOM_UCX_DATA_PATH)");
 }
 
 UcxTransport::~UcxTransport() {
@@ -143,6 +152,10 @@ void UcxTransport::transfer(const std::string& peer_address,
 void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
                        const std::vector<const hal::TransferOp*>& work, Deadline deadline) {
   gate_.prove_to(peer, deadline);
+  if (data_path_ == UcxDataPath::kAm) {
+    am_requests_.run(peer, work, deadline);
+    return;
+  }
   // Every key first: a range the peer refuses fails the call before any byte moves.
   std::vector<std::shared_ptr<UcxRemoteKey>> keys;
   keys.reserve(work.size());

@@ -1,9 +1,12 @@
 // hal::Transport on UCX, shared by both backends: one UCX context and worker per transport, a
 // listener on the options' host, else host_address() (MEMLOOM_HOST_ADDR, else 127.0.0.1), at any
 // free port, the job proof on each new endpoint (ucx_job_gate.h), remote keys exchanged on demand
-// with proven endpoints only (ucx_remote_keys.h, ucx_region_registry.h), data moved one-sided by
-// ucp_put_nbx/ucp_get_nbx (ucx_transfer_batch.h). UCX picks the wire (RDMA, shared memory, TCP)
-// from what it finds and from the user's UCX_* variables, which memloom leaves alone.
+// with proven endpoints only (ucx_remote_keys.h, ucx_region_registry.h). This process's transfers
+// move data one of two ways (ucx_data_path.h, MEMLOOM_UCX_DATA_PATH): one-sided by
+// ucp_put_nbx/ucp_get_nbx (ucx_transfer_batch.h), or in active messages memloom serves itself
+// (ucx_am_requests.h, ucx_am_server.h); it serves peers' requests of both kinds. UCX picks the wire
+// (RDMA, shared memory, TCP) from what it finds and from the user's UCX_* variables, which memloom
+// leaves alone.
 //
 // Addresses are "ucx://IP:PORT" ("ucx://[IPv6]:PORT"); only this file reads them.
 //
@@ -16,6 +19,9 @@
 #include <vector>
 
 #include "hw/hal/transport.h"
+#include "hw/host/ucx_am_requests.h"
+#include "hw/host/ucx_am_server.h"
+#include "hw/host/ucx_data_path.h"
 #include "hw/host/ucx_endpoints.h"
 #include "hw/host/ucx_job_gate.h"
 #include "hw/host/ucx_messages.h"
@@ -44,11 +50,15 @@ class UcxTransport : public hal::Transport {
   void run(const std::shared_ptr<UcxPeer>& peer, const std::vector<const hal::TransferOp*>& work,
            Deadline deadline);
 
-  // Declared first: UCX may call the handlers until the worker is destroyed.
+  // Before UCX starts: a bad MEMLOOM_UCX_DATA_PATH fails the constructor at once.
+  const UcxDataPath data_path_;
+  // Declared before the worker: UCX may call the handlers until the worker is destroyed.
   std::array<ucx_messages::Registration, 8> handlers_{};
   UcxWorker worker_;
   UcxJobGate gate_;
   UcxRegionRegistry regions_;
+  UcxAmServer am_server_;
+  UcxAmRequests am_requests_;
   UcxEndpoints endpoints_;
   UcxRemoteKeys remote_keys_;
   std::string address_;

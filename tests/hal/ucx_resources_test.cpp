@@ -57,11 +57,13 @@ TEST(UcxResources, OnlyTcpUnderUcxTlsTcp) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     setenv("UCX_TLS", "tcp", 1);
-    const UcxResources& found = ucx_resources();
+    // Asked afresh: the parent may have asked (and cached) under its own UCX_TLS already, as a
+    // UCX transport does to choose its data path.
+    const UcxResources found = ask_ucx_resources();
     bool only_tcp = found.error.empty() && !found.resources.empty();
     for (const auto& resource : found.resources)
-      only_tcp = only_tcp && resource.rfind("tcp/", 0) == 0;
-    _exit(only_tcp && !ucx_offers_rdma() && !ucx_version().empty() ? 0 : 1);
+      only_tcp = only_tcp && resource.rfind("tcp/", 0) == 0 && !is_rdma_resource(resource);
+    _exit(only_tcp && !ucx_version().empty() ? 0 : 1);
   }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);

@@ -1,0 +1,327 @@
+#include "hw/host/ucx_am_requests.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "hw/host/ucx_messages.h"
+#include "memloom/error.h"
+#include "src/base/log.h"
+#include "src/base/range_map.h"
+
+namespace memloom::host {
+namespace {
+
+namespace msg = ucx_messages;
+using Direction = hal::TransferOp::Direction;
+
+// Payload per message: large enough that a message's fixed costs (a header, a reply, a round of
+// the owner's handler) vanish against its bytes, small enough that several are in flight at once.
+constexpr size_t kChunkBytes = size_t{1} << 20;
+// Descriptors per message, within what the worker's active-message header holds.
+constexpr size_t kMaxOpsPerMessage = 512;
+// Messages in flight to one peer per call before the oldest must be answered.
+constexpr size_t kWindow = 8;
+// After a failure (the endpoint was closed by force), how long to wait for UCX to hand back the
+// requests that still reference the caller's buffers before leaving them to it.
+constexpr auto kReleaseTimeout = std::chrono::seconds(2);
+
+}  // namespace
+
+struct UcxAmRequests::Call {
+  std::atomic<size_t> outstanding{0};  // sends and reply receives UCX has not completed
+  std::atomic<ucs_status_t> first_error{UCS_OK};
+  void fail(ucs_status_t status) {
+    ucs_status_t expected = UCS_OK;
+    first_error.compare_exchange_strong(expected, status);
+  }
+};
+
+struct UcxAmRequests::Message {
+  Direction direction = Direction::kWrite;
+  std::vector<msg::AmRange> ranges;
+  std::vector<ucp_dt_iov_t> local;  // the caller's buffers, in the order of `ranges`
+  size_t bytes = 0;
+  std::string header;  // AmRequestHeader + ranges: UCX reads it until the send completes
+  std::weak_ptr<UcxAmRequests::Call> call;
+  // Guarded by the pending table's lock.
+  bool answered = false;
+  Status status = Status::kSuccess;
+  std::string refusal;
+};
+
+// What a UCX callback of one message needs; freed by the callback.
+struct Ticket {
+  UcxAmRequests* owner;
+  std::shared_ptr<UcxAmRequests::Call> call;
+  std::shared_ptr<UcxAmRequests::Message> message;
+};
+
+UcxAmRequests::UcxAmRequests(UcxWorker& worker) : worker_(worker) {
+  ucp_worker_attr_t attr{};
+  attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
+  size_t header_room = 4096;
+  if (ucp_worker_query(worker_.worker(), &attr) == UCS_OK) header_room = attr.max_am_header;
+  const size_t fits =
+      (header_room - std::min(header_room, sizeof(msg::AmRequestHeader))) / sizeof(msg::AmRange);
+  max_ops_per_message_ = std::max<size_t>(1, std::min(fits, kMaxOpsPerMessage));
+}
+
+void UcxAmRequests::register_handler() {
+  msg::set_data_handler(worker_.worker(), msg::kAmReply, on_reply, this);
+}
+
+void UcxAmRequests::sent(void* request, ucs_status_t status, void* user_data) {
+  auto* ticket = static_cast<Ticket*>(user_data);
+  std::shared_ptr<Call> call = std::move(ticket->call);
+  delete ticket;
+  if (status != UCS_OK) call->fail(status);
+  ucp_request_free(request);
+  call->outstanding.fetch_sub(1);
+}
+
+void UcxAmRequests::reply_received(void* request, ucs_status_t status, size_t length,
+                                   void* user_data) {
+  (void)length;
+  auto* ticket = static_cast<Ticket*>(user_data);
+  std::shared_ptr<Call> call = std::move(ticket->call);
+  {
+    auto lock = ticket->owner->pending_.lock();
+    Message& message = *ticket->message;
+    if (status != UCS_OK) {
+      message.status = Status::kCommunication;
+      message.refusal = ucx_error("receiving a read's bytes", status);
+    }
+    message.answered = true;
+  }
+  delete ticket;
+  if (status != UCS_OK) call->fail(status);
+  ucp_request_free(request);
+  call->outstanding.fetch_sub(1);
+}
+
+ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t header_length,
+                                     void* data, size_t length, const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<UcxAmRequests*>(arg);
+  msg::AmReplyHeader reply{};
+  if (header_length != sizeof(reply)) return UCS_OK;
+  std::memcpy(&reply, header, sizeof(reply));
+  // A reply for a call that gave up is dropped; a rendezvous one is not received.
+  std::shared_ptr<Message> message = self->pending_.find(reply.request_id);
+  if (message == nullptr) return UCS_OK;
+  const bool rendezvous = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+  auto answer = [&](Status status, std::string why) {
+    auto lock = self->pending_.lock();
+    message->status = status;
+    message->refusal = std::move(why);
+    message->answered = true;
+  };
+  if (reply.status != 0) {
+    // A refused range is the caller's error; anything else (an unproven endpoint) the link's.
+    const Status status = reply.status == static_cast<uint32_t>(Status::kCommunication)
+                              ? Status::kCommunication
+                              : Status::kInvalidInput;
+    answer(status, rendezvous ? std::string("refused by the peer")
+                              : std::string(static_cast<const char*>(data), length));
+    return UCS_OK;
+  }
+  const size_t expected = message->direction == Direction::kRead ? message->bytes : 0;
+  if (length != expected) {
+    answer(Status::kCommunication, "the peer answered with " + std::to_string(length) +
+                                       " bytes where " + std::to_string(expected) + " were due");
+    return UCS_OK;
+  }
+  if (message->direction == Direction::kWrite) {
+    answer(Status::kSuccess, {});  // the owner answers once the bytes are in place
+    return UCS_OK;
+  }
+  if (!rendezvous) {
+    const char* from = static_cast<const char*>(data);
+    for (const ucp_dt_iov_t& part : message->local) {
+      std::memcpy(part.buffer, from, part.length);
+      from += part.length;
+    }
+    answer(Status::kSuccess, {});
+    return UCS_OK;
+  }
+  // The call waits for this receive (through `outstanding`) even when it gives up, so the
+  // caller's buffers are not written after transfer() returned.
+  auto* ticket = new Ticket{self, message->call.lock(), message};
+  if (ticket->call == nullptr) {
+    delete ticket;
+    return UCS_OK;
+  }
+  ucp_request_param_t receive{};
+  receive.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  receive.cb.recv_am = reply_received;
+  receive.user_data = ticket;
+  void* buffer = nullptr;
+  size_t count = 0;
+  msg::describe_payload(message->local, receive, &buffer, &count);
+  ticket->call->outstanding.fetch_add(1);
+  ucs_status_ptr_t received =
+      ucp_am_recv_data_nbx(self->worker_.worker(), data, buffer, count, &receive);
+  if (UCS_PTR_IS_PTR(received)) return UCS_OK;  // reply_received answers
+  ticket->call->outstanding.fetch_sub(1);
+  delete ticket;
+  if (UCS_PTR_IS_ERR(received)) {
+    answer(Status::kCommunication, ucx_error("receiving a read's bytes", UCS_PTR_STATUS(received)));
+  } else {
+    answer(Status::kSuccess, {});
+  }
+  return UCS_OK;
+}
+
+// One run(): builds messages from the ops, sends them, waits for their answers.
+class UcxAmRequests::Run {
+ public:
+  Run(UcxAmRequests& owner, const std::shared_ptr<UcxPeer>& peer, Deadline deadline)
+      : owner_(owner), peer_(peer), deadline_(deadline), call_(std::make_shared<Call>()) {}
+
+  void add(const hal::TransferOp& op) {
+    const uint64_t remote = op.remote_address;
+    const auto local = reinterpret_cast<uintptr_t>(op.local_address);
+    if (remote_ranges_.overlapping(remote, op.bytes) != nullptr ||
+        local_ranges_.overlapping(local, op.bytes) != nullptr) {
+      send();
+      wait_for_all();
+    }
+    const bool joins = building_ != nullptr && building_->direction == op.direction &&
+                       building_->bytes + op.bytes <= kChunkBytes &&
+                       building_->ranges.size() < owner_.max_ops_per_message_;
+    if (!joins) send();
+    if (building_ == nullptr) {
+      building_ = std::make_shared<Message>();
+      building_->direction = op.direction;
+      building_->call = call_;
+    }
+    building_->ranges.push_back({remote, op.bytes});
+    building_->local.push_back({op.local_address, op.bytes});
+    building_->bytes += op.bytes;
+    remote_ranges_.insert(remote, op.bytes);
+    local_ranges_.insert(local, op.bytes);
+  }
+
+  // Sends what is left, waits for every answer and raises the first refusal.
+  void finish() {
+    send();
+    wait_for_all();
+    for (const auto& message : sent_) {
+      auto lock = owner_.pending_.lock();
+      if (message->status != Status::kSuccess) raise(message->status, message->refusal);
+    }
+  }
+
+  // After a timeout, an interruption or a failed endpoint: closes the endpoint by force, so UCX
+  // completes what is in flight, and waits (bounded) until it let go of the caller's buffers.
+  void abandon() {
+    peer_->force_close(Deadline::after(kReleaseTimeout));
+    std::shared_ptr<Call> call = call_;
+    if (!owner_.worker_.progress_until([call] { return call->outstanding.load() == 0; },
+                                       Deadline::after(kReleaseTimeout))) {
+      MEMLOOM_LOG(kError, "transport: UCX did not release a failed transfer's requests");
+    }
+  }
+
+ private:
+  void send() {
+    if (building_ == nullptr) return;
+    std::shared_ptr<Message> message = std::move(building_);
+    building_ = nullptr;
+    registrations_.push_back(owner_.pending_.add(message));
+    const msg::AmRequestHeader head{registrations_.back().id(),
+                                    static_cast<uint32_t>(message->ranges.size()), 0};
+    message->header =
+        msg::encode(head, std::string(reinterpret_cast<const char*>(message->ranges.data()),
+                                      message->ranges.size() * sizeof(msg::AmRange)));
+    ucp_request_param_t param{};
+    param.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+    param.cb.send = sent;
+    param.flags = UCP_AM_SEND_FLAG_REPLY;
+    void* buffer = nullptr;
+    size_t count = 0;
+    unsigned id = msg::kAmRead;
+    if (message->direction == Direction::kWrite) {
+      id = msg::kAmWrite;
+      msg::describe_payload(message->local, param, &buffer, &count);
+    }
+    auto* ticket = new Ticket{&owner_, call_, message};
+    param.user_data = ticket;
+    call_->outstanding.fetch_add(1);
+    ucs_status_ptr_t request = ucp_am_send_nbx(peer_->ep(), id, message->header.data(),
+                                               message->header.size(), buffer, count, &param);
+    sent_.push_back(std::move(message));
+    if (!UCS_PTR_IS_PTR(request)) {  // done at once, or failed at once: no callback comes
+      if (UCS_PTR_IS_ERR(request)) call_->fail(UCS_PTR_STATUS(request));
+      delete ticket;
+      call_->outstanding.fetch_sub(1);
+    }
+    while (sent_.size() - oldest_ > kWindow) wait_until_answered(oldest_++);
+  }
+
+  bool answered(size_t index) {
+    auto lock = owner_.pending_.lock();
+    return sent_[index]->answered;
+  }
+
+  void wait_until_answered(size_t index) {
+    wait([&] { return answered(index); });
+  }
+
+  void wait_for_all() {
+    std::shared_ptr<Call> call = call_;
+    wait([&] {
+      while (oldest_ < sent_.size() && answered(oldest_)) ++oldest_;
+      return oldest_ == sent_.size() && call->outstanding.load() == 0;
+    });
+    remote_ranges_ = {};
+    local_ranges_ = {};
+  }
+
+  // Progresses until `done`; raises (the caller abandons the run) on a timeout, a failed endpoint
+  // or request, and (from the worker) on an interruption.
+  template <typename Done>
+  void wait(Done done) {
+    std::shared_ptr<Call> call = call_;
+    const bool finished = owner_.worker_.progress_until(
+        [&] { return done() || peer_->failed() || call->first_error.load() != UCS_OK; }, deadline_,
+        UcxWorker::Interruptible::kYes);
+    if (!finished) raise(Status::kTimeout, "transfer with " + peer_->address() + " timed out");
+    if (done()) return;
+    const ucs_status_t status =
+        call->first_error.load() != UCS_OK ? call->first_error.load() : peer_->failure();
+    raise(Status::kCommunication,
+          ucx_error("transfer with " + peer_->address() + " failed", status));
+  }
+
+  UcxAmRequests& owner_;
+  const std::shared_ptr<UcxPeer>& peer_;
+  const Deadline deadline_;
+  std::shared_ptr<Call> call_;
+  std::shared_ptr<Message> building_;
+  std::vector<std::shared_ptr<Message>> sent_;
+  size_t oldest_ = 0;  // sent_[oldest_ ..] may still be unanswered
+  // Forget the messages when the run ends, answered or not: a late reply is then dropped.
+  std::vector<UcxPendingTable<Message>::Registration> registrations_;
+  base::RangeMap<> remote_ranges_, local_ranges_;  // of messages unanswered or being built
+};
+
+void UcxAmRequests::run(const std::shared_ptr<UcxPeer>& peer,
+                        const std::vector<const hal::TransferOp*>& work, Deadline deadline) {
+  Run run(*this, peer, deadline);
+  try {
+    for (const hal::TransferOp* op : work) run.add(*op);
+    run.finish();
+  } catch (const Error& error) {
+    // A refusal comes once every message was answered: nothing is left in flight.
+    if (error.status() != Status::kInvalidInput && error.status() != Status::kSuccess) {
+      run.abandon();
+    }
+    throw;
+  }
+}
+
+}  // namespace memloom::host

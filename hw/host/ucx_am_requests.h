@@ -1,0 +1,65 @@
+// The requester's side of the UCX transport's active-message data path (ucx_messages.h,
+// ucx_am_server.h): one transfer() call's ops to one proven peer, sent as kAmWrite / kAmRead
+// messages, each answered by a kAmReply.
+//
+// Chunks: consecutive ops of one direction share a message up to kChunkBytes of payload (and as
+// many descriptors as an active-message header holds); an op larger than that is a message of its
+// own (a 64 MiB write is one rendezvous). Writes send the caller's buffers as an IOV (no copy on
+// this side); a read's reply is copied (eager) or received (rendezvous, IOV) into the caller's
+// buffers. Several messages are in flight at once.
+//
+// Order: the owner serves messages in the order they arrive, but a rendezvous write's bytes land
+// later than its header, so an op that overlaps an op still unanswered (in remote or in local
+// memory) first waits for every message in flight, as ucx_transfer_batch.h does with flushes.
+//
+// Failures: a refusal is raised with the owner's status and message (kInvalidInput for a range it
+// does not expose; messages sent before it may have been applied). A timeout, an interruption or
+// a failed endpoint closes the endpoint by force and waits (bounded) until UCX let go of the
+// caller's buffers before raising kTimeout, kInterrupted or kCommunication naming the peer.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "hw/hal/transport.h"
+#include "hw/host/ucx_endpoints.h"
+#include "hw/host/ucx_pending_table.h"
+#include "hw/host/ucx_worker.h"
+#include "memloom/deadline.h"
+
+namespace memloom::host {
+
+class UcxAmRequests {
+ public:
+  explicit UcxAmRequests(UcxWorker& worker);
+  UcxAmRequests(const UcxAmRequests&) = delete;
+  UcxAmRequests& operator=(const UcxAmRequests&) = delete;
+
+  // Registers the reply handler on the worker (this object must outlive it).
+  void register_handler();
+
+  // Runs `work` (ops of at least one byte) against `peer`, which proved the job secret.
+  void run(const std::shared_ptr<UcxPeer>& peer, const std::vector<const hal::TransferOp*>& work,
+           Deadline deadline);
+
+  // One message in flight and the UCX requests of one run() (defined in the .cpp; public for its
+  // UCX callbacks there).
+  struct Message;
+  struct Call;
+
+ private:
+  class Run;
+  static void sent(void* request, ucs_status_t status, void* user_data);
+  static void reply_received(void* request, ucs_status_t status, size_t length, void* user_data);
+  static ucs_status_t on_reply(void* arg, const void* header, size_t header_length, void* data,
+                               size_t length, const ucp_am_recv_param_t* param);
+
+  UcxWorker& worker_;
+  size_t max_ops_per_message_;
+  UcxPendingTable<Message> pending_;  // its lock guards the messages' answers
+};
+
+}  // namespace memloom::host

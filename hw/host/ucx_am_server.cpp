@@ -1,0 +1,213 @@
+#include "hw/host/ucx_am_server.h"
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "hw/host/ucx_messages.h"
+#include "memloom/error.h"
+#include "src/base/hex.h"
+#include "src/base/log.h"
+
+namespace memloom::host {
+namespace {
+
+namespace msg = ucx_messages;
+
+}  // namespace
+
+// One request being served: its ranges, the holds on their regions, and what a reply or a receive
+// in flight needs until UCX is done with it.
+struct UcxAmServer::Request {
+  ucp_ep_h reply_ep = nullptr;
+  uint64_t request_id = 0;
+  std::vector<msg::AmRange> ranges;
+  std::vector<std::shared_ptr<void>> holds;
+  std::vector<ucp_dt_iov_t> iov;  // the ranges' memory, in order
+  msg::AmReplyHeader reply{};     // must live until the reply's send completes
+  std::string message;
+};
+
+namespace {
+
+void reply_sent(void* ucx_request, ucs_status_t status, void* user_data) {
+  if (status != UCS_OK && status != UCS_ERR_CANCELED) {
+    MEMLOOM_LOG(kDebug, ucx_error("transport: a data reply was not delivered", status));
+  }
+  ucp_request_free(ucx_request);
+  // Ends the holds: a read's bytes have left the region.
+  delete static_cast<UcxAmServer::Request*>(user_data);
+}
+
+// Sends `request`'s reply (header, then its message or, for a read, its ranges' bytes) and hands
+// the request to the send's completion.
+void send_reply(std::unique_ptr<UcxAmServer::Request> request, bool with_data) {
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.cb.send = reply_sent;
+  param.user_data = request.get();
+  void* buffer = request->message.data();
+  size_t count = request->message.size();
+  if (with_data) {
+    msg::describe_payload(request->iov, param, &buffer, &count);
+  } else {
+    // Refusals and write acknowledgements are small: eagerly, as every control message.
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_AM_SEND_FLAG_EAGER;
+  }
+  ucs_status_ptr_t sent = ucp_am_send_nbx(request->reply_ep, msg::kAmReply, &request->reply,
+                                          sizeof(request->reply), buffer, count, &param);
+  if (UCS_PTR_IS_PTR(sent)) {
+    request.release();  // reply_sent deletes it
+  } else if (UCS_PTR_IS_ERR(sent)) {
+    MEMLOOM_LOG(kDebug,
+                ucx_error("transport: a data reply could not be sent", UCS_PTR_STATUS(sent)));
+  }
+}
+
+void acknowledge(std::unique_ptr<UcxAmServer::Request> request) {
+  request->holds.clear();  // the bytes are in place
+  request->reply = {request->request_id, 0, 0};
+  send_reply(std::move(request), /*with_data=*/false);
+}
+
+void write_received(void* ucx_request, ucs_status_t status, size_t length, void* user_data) {
+  (void)length;
+  ucp_request_free(ucx_request);
+  std::unique_ptr<UcxAmServer::Request> request(static_cast<UcxAmServer::Request*>(user_data));
+  if (status != UCS_OK) {
+    // The requester's endpoint failed or closed: nobody waits for an answer.
+    MEMLOOM_LOG(kDebug, ucx_error("transport: receiving a write's data", status));
+    return;
+  }
+  acknowledge(std::move(request));
+}
+
+}  // namespace
+
+UcxAmServer::UcxAmServer(UcxWorker& worker, UcxRegionRegistry& regions,
+                         std::function<bool(ucp_ep_h)> admitted)
+    : worker_(worker), regions_(regions), admitted_(std::move(admitted)) {}
+
+void UcxAmServer::register_handlers() {
+  msg::set_data_handler(worker_.worker(), msg::kAmWrite, on_write, this);
+  msg::set_data_handler(worker_.worker(), msg::kAmRead, on_read, this);
+}
+
+void UcxAmServer::refuse(ucp_ep_h reply_ep, uint64_t request_id, Status status,
+                         const std::string& why) {
+  auto request = std::make_unique<Request>();
+  request->reply_ep = reply_ep;
+  request->reply = {request_id, static_cast<uint32_t>(status), 0};
+  request->message = why;
+  send_reply(std::move(request), /*with_data=*/false);
+}
+
+bool UcxAmServer::accept(Request& request, const void* header, size_t header_length,
+                         size_t payload_bytes, const ucp_am_recv_param_t* param) {
+  msg::AmRequestHeader head{};
+  if (header_length < sizeof(head)) {
+    MEMLOOM_LOG(kWarn, "transport: dropped a data request without its header");
+    return false;
+  }
+  std::memcpy(&head, header, sizeof(head));
+  request.request_id = head.request_id;
+  request.reply_ep =
+      (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) != 0 ? param->reply_ep : nullptr;
+  if (request.reply_ep == nullptr) {
+    MEMLOOM_LOG(kWarn, "transport: dropped a data request that asked for no reply");
+    return false;
+  }
+  if (!admitted_(request.reply_ep)) {
+    refuse(request.reply_ep, head.request_id, Status::kCommunication,
+           "refused by " + own_address_ + ": the endpoint has not proven the job secret");
+    return false;
+  }
+  const size_t count = head.op_count;
+  if (count == 0 || header_length != sizeof(head) + count * sizeof(msg::AmRange)) {
+    refuse(request.reply_ep, head.request_id, Status::kInvalidInput,
+           "a data request to " + own_address_ + " is malformed");
+    return false;
+  }
+  request.ranges.resize(count);
+  std::memcpy(request.ranges.data(), static_cast<const char*>(header) + sizeof(head),
+              count * sizeof(msg::AmRange));
+  uint64_t total = 0;
+  request.holds.reserve(count);
+  request.iov.reserve(count);
+  for (const msg::AmRange& range : request.ranges) {
+    std::shared_ptr<void> hold =
+        range.bytes == 0 ? nullptr : regions_.hold(range.address, range.bytes);
+    if (hold == nullptr) {
+      request.holds.clear();
+      refuse(request.reply_ep, head.request_id, Status::kInvalidInput,
+             "[" + base::hex(range.address) + ", +" + std::to_string(range.bytes) +
+                 ") refused: the range is not inside memory exposed by " + own_address_);
+      return false;
+    }
+    request.holds.push_back(std::move(hold));
+    request.iov.push_back({reinterpret_cast<void*>(range.address), range.bytes});
+    total += range.bytes;
+  }
+  if (payload_bytes != SIZE_MAX && total != payload_bytes) {
+    request.holds.clear();
+    refuse(request.reply_ep, head.request_id, Status::kInvalidInput,
+           "a write to " + own_address_ + " carries " + std::to_string(payload_bytes) +
+               " bytes for ranges of " + std::to_string(total));
+    return false;
+  }
+  return true;
+}
+
+ucs_status_t UcxAmServer::on_write(void* arg, const void* header, size_t header_length, void* data,
+                                   size_t length, const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<UcxAmServer*>(arg);
+  auto request = std::make_unique<Request>();
+  // A refused rendezvous is dropped without receiving: the sender's send completes, and it
+  // learns of the refusal from the reply.
+  if (!self->accept(*request, header, header_length, length, param)) return UCS_OK;
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
+    const char* from = static_cast<const char*>(data);
+    for (const ucp_dt_iov_t& part : request->iov) {
+      std::memcpy(part.buffer, from, part.length);
+      from += part.length;
+    }
+    acknowledge(std::move(request));
+    return UCS_OK;
+  }
+  ucp_request_param_t receive{};
+  receive.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  receive.cb.recv_am = write_received;
+  receive.user_data = request.get();
+  void* buffer = nullptr;
+  size_t count = 0;
+  msg::describe_payload(request->iov, receive, &buffer, &count);
+  ucs_status_ptr_t received =
+      ucp_am_recv_data_nbx(self->worker_.worker(), data, buffer, count, &receive);
+  if (UCS_PTR_IS_PTR(received)) {
+    request.release();  // write_received acknowledges and deletes it
+  } else if (UCS_PTR_IS_ERR(received)) {
+    MEMLOOM_LOG(kDebug, ucx_error("transport: receiving a write's data", UCS_PTR_STATUS(received)));
+  } else {
+    acknowledge(std::move(request));  // received at once
+  }
+  return UCS_OK;
+}
+
+ucs_status_t UcxAmServer::on_read(void* arg, const void* header, size_t header_length, void* data,
+                                  size_t length, const ucp_am_recv_param_t* param) {
+  (void)data;
+  auto* self = static_cast<UcxAmServer*>(arg);
+  if (length != 0 || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0) {
+    MEMLOOM_LOG(kWarn, "transport: dropped a read request that carried data");
+    return UCS_OK;
+  }
+  auto request = std::make_unique<Request>();
+  if (!self->accept(*request, header, header_length, SIZE_MAX, param)) return UCS_OK;
+  request->reply = {request->request_id, 0, 0};
+  // The holds end when the send completes: the bytes have left the region.
+  send_reply(std::move(request), /*with_data=*/true);
+  return UCS_OK;
+}
+
+}  // namespace memloom::host

@@ -1,0 +1,61 @@
+// The owner's side of the UCX transport's active-message data path (kAmWrite, kAmRead in
+// ucx_messages.h): memloom, not UCX's software RMA, moves the bytes, after checking that every
+// range of a request lies inside one exposed region (ucx_region_registry.h) and that the request
+// came over an endpoint that proved the job secret (ucx_job_gate.h). Anything else is refused with
+// a kAmReply carrying a status and a message, and no byte moves.
+//
+// Writes: eager data is copied in place inside the handler; rendezvous data is received by
+// ucp_am_recv_data_nbx straight into the region (an IOV receive when the request has several
+// ranges). Reads: the reply carries the region's bytes as an IOV send. The reply to a write goes
+// once its data is in place, so the requester's completion means the bytes landed.
+//
+// Every copy holds its regions (UcxRegionRegistry::hold) until it ends, so withdraw() does not
+// unmap memory a copy is still using, and a request that arrives after withdraw() is refused.
+//
+// Served always, whatever data path this process's own transfers use: the requester chooses.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <functional>
+#include <string>
+
+#include "hw/host/ucx_region_registry.h"
+#include "hw/host/ucx_worker.h"
+#include "memloom/error.h"
+
+namespace memloom::host {
+
+class UcxAmServer {
+ public:
+  // `admitted(ep)`: whether the accepted endpoint `ep` proved the job secret.
+  UcxAmServer(UcxWorker& worker, UcxRegionRegistry& regions,
+              std::function<bool(ucp_ep_h)> admitted);
+  UcxAmServer(const UcxAmServer&) = delete;
+  UcxAmServer& operator=(const UcxAmServer&) = delete;
+
+  // Registers the handlers on the worker (this object must outlive it).
+  void register_handlers();
+  // The owner's address, named in refusals (set once the listener is up).
+  void set_own_address(const std::string& address) { own_address_ = address; }
+
+  // One request being served (defined in the .cpp; public for its UCX callbacks there).
+  struct Request;
+
+ private:
+  static ucs_status_t on_write(void* arg, const void* header, size_t header_length, void* data,
+                               size_t length, const ucp_am_recv_param_t* param);
+  static ucs_status_t on_read(void* arg, const void* header, size_t header_length, void* data,
+                              size_t length, const ucp_am_recv_param_t* param);
+  // Parses and checks a request; false when it was refused (the refusal is sent) or dropped.
+  bool accept(Request& request, const void* header, size_t header_length, size_t payload_bytes,
+              const ucp_am_recv_param_t* param);
+  void refuse(ucp_ep_h reply_ep, uint64_t request_id, Status status, const std::string& why);
+
+  UcxWorker& worker_;
+  UcxRegionRegistry& regions_;
+  std::function<bool(ucp_ep_h)> admitted_;
+  std::string own_address_;
+};
+
+}  // namespace memloom::host

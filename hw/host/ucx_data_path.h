@@ -1,0 +1,24 @@
+// How the UCX transport moves the bytes of this process's transfers (MEMLOOM_UCX_DATA_PATH):
+//
+//   rma  ucp_put_nbx/ucp_get_nbx with remote keys (ucx_transfer_batch.h): one-sided, the NIC moves
+//        the bytes where UCX has an RDMA transport. Without one UCX emulates RMA in software: its
+//        handlers check no remote key, and UCX 1.13 aborts the serving process when a peer's links
+//        are cut mid-put.
+//   am   active messages that memloom serves itself (ucx_am_requests.h, ucx_am_server.h): every
+//        range checked against the exposed regions, the copy done by the owner.
+//   auto (the default) rma where UCX offers an RDMA transport (ucx_capabilities.h), else am.
+//
+// Every UCX transport serves both, so the requester alone chooses.
+#pragma once
+
+namespace memloom::host {
+
+enum class UcxDataPath { kRma, kAm };
+
+// The path MEMLOOM_UCX_DATA_PATH picks here; kInvalidInput naming the variable and its values when
+// it is none of them.
+UcxDataPath chosen_ucx_data_path();
+
+const char* ucx_data_path_name(UcxDataPath path);
+
+}  // namespace memloom::host

@@ -1,0 +1,74 @@
+// Requests a UCX transport sent and waits to hear back about, by id: the requester's side of the
+// job proof (ucx_job_gate.h), of remote-key requests (ucx_remote_keys.h) and of active-message
+// transfers (ucx_am_requests.h). The waiter adds an entry and forgets it when it stops waiting,
+// whatever the outcome; a message handler finds the entry by the id its reply carries, and a reply
+// for an id no longer here (the waiter timed out) is dropped by the handler.
+//
+// Entries are shared: a handler keeps the one it found while it fills it in outside the table's
+// lock, and the waiter reads it after the handler let go. The fields of an entry are guarded by
+// whatever its owner says (most take the table's mutex, through lock()).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+namespace memloom::host {
+
+template <typename Entry>
+class UcxPendingTable {
+ public:
+  // Adds `entry` under a fresh id; the returned guard forgets it when it goes out of scope.
+  class Registration {
+   public:
+    Registration(UcxPendingTable& table, uint64_t id) : table_(&table), id_(id) {}
+    ~Registration() {
+      if (table_ != nullptr) table_->forget(id_);
+    }
+    Registration(Registration&& other) noexcept
+        : table_(std::exchange(other.table_, nullptr)), id_(other.id_) {}
+    Registration(const Registration&) = delete;
+    Registration& operator=(const Registration&) = delete;
+    Registration& operator=(Registration&&) = delete;
+    uint64_t id() const { return id_; }
+
+   private:
+    UcxPendingTable* table_;
+    uint64_t id_;
+  };
+
+  Registration add(std::shared_ptr<Entry> entry) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const uint64_t id = next_id_++;
+    entries_.emplace(id, std::move(entry));
+    return Registration(*this, id);
+  }
+
+  // The entry of `id`, or null when its waiter forgot it.
+  std::shared_ptr<Entry> find(uint64_t id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(id);
+    return it == entries_.end() ? nullptr : it->second;
+  }
+
+  void forget(uint64_t id) {
+    std::shared_ptr<Entry> dropped;  // destroyed outside the lock
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return;
+    dropped = std::move(it->second);
+    entries_.erase(it);
+  }
+
+  // The mutex that guards the entries' own fields where their owner chose so.
+  std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mutex_); }
+
+ private:
+  std::mutex mutex_;
+  std::map<uint64_t, std::shared_ptr<Entry>> entries_;
+  uint64_t next_id_ = 1;
+};
+
+}  // namespace memloom::host
