@@ -97,6 +97,17 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options)
   am_server_.register_handlers();  // served whatever data_path_ is: the requester chooses
   am_requests_.register_handler();
   const std::string host = options.host.empty() ? host_address() : options.host;
+  // UCX 1.13 (Debian's) cannot serve a connection that came over IPv6 when its TCP interfaces
+  // have IPv4 addresses (loopback always has): the server endpoint reads an IPv6 address out of
+  // an IPv4 one (AddressSanitizer: heap-buffer-overflow in ucs_sockaddr_get_ipstr under
+  // ucp_ep_create), fails to connect back, and the process later aborts in glibc ("double free or
+  // corruption"). Newer UCX releases could not be tried here, so IPv6 is refused for all.
+  if (host.find(':') != std::string::npos) {
+    raise(Status::kNotSupported,
+          "the UCX transport does not serve IPv6 addresses (" + host +
+              "): UCX 1.13 corrupts memory when a peer connects over IPv6; use an IPv4 address "
+              "(MEMLOOM_HOST_ADDR, or an IPv4 TRANS uniqueId) or MEMLOOM_TRANSPORT=tcp");
+  }
   address_ = format_address(host, endpoints_.listen(host));
   regions_.set_own_address(address_);
   am_server_.set_own_address(address_);

@@ -1,6 +1,7 @@
 // Lifecycle of the TRANS API: config defaults, init/uninit, create/destroy, roles, malloc/free.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -201,6 +202,14 @@ TEST(TransApi, IPv6UniqueIdsWork) {
     GTEST_SKIP() << "no IPv6 loopback on this host";
   }
   smem_trans_t receiver = smem_trans_create(env.store_url().c_str(), receiver_id.c_str(), &config);
+  const char* transport = std::getenv("MEMLOOM_TRANSPORT");
+  if (transport != nullptr && std::string(transport) == "ucx") {
+    // The UCX transport refuses IPv6 (UCX 1.13 corrupts memory over it), naming the way out.
+    EXPECT_EQ(receiver, nullptr);
+    EXPECT_NE(std::string(smem_get_last_err_msg()).find("MEMLOOM_TRANSPORT=tcp"), std::string::npos)
+        << smem_get_last_err_msg();
+    return;
+  }
   ASSERT_NE(receiver, nullptr) << smem_get_last_err_msg();
   smem_trans_t sender =
       smem_trans_create(env.store_url().c_str(), free_unique_id("::1").c_str(), &config);
