@@ -8,7 +8,9 @@
 //        range checked against the exposed regions, the copy done by the owner.
 //   auto (the default) rma where UCX offers an RDMA transport (ucx_capabilities.h), else am.
 //
-// Every UCX transport serves both, so the requester alone chooses.
+// The requester chooses. Every UCX transport serves am; rma only where UCX has an RDMA transport or
+// rma was asked for (UcxTransport::serves_rma_), and an rma requester moves to am for a peer that
+// refuses remote keys.
 #pragma once
 
 namespace memloom::host {

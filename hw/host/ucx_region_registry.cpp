@@ -145,6 +145,11 @@ void UcxRegionRegistry::answer_request(const void* data, size_t length, ucp_ep_h
     if (!admitted) {
       reply.status = static_cast<uint32_t>(Status::kCommunication);
       tail = "refused by " + own_address_ + ": the endpoint has not proven the job secret";
+    } else if (!serves_keys_) {
+      reply.status = static_cast<uint32_t>(Status::kNotSupported);
+      tail = own_address_ +
+             " serves no remote keys: its UCX has no RDMA transport, so it serves the am data "
+             "path only (UCX's software RMA, which checks no remote key, is off there)";
     } else if (interval == nullptr) {
       reply.status = static_cast<uint32_t>(Status::kInvalidInput);
       tail = "[" + hex(address) + ", +" + std::to_string(bytes) +

@@ -30,7 +30,10 @@ namespace memloom::host {
 
 class UcxRegionRegistry {
  public:
-  explicit UcxRegionRegistry(UcxWorker& worker) : worker_(worker) {}
+  // `serves_keys`: false where the transport's context has no RMA (UcxWorker): every request for
+  // a remote key is then refused with kNotSupported, and requesters use the am path instead.
+  UcxRegionRegistry(UcxWorker& worker, bool serves_keys)
+      : worker_(worker), serves_keys_(serves_keys) {}
   ~UcxRegionRegistry();
   UcxRegionRegistry(const UcxRegionRegistry&) = delete;
   UcxRegionRegistry& operator=(const UcxRegionRegistry&) = delete;
@@ -64,6 +67,7 @@ class UcxRegionRegistry {
   };
 
   UcxWorker& worker_;
+  const bool serves_keys_;
   std::string own_address_;
   std::mutex mutex_;
   base::RangeMap<std::shared_ptr<Region>> regions_;

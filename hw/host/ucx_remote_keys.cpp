@@ -57,9 +57,16 @@ void UcxRemoteKeys::take_reply(const void* data, size_t length) {
   std::string message;
   std::shared_ptr<UcxRemoteKey> key;
   if (reply->status != 0) {
-    // A refused range is the caller's error; anything else (an unproven endpoint) the link's.
-    status = reply->status == static_cast<uint32_t>(Status::kCommunication) ? Status::kCommunication
-                                                                            : Status::kInvalidInput;
+    // A refused range is the caller's error, a peer that serves no remote keys says so
+    // (kNotSupported: the requester moves to the am path), anything else (an unproven endpoint)
+    // is the link's.
+    if (reply->status == static_cast<uint32_t>(Status::kCommunication)) {
+      status = Status::kCommunication;
+    } else if (reply->status == static_cast<uint32_t>(Status::kNotSupported)) {
+      status = Status::kNotSupported;
+    } else {
+      status = Status::kInvalidInput;
+    }
     message = std::move(tail);
   } else {
     ucp_rkey_h unpacked = nullptr;

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "hw/host/host_address.h"
+#include "hw/host/ucx_capabilities.h"
 #include "hw/host/ucx_transfer_batch.h"
 #include "memloom/error.h"
 #include "src/base/log.h"
@@ -43,8 +44,10 @@ std::string format_address(const std::string& host, uint16_t port) {
 
 UcxTransport::UcxTransport(const hal::TransportOptions& options)
     : data_path_(chosen_ucx_data_path()),
+      serves_rma_(data_path_ == UcxDataPath::kRma || ucx_offers_rdma()),
+      worker_(serves_rma_),
       gate_(worker_, options.job_secret),
-      regions_(worker_),
+      regions_(worker_, serves_rma_),
       am_server_(worker_, regions_, [this](ucp_ep_h ep) { return gate_.admitted(ep); }),
       am_requests_(worker_),
       endpoints_(worker_,
@@ -163,15 +166,33 @@ void UcxTransport::transfer(const std::string& peer_address,
 void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
                        const std::vector<const hal::TransferOp*>& work, Deadline deadline) {
   gate_.prove_to(peer, deadline);
-  if (data_path_ == UcxDataPath::kAm) {
+  bool am = data_path_ == UcxDataPath::kAm;
+  if (!am) {
+    std::lock_guard<std::mutex> lock(am_only_mutex_);
+    am = am_only_peers_.count(peer->address()) != 0;
+  }
+  if (am) {
     am_requests_.run(peer, work, deadline);
     return;
   }
   // Every key first: a range the peer refuses fails the call before any byte moves.
   std::vector<std::shared_ptr<UcxRemoteKey>> keys;
   keys.reserve(work.size());
-  for (const hal::TransferOp* op : work) {
-    keys.push_back(remote_keys_.key_for(peer, op->remote_address, op->bytes, deadline));
+  try {
+    for (const hal::TransferOp* op : work) {
+      keys.push_back(remote_keys_.key_for(peer, op->remote_address, op->bytes, deadline));
+    }
+  } catch (const Error& error) {
+    if (error.status() != Status::kNotSupported) throw;
+    // The peer's UCX has no RDMA transport, so it serves only am (see serves_rma_): so be it,
+    // for this call and the next ones; no byte has moved yet.
+    MEMLOOM_LOG(kInfo, "transport " << address_ << ": " << error.what() << "; using am for it");
+    {
+      std::lock_guard<std::mutex> lock(am_only_mutex_);
+      am_only_peers_.insert(peer->address());
+    }
+    am_requests_.run(peer, work, deadline);
+    return;
   }
   UcxTransferBatch batch(worker_, peer->ep());
   bool issued = true;

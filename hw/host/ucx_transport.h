@@ -15,6 +15,8 @@
 
 #include <array>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,6 +54,10 @@ class UcxTransport : public hal::Transport {
 
   // Before UCX starts: a bad MEMLOOM_UCX_DATA_PATH fails the constructor at once.
   const UcxDataPath data_path_;
+  // Whether this transport serves rma requesters: only where UCX has an RDMA transport (or rma was
+  // asked for). Elsewhere its context has no RMA at all (UcxWorker), so UCX's software RMA, which
+  // checks no remote key, is not there for a process speaking UCP directly.
+  const bool serves_rma_;
   // Declared before the worker: UCX may call the handlers until the worker is destroyed.
   std::array<ucx_messages::Registration, 8> handlers_{};
   UcxWorker worker_;
@@ -62,6 +68,9 @@ class UcxTransport : public hal::Transport {
   UcxEndpoints endpoints_;
   UcxRemoteKeys remote_keys_;
   std::string address_;
+  // Peers that serve no remote keys (their UCX has no RDMA transport): reached over am.
+  std::mutex am_only_mutex_;
+  std::set<std::string> am_only_peers_;
 };
 
 }  // namespace memloom::host

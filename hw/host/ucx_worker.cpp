@@ -61,7 +61,7 @@ bool ucx_supports_cuda_memory() {
   return supported;
 }
 
-UcxWorker::UcxWorker() {
+UcxWorker::UcxWorker(bool rma) {
   ucp_config_t* config = nullptr;
   ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
   if (status != UCS_OK) raise(Status::kCommunication, ucx_error("UCX configuration", status));
@@ -69,7 +69,7 @@ UcxWorker::UcxWorker() {
   default_unless_set(config, "UCX_TCP_RX_SEG_SIZE", "256k");
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP | (rma ? UCP_FEATURE_RMA : 0);
   params.mt_workers_shared = 0;
   status = ucp_init(&params, config, &context_);
   ucp_config_release(config);

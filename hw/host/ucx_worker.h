@@ -26,7 +26,10 @@ namespace memloom::host {
 
 class UcxWorker {
  public:
-  UcxWorker();
+  // `rma`: whether the context has UCP_FEATURE_RMA. Without it UCX installs no handlers for
+  // its software RMA (which, over transports without RDMA, writes and reads wherever a message
+  // says, checking no remote key), so a process speaking UCP directly cannot reach memory.
+  explicit UcxWorker(bool rma = true);
   ~UcxWorker();
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;
