@@ -82,7 +82,7 @@ struct TcpTransport::Peer {
 };
 
 std::shared_ptr<TcpTransport::Peer> TcpTransport::peer_for(const std::string& peer_address) {
-  std::lock_guard<std::mutex> lock(connections_mutex_);
+  std::lock_guard<std::mutex> lock(peers_mutex_);
   auto& peer = peers_[peer_address];
   if (!peer) peer = std::make_shared<Peer>();
   return peer;

@@ -45,7 +45,7 @@ class TcpTransport : public hal::Transport {
   const hal::JobSecret secret_;
   const std::unique_ptr<BufferStaging> staging_;  // null: all memory is host memory
   TcpTransportServer server_;
-  std::mutex connections_mutex_;
+  std::mutex peers_mutex_;
   std::map<std::string, std::shared_ptr<Peer>> peers_;
 };
 

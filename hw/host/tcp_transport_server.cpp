@@ -335,7 +335,10 @@ bool TcpTransportServer::answer(int connection, StagingBuffer& staging_buffer) {
     return false;
   }
   uint64_t writes = 0, reads = 0;
+  uint64_t lowest = UINT64_MAX, highest = 0;  // the batch's span (OverlappingBatches)
   for (const auto& op : ops) {
+    lowest = std::min(lowest, op.remote_address);
+    highest = std::max(highest, op.remote_address + op.bytes);
     if (op.kind == wire::kOpWrite)
       writes += op.bytes;
     else if (op.kind == wire::kOpRead)
@@ -372,11 +375,6 @@ bool TcpTransportServer::answer(int connection, StagingBuffer& staging_buffer) {
   }
   // Batches of other connections that overlap this one where either writes run first (see
   // overlapping_batches.h): an abandoned write still being applied lands before this batch.
-  uint64_t lowest = UINT64_MAX, highest = 0;
-  for (const auto& op : ops) {
-    lowest = std::min(lowest, op.remote_address);
-    highest = std::max(highest, op.remote_address + op.bytes);
-  }
   std::optional<OverlappingBatches::Hold> hold =
       overlapping_.enter(lowest, highest, writes > 0, stall);
   if (!hold) {

@@ -25,6 +25,7 @@
 #include "hw/host/ucx_worker.h"
 #include "memloom/error.h"
 #include "src/base/unique_fd.h"
+#include "tests/hal/ucx_outsider_endpoint.h"
 
 namespace memloom {
 namespace {
@@ -234,8 +235,6 @@ TEST(UcxJobProof, RegionRequestsOfUnprovenEndpointsAreRefused) {
   std::vector<uint8_t> exposed(4096, 0x66);
   server.expose(exposed.data(), exposed.size());
   const std::string address = server.address();  // ucx://127.0.0.1:PORT
-  const std::string host = address.substr(6, address.rfind(':') - 6);
-  const auto port = static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
 
   host::UcxWorker worker;
   struct Reply {
@@ -257,7 +256,7 @@ TEST(UcxJobProof, RegionRequestsOfUnprovenEndpointsAreRefused) {
   host::ucx_messages::set_handler(worker.worker(), host::ucx_messages::kRegionReply, &registration);
   {
     host::UcxEndpoints endpoints(worker, [](ucp_ep_h) {});
-    auto peer = endpoints.peer(address, host, port);
+    auto peer = hal_test::connect_as_outsider(endpoints, address);
     host::ucx_messages::send(
         peer->ep(), host::ucx_messages::kRegionRequest,
         host::ucx_messages::encode(host::ucx_messages::RegionRequest{1, address_of(exposed), 64}),

@@ -18,6 +18,7 @@
 #include "hw/host/ucx_transport.h"
 #include "hw/host/ucx_worker.h"
 #include "memloom/error.h"
+#include "tests/hal/ucx_outsider_endpoint.h"
 #include "tests/support/scoped_env.h"
 #include "tests/support/status_of.h"
 
@@ -200,8 +201,6 @@ TEST_F(UcxAmPath, AnUnprovenEndpointIsServedNoData) {
   std::vector<uint8_t> exposed(4096, 0x66);
   server.expose(exposed.data(), exposed.size());
   const std::string address = server.address();  // ucx://127.0.0.1:PORT
-  const std::string host = address.substr(6, address.rfind(':') - 6);
-  const auto port = static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
 
   host::UcxWorker worker;
   struct Replies {
@@ -232,7 +231,7 @@ TEST_F(UcxAmPath, AnUnprovenEndpointIsServedNoData) {
   const Request read{{2, 1, 0}, {address_of(exposed.data()), 64}};
   {
     host::UcxEndpoints endpoints(worker, [](ucp_ep_h) {});
-    auto peer = endpoints.peer(address, host, port);
+    auto peer = hal_test::connect_as_outsider(endpoints, address);
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;

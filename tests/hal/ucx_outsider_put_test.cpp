@@ -17,6 +17,7 @@
 #include "hw/host/ucx_transport.h"
 #include "hw/host/ucx_worker.h"
 #include "memloom/deadline.h"
+#include "tests/hal/ucx_outsider_endpoint.h"
 
 namespace memloom {
 namespace {
@@ -28,8 +29,6 @@ TEST(UcxOutsider, APutOfItsOwnDoesNotReachExposedMemory) {
   host::UcxTransport server(options);
   server.expose(exposed.data(), exposed.size());
   const std::string address = server.address();  // ucx://127.0.0.1:PORT
-  const std::string host = address.substr(6, address.rfind(':') - 6);
-  const auto port = static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
 
   host::UcxWorker worker;  // the outsider's
   std::vector<uint8_t> own(4096, 0x77);
@@ -44,7 +43,7 @@ TEST(UcxOutsider, APutOfItsOwnDoesNotReachExposedMemory) {
   ASSERT_EQ(ucp_rkey_pack(worker.context(), memory, &packed, &packed_size), UCS_OK);
   {
     host::UcxEndpoints endpoints(worker, [](ucp_ep_h) {});
-    auto peer = endpoints.peer(address, host, port);
+    auto peer = hal_test::connect_as_outsider(endpoints, address);
     ucp_rkey_h key = nullptr;
     if (ucp_ep_rkey_unpack(peer->ep(), packed, &key) == UCS_OK) {
       ucp_request_param_t param{};
