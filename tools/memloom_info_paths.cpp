@@ -74,11 +74,12 @@ PathEntry bm_other_node(const PathFacts& f, bool rdma_request) {
   const bool ucx = rdma_request || f.transport == "ucx";
   const std::string why = rdma_request ? "RDMA requested" : "MEMLOOM_TRANSPORT=ucx";
   if (ucx && cuda(f) && !f.ucx_cuda_memory) {
-    // hw/cuda/cuda_platform.cpp CudaPlatform::create_transport: UCX only where it registers
-    // CUDA memory; otherwise the TCP transport, staging device memory through host buffers.
-    return {PeerPlace::kOtherNode, "hal_tcp",
-            "memloom's TCP transport, device memory staged through pinned host buffers (" + why +
-                ", but this UCX has no CUDA memory support)"};
+    // hw/cuda/cuda_platform.cpp CudaPlatform::create_transport: where UCX does not register
+    // CUDA memory, the UCX transport stages device memory through host buffers, on its am path.
+    return {PeerPlace::kOtherNode, "hal_ucx_staged",
+            "UCX transport (" + why +
+                "), device memory staged through pinned host buffers on its am data path (this "
+                "UCX has no CUDA memory support)"};
   }
   if (ucx) {
     // bm_object.cpp transport_request: without an RDMA resource the object still gets UCX, with

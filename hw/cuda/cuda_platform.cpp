@@ -217,10 +217,10 @@ std::unique_ptr<hal::Collectives> CudaPlatform::create_collectives(const hal::Gr
 std::unique_ptr<hal::Transport> CudaPlatform::create_transport(
     const hal::TransportOptions& options) {
   const hal::TransportRequest request = options.request;
-  // UCX (MEMLOOM_TRANSPORT=ucx, or an RDMA request) serves where UCX moves device memory itself
-  // (built with CUDA: cuda_copy, GPUDirect RDMA). Without that, exposed device memory could not be
-  // registered for one-sided access, so the host TCP transport (two-sided) serves, staging device
-  // memory through page-locked host buffers on both sides.
+  // UCX (MEMLOOM_TRANSPORT=ucx, or an RDMA request): where UCX moves device memory itself (built
+  // with CUDA: cuda_copy, GPUDirect RDMA) it registers it; without that, device memory is staged
+  // through page-locked host buffers on both sides and moves on UCX's am data path (exposed device
+  // memory has no remote key: ucx_transport.h).
   const char* why =
       request == hal::TransportRequest::kRdma ? "RDMA requested" : "MEMLOOM_TRANSPORT=ucx";
   if (host::transport_for(request) == host::TransportKind::kUcx) {
@@ -228,12 +228,14 @@ std::unique_ptr<hal::Transport> CudaPlatform::create_transport(
       MEMLOOM_LOG(kDebug, "transport: UCX (" << why << "; this UCX registers CUDA memory)");
       return std::make_unique<host::UcxTransport>(options);
     }
-    MEMLOOM_LOG(kWarn, "transport: " << why
-                                     << ", but this UCX has no CUDA memory support; using the "
-                                        "TCP transport with device memory staging");
-  } else {
-    MEMLOOM_LOG(kDebug, "transport: TCP, device memory staged (MEMLOOM_TRANSPORT unset or tcp)");
+    MEMLOOM_LOG(kDebug, "transport: UCX ("
+                            << why
+                            << "; this UCX has no CUDA memory support: device memory staged "
+                               "through host buffers, on the am data path)");
+    return std::make_unique<host::UcxTransport>(
+        options, std::make_unique<CudaBufferStaging>(current_device_));
   }
+  MEMLOOM_LOG(kDebug, "transport: TCP, device memory staged (MEMLOOM_TRANSPORT unset or tcp)");
   return std::make_unique<host::TcpTransport>(options,
                                               std::make_unique<CudaBufferStaging>(current_device_));
 }

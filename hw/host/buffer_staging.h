@@ -1,8 +1,8 @@
 // How host code reaches buffers the CPU cannot load and store. The CUDA backend serves groups that
 // NCCL cannot (several ranks on one GPU, control-only groups) with the host collectives, and moves
-// data between nodes with the host TCP transport; callers of both pass device buffers, and a
-// BufferStaging moves them through host memory. The emulated backend passes none: its buffers are
-// all host memory.
+// data between nodes with the host TCP transport, or the UCX one where UCX cannot register device
+// memory; callers of all pass device buffers, and a BufferStaging moves them through host memory.
+// The emulated backend passes none: its buffers are all host memory.
 #pragma once
 
 #include <cstddef>

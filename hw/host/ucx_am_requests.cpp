@@ -17,9 +17,6 @@ namespace {
 namespace msg = ucx_messages;
 using Direction = hal::TransferOp::Direction;
 
-// Payload per message: large enough that a message's fixed costs (a header, a reply, a round of
-// the owner's handler) vanish against its bytes, small enough that several are in flight at once.
-constexpr size_t kChunkBytes = size_t{1} << 20;
 // Descriptors per message, within what the worker's active-message header holds.
 constexpr size_t kMaxOpsPerMessage = 512;
 // Messages in flight to one peer per call before the oldest must be answered.
@@ -27,6 +24,14 @@ constexpr size_t kWindow = 8;
 // After a failure (the endpoint was closed by force), how long to wait for UCX to hand back the
 // requests that still reference the caller's buffers before leaving them to it.
 constexpr auto kReleaseTimeout = std::chrono::seconds(2);
+
+// A piece of a message's payload in memory the CPU cannot touch: it goes through the message's
+// staging buffer at `offset` (ucx_am_requests.h, "Staging").
+struct StagedPart {
+  size_t part;  // index into Message::local
+  std::byte* device;
+  size_t offset;
+};
 
 }  // namespace
 
@@ -46,7 +51,11 @@ struct UcxAmRequests::Message {
   size_t bytes = 0;
   std::string header;  // AmRequestHeader + ranges: UCX reads it until the send completes
   std::weak_ptr<UcxAmRequests::Call> call;
+  std::vector<StagedPart> staged;
+  size_t staged_bytes = 0;
+  StagingBufferPool::Lease buffer;  // the staged parts' host memory, from send() until retired
   // Guarded by the pending table's lock.
+  bool send_done = false;  // UCX completed the send: it no longer reads a write's payload
   bool answered = false;
   Status status = Status::kSuccess;
   std::string refusal;
@@ -59,7 +68,8 @@ struct Ticket {
   std::shared_ptr<UcxAmRequests::Message> message;
 };
 
-UcxAmRequests::UcxAmRequests(UcxWorker& worker) : worker_(worker) {
+UcxAmRequests::UcxAmRequests(UcxWorker& worker, std::shared_ptr<StagingBufferPool> staging)
+    : worker_(worker), staging_(std::move(staging)) {
   ucp_worker_attr_t attr{};
   attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
   size_t header_room = 4096;
@@ -76,6 +86,10 @@ void UcxAmRequests::register_handler() {
 void UcxAmRequests::sent(void* request, ucs_status_t status, void* user_data) {
   auto* ticket = static_cast<Ticket*>(user_data);
   std::shared_ptr<Call> call = std::move(ticket->call);
+  {
+    auto lock = ticket->owner->pending_.lock();
+    ticket->message->send_done = true;
+  }
   delete ticket;
   if (status != UCS_OK) call->fail(status);
   ucp_request_free(request);
@@ -180,7 +194,8 @@ class UcxAmRequests::Run {
   Run(UcxAmRequests& owner, const std::shared_ptr<UcxPeer>& peer, Deadline deadline)
       : owner_(owner), peer_(peer), deadline_(deadline), call_(std::make_shared<Call>()) {}
 
-  void add(const hal::TransferOp& op) {
+  // `op` is at most kChunkBytes when `staged` (its local memory goes through a staging buffer).
+  void add(const hal::TransferOp& op, bool staged) {
     const uint64_t remote = op.remote_address;
     const auto local = reinterpret_cast<uintptr_t>(op.local_address);
     if (remote_ranges_.overlapping(remote, op.bytes) != nullptr ||
@@ -198,7 +213,14 @@ class UcxAmRequests::Run {
       building_->call = call_;
     }
     building_->ranges.push_back({remote, op.bytes});
-    building_->local.push_back({op.local_address, op.bytes});
+    // A staged part's buffer is filled in by stage(): never the device address itself.
+    if (staged) {
+      building_->staged.push_back({building_->local.size(),
+                                   static_cast<std::byte*>(op.local_address),
+                                   building_->staged_bytes});
+      building_->staged_bytes += op.bytes;
+    }
+    building_->local.push_back({staged ? nullptr : op.local_address, op.bytes});
     building_->bytes += op.bytes;
     remote_ranges_.insert(remote, op.bytes);
     local_ranges_.insert(local, op.bytes);
@@ -230,6 +252,7 @@ class UcxAmRequests::Run {
     if (building_ == nullptr) return;
     std::shared_ptr<Message> message = std::move(building_);
     building_ = nullptr;
+    if (!message->staged.empty()) stage(*message);
     registrations_.push_back(owner_.pending_.add(message));
     const msg::AmRequestHeader head{registrations_.back().id(),
                                     static_cast<uint32_t>(message->ranges.size()), 0};
@@ -256,27 +279,69 @@ class UcxAmRequests::Run {
     sent_.push_back(std::move(message));
     if (!UCS_PTR_IS_PTR(request)) {  // done at once, or failed at once: no callback comes
       if (UCS_PTR_IS_ERR(request)) call_->fail(UCS_PTR_STATUS(request));
+      {
+        auto lock = owner_.pending_.lock();
+        ticket->message->send_done = true;
+      }
       delete ticket;
       call_->outstanding.fetch_sub(1);
     }
-    while (sent_.size() - oldest_ > kWindow) wait_until_answered(oldest_++);
+    while (sent_.size() - oldest_ > kWindow) {
+      wait([&] { return answered(oldest_); });
+      retire(oldest_ + 1);
+    }
   }
 
+  // Points the message's staged parts into a buffer of the pool and copies a write's bytes there.
+  void stage(Message& message) {
+    message.buffer = owner_.staging_->lease(message.staged_bytes);
+    std::vector<StagingCopy> copies;
+    for (const StagedPart& staged : message.staged) {
+      ucp_dt_iov_t& part = message.local[staged.part];
+      part.buffer = message.buffer.data() + staged.offset;
+      if (message.direction == Direction::kWrite) {
+        copies.push_back({part.buffer, staged.device, part.length});
+      }
+    }
+    if (!copies.empty()) owner_.staging_->staging().copy_all(copies, deadline_);
+  }
+
+  // Answered, and UCX no longer reads the message's payload: its staging buffer may go.
   bool answered(size_t index) {
     auto lock = owner_.pending_.lock();
-    return sent_[index]->answered;
+    return sent_[index]->answered && sent_[index]->send_done;
   }
 
-  void wait_until_answered(size_t index) {
-    wait([&] { return answered(index); });
+  // Ends sent_[oldest_ .. end), all answered: their staged read bytes to the caller's buffers (in
+  // order, in one copy_all), their buffers back to the pool. A refused or failed message moves
+  // nothing (finish() raises its status).
+  void retire(size_t end) {
+    std::vector<StagingCopy> copies;
+    for (size_t i = oldest_; i < end; ++i) {
+      Message& message = *sent_[i];
+      bool succeeded = false;
+      {
+        auto lock = owner_.pending_.lock();
+        succeeded = message.status == Status::kSuccess;
+      }
+      if (!succeeded || message.direction != Direction::kRead) continue;
+      for (const StagedPart& staged : message.staged) {
+        const ucp_dt_iov_t& part = message.local[staged.part];
+        copies.push_back({staged.device, part.buffer, part.length});
+      }
+    }
+    if (!copies.empty()) owner_.staging_->staging().copy_all(copies, deadline_);
+    for (; oldest_ < end; ++oldest_) sent_[oldest_]->buffer = {};
   }
 
   void wait_for_all() {
     std::shared_ptr<Call> call = call_;
+    size_t seen = oldest_;
     wait([&] {
-      while (oldest_ < sent_.size() && answered(oldest_)) ++oldest_;
-      return oldest_ == sent_.size() && call->outstanding.load() == 0;
+      while (seen < sent_.size() && answered(seen)) ++seen;
+      return seen == sent_.size() && call->outstanding.load() == 0;
     });
+    retire(sent_.size());
     remote_ranges_ = {};
     local_ranges_ = {};
   }
@@ -313,7 +378,22 @@ void UcxAmRequests::run(const std::shared_ptr<UcxPeer>& peer,
                         const std::vector<const hal::TransferOp*>& work, Deadline deadline) {
   Run run(*this, peer, deadline);
   try {
-    for (const hal::TransferOp* op : work) run.add(*op);
+    for (const hal::TransferOp* op : work) {
+      if (staging_ == nullptr) {
+        run.add(*op, /*staged=*/false);
+        continue;
+      }
+      // With staging, every op goes in pieces of at most kChunkBytes, device memory or not: the
+      // owner, a transport like this one, stages a message's payload in one buffer of its pool.
+      const bool staged = staging_->staging().needs_staging(op->local_address);
+      for (size_t done = 0; done < op->bytes; done += kChunkBytes) {
+        hal::TransferOp piece = *op;
+        piece.remote_address += done;
+        piece.local_address = static_cast<std::byte*>(op->local_address) + done;
+        piece.bytes = std::min(kChunkBytes, op->bytes - done);
+        run.add(piece, staged);
+      }
+    }
     run.finish();
   } catch (const Error& error) {
     // A refusal comes once every message was answered: nothing is left in flight.

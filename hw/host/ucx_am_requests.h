@@ -4,9 +4,16 @@
 //
 // Chunks: consecutive ops of one direction share a message up to kChunkBytes of payload (and as
 // many descriptors as an active-message header holds); an op larger than that is a message of its
-// own (a 64 MiB write is one rendezvous). Writes send the caller's buffers as an IOV (no copy on
-// this side); a read's reply is copied (eager) or received (rendezvous, IOV) into the caller's
-// buffers. Several messages are in flight at once.
+// own (a 64 MiB write is one rendezvous), except with staging (below). Writes send the caller's
+// buffers as an IOV (no copy on this side); a read's reply is copied (eager) or received
+// (rendezvous, IOV) into the caller's buffers. Several messages are in flight at once.
+//
+// Staging (a transport given a BufferStaging, ucx_transport.h): a local buffer the CPU cannot touch
+// (device memory UCX cannot register) never reaches UCX. Ops are cut into pieces of at most
+// kChunkBytes, so no message needs a larger host buffer on either side; a message's staged pieces
+// go through one host buffer of the pool: a write's are copied in (one copy_all) just before it is
+// sent, while earlier messages are in flight; a read's are copied out once it is answered, the
+// answered messages of one wait together (one copy_all).
 //
 // Order: the owner serves messages in the order they arrive, but a rendezvous write's bytes land
 // later than its header, so an op that overlaps an op still unanswered (in remote or in local
@@ -25,6 +32,7 @@
 #include <vector>
 
 #include "hw/hal/transport.h"
+#include "hw/host/staging_buffer_pool.h"
 #include "hw/host/ucx_endpoints.h"
 #include "hw/host/ucx_pending_table.h"
 #include "hw/host/ucx_worker.h"
@@ -34,7 +42,13 @@ namespace memloom::host {
 
 class UcxAmRequests {
  public:
-  explicit UcxAmRequests(UcxWorker& worker);
+  // Payload per message: large enough that a message's fixed costs (a header, a reply, a round of
+  // the owner's handler) vanish against its bytes, small enough that several are in flight at
+  // once. Also the size of the staging pool's buffers.
+  static constexpr size_t kChunkBytes = size_t{1} << 20;
+
+  // `staging`: null where every local buffer is host memory.
+  UcxAmRequests(UcxWorker& worker, std::shared_ptr<StagingBufferPool> staging);
   UcxAmRequests(const UcxAmRequests&) = delete;
   UcxAmRequests& operator=(const UcxAmRequests&) = delete;
 
@@ -58,6 +72,7 @@ class UcxAmRequests {
                                size_t length, const ucp_am_recv_param_t* param);
 
   UcxWorker& worker_;
+  const std::shared_ptr<StagingBufferPool> staging_;
   size_t max_ops_per_message_;
   UcxPendingTable<Message> pending_;  // its lock guards the messages' answers
 };

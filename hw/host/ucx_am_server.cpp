@@ -1,6 +1,8 @@
 #include "hw/host/ucx_am_server.h"
 
+#include <chrono>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <vector>
 
@@ -14,6 +16,17 @@ namespace {
 
 namespace msg = ucx_messages;
 
+// How long one staging copy (at most a message's payload) may take in a handler.
+constexpr auto kStagingTimeout = std::chrono::seconds(10);
+
+// A range of a request in memory the CPU cannot touch: it goes through the request's staging
+// buffer at `offset`.
+struct StagedRange {
+  size_t part;  // index into Request::iov
+  std::byte* device;
+  size_t offset;
+};
+
 }  // namespace
 
 // One request being served: its ranges, the holds on their regions, and what a reply or a receive
@@ -26,6 +39,12 @@ struct UcxAmServer::Request {
   std::vector<ucp_dt_iov_t> iov;  // the ranges' memory, in order
   msg::AmReplyHeader reply{};     // must live until the reply's send completes
   std::string message;
+  // Device ranges (ucx_am_server.h, "Device memory"); their host buffer lives until the reply's
+  // send completed or the write's bytes were copied on.
+  BufferStaging* staging = nullptr;
+  std::vector<StagedRange> staged;
+  size_t staged_bytes = 0;
+  StagingBufferPool::Lease buffer;
 };
 
 namespace {
@@ -67,8 +86,29 @@ void send_reply(std::unique_ptr<UcxAmServer::Request> request, bool with_data) {
 
 void acknowledge(std::unique_ptr<UcxAmServer::Request> request) {
   request->holds.clear();  // the bytes are in place
+  request->buffer = {};
   request->reply = {request->request_id, 0, 0};
   send_reply(std::move(request), /*with_data=*/false);
+}
+
+// A staging copy failed: the requester learns it as a failure of the link (kCommunication), not
+// of its ranges.
+void fail(std::unique_ptr<UcxAmServer::Request> request, const std::string& why) {
+  request->holds.clear();
+  request->buffer = {};
+  request->reply = {request->request_id, static_cast<uint32_t>(Status::kCommunication), 0};
+  request->message = why;
+  send_reply(std::move(request), /*with_data=*/false);
+}
+
+// A write's staged bytes, now in the request's host buffer, on to the device ranges.
+void copy_staged_write(UcxAmServer::Request& request) {
+  std::vector<StagingCopy> copies;
+  for (const StagedRange& staged : request.staged) {
+    copies.push_back(
+        {staged.device, request.buffer.data() + staged.offset, request.iov[staged.part].length});
+  }
+  request.staging->copy_all(copies, Deadline::after(kStagingTimeout));
 }
 
 void write_received(void* ucx_request, ucs_status_t status, size_t length, void* user_data) {
@@ -80,14 +120,27 @@ void write_received(void* ucx_request, ucs_status_t status, size_t length, void*
     MEMLOOM_LOG(kDebug, ucx_error("transport: receiving a write's data", status));
     return;
   }
+  if (!request->staged.empty()) {
+    try {
+      copy_staged_write(*request);
+    } catch (const std::exception& error) {
+      fail(std::move(request),
+           std::string("staging a write into device memory failed: ") + error.what());
+      return;
+    }
+  }
   acknowledge(std::move(request));
 }
 
 }  // namespace
 
 UcxAmServer::UcxAmServer(UcxWorker& worker, UcxRegionRegistry& regions,
-                         std::function<bool(ucp_ep_h)> admitted)
-    : worker_(worker), regions_(regions), admitted_(std::move(admitted)) {}
+                         std::function<bool(ucp_ep_h)> admitted,
+                         std::shared_ptr<StagingBufferPool> staging)
+    : worker_(worker),
+      regions_(regions),
+      admitted_(std::move(admitted)),
+      staging_(std::move(staging)) {}
 
 void UcxAmServer::register_handlers() {
   msg::set_data_handler(worker_.worker(), msg::kAmWrite, on_write, this);
@@ -146,7 +199,14 @@ bool UcxAmServer::accept(Request& request, const void* header, size_t header_len
       return false;
     }
     request.holds.push_back(std::move(hold));
-    request.iov.push_back({reinterpret_cast<void*>(range.address), range.bytes});
+    auto* memory = reinterpret_cast<std::byte*>(range.address);
+    if (staging_ != nullptr && staging_->staging().needs_staging(memory)) {
+      // Filled in by stage(): never the device address itself.
+      request.staged.push_back({request.iov.size(), memory, request.staged_bytes});
+      request.staged_bytes += range.bytes;
+      memory = nullptr;
+    }
+    request.iov.push_back({memory, range.bytes});
     total += range.bytes;
   }
   if (payload_bytes != SIZE_MAX && total != payload_bytes) {
@@ -156,7 +216,26 @@ bool UcxAmServer::accept(Request& request, const void* header, size_t header_len
                " bytes for ranges of " + std::to_string(total));
     return false;
   }
+  if (!request.staged.empty()) request.staging = &staging_->staging();
   return true;
+}
+
+bool UcxAmServer::stage(std::unique_ptr<Request>& request, bool read) {
+  try {
+    request->buffer = staging_->lease(request->staged_bytes);
+    std::vector<StagingCopy> copies;
+    for (const StagedRange& staged : request->staged) {
+      ucp_dt_iov_t& part = request->iov[staged.part];
+      part.buffer = request->buffer.data() + staged.offset;
+      if (read) copies.push_back({part.buffer, staged.device, part.length});
+    }
+    if (!copies.empty()) request->staging->copy_all(copies, Deadline::after(kStagingTimeout));
+    return true;
+  } catch (const std::exception& error) {
+    fail(std::move(request),
+         "staging device memory at " + own_address_ + " failed: " + std::string(error.what()));
+    return false;
+  }
 }
 
 ucs_status_t UcxAmServer::on_write(void* arg, const void* header, size_t header_length, void* data,
@@ -167,14 +246,32 @@ ucs_status_t UcxAmServer::on_write(void* arg, const void* header, size_t header_
   // learns of the refusal from the reply.
   if (!self->accept(*request, header, header_length, length, param)) return UCS_OK;
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
+    // Device ranges straight from UCX's buffer, by the staging's copies; the rest by memcpy.
     const char* from = static_cast<const char*>(data);
-    for (const ucp_dt_iov_t& part : request->iov) {
-      std::memcpy(part.buffer, from, part.length);
+    std::vector<StagingCopy> staged;
+    size_t next = 0;  // the next of request->staged
+    for (size_t i = 0; i < request->iov.size(); ++i) {
+      const ucp_dt_iov_t& part = request->iov[i];
+      if (next < request->staged.size() && request->staged[next].part == i) {
+        staged.push_back({request->staged[next++].device, from, part.length});
+      } else {
+        std::memcpy(part.buffer, from, part.length);
+      }
       from += part.length;
+    }
+    if (!staged.empty()) {
+      try {
+        request->staging->copy_all(staged, Deadline::after(kStagingTimeout));
+      } catch (const std::exception& error) {
+        fail(std::move(request), "staging a write into device memory at " + self->own_address_ +
+                                     " failed: " + std::string(error.what()));
+        return UCS_OK;
+      }
     }
     acknowledge(std::move(request));
     return UCS_OK;
   }
+  if (!request->staged.empty() && !self->stage(request, /*read=*/false)) return UCS_OK;
   ucp_request_param_t receive{};
   receive.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   receive.cb.recv_am = write_received;
@@ -204,6 +301,7 @@ ucs_status_t UcxAmServer::on_read(void* arg, const void* header, size_t header_l
   }
   auto request = std::make_unique<Request>();
   if (!self->accept(*request, header, header_length, SIZE_MAX, param)) return UCS_OK;
+  if (!request->staged.empty() && !self->stage(request, /*read=*/true)) return UCS_OK;
   request->reply = {request->request_id, 0, 0};
   // The holds end when the send completes: the bytes have left the region.
   send_reply(std::move(request), /*with_data=*/true);

@@ -9,6 +9,14 @@
 // ranges). Reads: the reply carries the region's bytes as an IOV send. The reply to a write goes
 // once its data is in place, so the requester's completion means the bytes landed.
 //
+// Device memory (a transport given a BufferStaging, ucx_transport.h): a range the CPU cannot touch
+// is never handed to UCX nor touched here; it goes through a host buffer of the staging pool, by
+// the staging's copies: an eager write's bytes are copied from UCX's buffer to the range, a
+// rendezvous write is received into the host buffer and copied on, a read's ranges are copied into
+// the host buffer before the reply is sent from it. memloom's requesters with staging send at most
+// UcxAmRequests::kChunkBytes a message, so one pooled buffer serves it; a larger message (from a
+// requester without staging) gets a host buffer of its own size, freed with the request.
+//
 // Every copy holds its regions (UcxRegionRegistry::hold) until it ends, so withdraw() does not
 // unmap memory a copy is still using, and a request that arrives after withdraw() is refused.
 //
@@ -18,8 +26,10 @@
 #include <ucp/api/ucp.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 
+#include "hw/host/staging_buffer_pool.h"
 #include "hw/host/ucx_region_registry.h"
 #include "hw/host/ucx_worker.h"
 #include "memloom/error.h"
@@ -28,9 +38,10 @@ namespace memloom::host {
 
 class UcxAmServer {
  public:
-  // `admitted(ep)`: whether the accepted endpoint `ep` proved the job secret.
-  UcxAmServer(UcxWorker& worker, UcxRegionRegistry& regions,
-              std::function<bool(ucp_ep_h)> admitted);
+  // `admitted(ep)`: whether the accepted endpoint `ep` proved the job secret. `staging`: null
+  // where every exposed region is host memory.
+  UcxAmServer(UcxWorker& worker, UcxRegionRegistry& regions, std::function<bool(ucp_ep_h)> admitted,
+              std::shared_ptr<StagingBufferPool> staging);
   UcxAmServer(const UcxAmServer&) = delete;
   UcxAmServer& operator=(const UcxAmServer&) = delete;
 
@@ -51,10 +62,14 @@ class UcxAmServer {
   bool accept(Request& request, const void* header, size_t header_length, size_t payload_bytes,
               const ucp_am_recv_param_t* param);
   void refuse(ucp_ep_h reply_ep, uint64_t request_id, Status status, const std::string& why);
+  // Points the request's device ranges into a host buffer of the pool (false: refused, the
+  // refusal is sent); a read's bytes are copied there.
+  bool stage(std::unique_ptr<Request>& request, bool read);
 
   UcxWorker& worker_;
   UcxRegionRegistry& regions_;
   std::function<bool(ucp_ep_h)> admitted_;
+  const std::shared_ptr<StagingBufferPool> staging_;
   std::string own_address_;
 };
 

@@ -10,7 +10,9 @@
 //
 // The requester chooses. Every UCX transport serves am; rma only where UCX has an RDMA transport or
 // rma was asked for (UcxTransport::serves_rma_), and an rma requester moves to am for a peer that
-// refuses remote keys.
+// refuses remote keys. Device memory that a transport stages (its UCX has no CUDA support,
+// ucx_transport.h) moves on am only: a requester's own goes on am whatever the path, and an owner
+// refuses remote keys for its own, which moves rma requesters to am for it.
 #pragma once
 
 namespace memloom::host {

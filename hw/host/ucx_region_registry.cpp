@@ -23,6 +23,7 @@ using base::hex;
 namespace msg = ucx_messages;
 
 void unmap(ucp_context_h context, ucp_mem_h memory) {
+  if (memory == nullptr) return;  // staged device memory was never registered
   ucs_status_t status = ucp_mem_unmap(context, memory);
   if (status != UCS_OK) MEMLOOM_LOG(kWarn, ucx_error("transport: ucp_mem_unmap", status));
 }
@@ -45,8 +46,12 @@ void UcxRegionRegistry::expose(void* address, size_t size) {
                                        ") overlaps a range exposed before");
     }
   }
-  // Registration (and so pinning, on RDMA transports) happens outside the lock: it may be slow.
   auto region = std::make_shared<Region>();
+  if (staging_ != nullptr && staging_->needs_staging(address)) {
+    insert(start, size, region);
+    return;
+  }
+  // Registration (and so pinning, on RDMA transports) happens outside the lock: it may be slow.
   ucp_mem_map_params_t params{};
   params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
   params.address = address;
@@ -66,6 +71,11 @@ void UcxRegionRegistry::expose(void* address, size_t size) {
   }
   region->packed_key.assign(static_cast<const char*>(packed), packed_size);
   ucp_rkey_buffer_release(packed);
+  insert(start, size, region);
+}
+
+void UcxRegionRegistry::insert(uintptr_t start, size_t size,
+                               const std::shared_ptr<Region>& region) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (regions_.insert(start, size, region) != nullptr) {
     unmap(worker_.context(), region->memory);  // another thread exposed an overlapping range
@@ -154,6 +164,11 @@ void UcxRegionRegistry::answer_request(const void* data, size_t length, ucp_ep_h
       reply.status = static_cast<uint32_t>(Status::kInvalidInput);
       tail = "[" + hex(address) + ", +" + std::to_string(bytes) +
              ") refused: the range is not inside memory exposed by " + own_address_;
+    } else if (interval->payload->memory == nullptr) {
+      reply.status = static_cast<uint32_t>(Status::kNotSupported);
+      tail = "[" + hex(address) + ", +" + std::to_string(bytes) + ") at " + own_address_ +
+             " is device memory its UCX cannot register: it is staged through host memory and "
+             "served on the am data path only";
     } else {
       interval->payload->holders.insert(reply_ep);
       reply.base = interval->start;

@@ -8,6 +8,10 @@
 // the range. Transports other than RDMA do not enforce a remote key in hardware, so this
 // revocation is what makes a withdrawal hold for them.
 //
+// Device memory that UCX cannot register (a transport given a BufferStaging, ucx_transport.h) is
+// exposed without ucp_mem_map: it serves the am path only, which stages it, and a request for its
+// remote key is refused with kNotSupported, so an rma requester moves to am for this owner.
+//
 // The active-message data path (ucx_am_server.h) copies into and out of regions itself: it holds
 // the region while a copy runs (hold()), and withdraw() waits (bounded) for those holds to end.
 #pragma once
@@ -23,6 +27,7 @@
 #include <set>
 #include <string>
 
+#include "hw/host/buffer_staging.h"
 #include "hw/host/ucx_worker.h"
 #include "src/base/range_map.h"
 
@@ -32,8 +37,9 @@ class UcxRegionRegistry {
  public:
   // `serves_keys`: false where the transport's context has no RMA (UcxWorker): every request for
   // a remote key is then refused with kNotSupported, and requesters use the am path instead.
-  UcxRegionRegistry(UcxWorker& worker, bool serves_keys)
-      : worker_(worker), serves_keys_(serves_keys) {}
+  // `staging`: null where every exposed region is host memory (it must outlive this registry).
+  UcxRegionRegistry(UcxWorker& worker, bool serves_keys, const BufferStaging* staging)
+      : worker_(worker), serves_keys_(serves_keys), staging_(staging) {}
   ~UcxRegionRegistry();
   UcxRegionRegistry(const UcxRegionRegistry&) = delete;
   UcxRegionRegistry& operator=(const UcxRegionRegistry&) = delete;
@@ -60,14 +66,19 @@ class UcxRegionRegistry {
 
  private:
   struct Region {
-    ucp_mem_h memory = nullptr;
+    ucp_mem_h memory = nullptr;  // null for device memory that is staged (no remote key)
     std::string packed_key;
     std::set<ucp_ep_h> holders;  // accepted endpoints whose peer got the key
     std::atomic<int> copies{0};  // holds of the active-message path (copies in progress)
   };
 
+  // Adds an exposed region to the map; kInvalidInput (and unmapped) if one overlapping it was
+  // exposed meanwhile.
+  void insert(uintptr_t start, size_t size, const std::shared_ptr<Region>& region);
+
   UcxWorker& worker_;
   const bool serves_keys_;
+  const BufferStaging* const staging_;
   std::string own_address_;
   std::mutex mutex_;
   base::RangeMap<std::shared_ptr<Region>> regions_;

@@ -17,6 +17,10 @@ using Direction = hal::TransferOp::Direction;
 
 constexpr std::string_view kScheme = "ucx://";
 
+// Staging buffers (UcxAmRequests::kChunkBytes each) kept for reuse: a requester's window of
+// messages in flight and a few the serving side stages at once.
+constexpr size_t kPooledStagingBuffers = 16;
+
 struct UcxAddress {
   std::string host;
   uint16_t port = 0;
@@ -42,14 +46,21 @@ std::string format_address(const std::string& host, uint16_t port) {
 
 }  // namespace
 
-UcxTransport::UcxTransport(const hal::TransportOptions& options)
-    : data_path_(chosen_ucx_data_path()),
+UcxTransport::UcxTransport(const hal::TransportOptions& options,
+                           std::unique_ptr<BufferStaging> staging)
+    : staging_(std::move(staging)),
+      staging_pool_(staging_ == nullptr
+                        ? nullptr
+                        : StagingBufferPool::create(*staging_, UcxAmRequests::kChunkBytes,
+                                                    kPooledStagingBuffers)),
+      data_path_(chosen_ucx_data_path()),
       serves_rma_(data_path_ == UcxDataPath::kRma || ucx_offers_rdma()),
       worker_(serves_rma_),
       gate_(worker_, options.job_secret),
-      regions_(worker_, serves_rma_),
-      am_server_(worker_, regions_, [this](ucp_ep_h ep) { return gate_.admitted(ep); }),
-      am_requests_(worker_),
+      regions_(worker_, serves_rma_, staging_.get()),
+      am_server_(
+          worker_, regions_, [this](ucp_ep_h ep) { return gate_.admitted(ep); }, staging_pool_),
+      am_requests_(worker_, staging_pool_),
       endpoints_(worker_,
                  [this](ucp_ep_h ep) {
                    gate_.forget(ep);
@@ -117,7 +128,8 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options)
   gate_.set_own_address(address_);
   worker_.start_progress_thread();
   MEMLOOM_LOG(kDebug, "transport " << address_ << ": UCX data path "
-                                   << ucx_data_path_name(data_path_) << " (MEMLOOM_UCX_DATA_PATH)");
+                                   << ucx_data_path_name(data_path_) << " (MEMLOOM_UCX_DATA_PATH)"
+                                   << (staging_ != nullptr ? ", device memory staged on am" : ""));
 }
 
 UcxTransport::~UcxTransport() {
@@ -163,10 +175,19 @@ void UcxTransport::transfer(const std::string& peer_address,
   }
 }
 
+bool UcxTransport::stages_locally(const std::vector<const hal::TransferOp*>& work) const {
+  if (staging_ == nullptr) return false;
+  for (const hal::TransferOp* op : work) {
+    if (staging_->needs_staging(op->local_address)) return true;
+  }
+  return false;
+}
+
 void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
                        const std::vector<const hal::TransferOp*>& work, Deadline deadline) {
   gate_.prove_to(peer, deadline);
-  bool am = data_path_ == UcxDataPath::kAm;
+  // Device memory of this side: ucp_put_nbx/ucp_get_nbx would hand it to UCX.
+  bool am = data_path_ == UcxDataPath::kAm || stages_locally(work);
   if (!am) {
     std::lock_guard<std::mutex> lock(am_only_mutex_);
     am = am_only_peers_.count(peer->address()) != 0;
@@ -184,8 +205,9 @@ void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
     }
   } catch (const Error& error) {
     if (error.status() != Status::kNotSupported) throw;
-    // The peer's UCX has no RDMA transport, so it serves only am (see serves_rma_): so be it,
-    // for this call and the next ones; no byte has moved yet.
+    // The peer's UCX has no RDMA transport, so it serves only am (see serves_rma_), or the range
+    // is device memory its UCX cannot register (it stages it): so be it, for this call and the
+    // next ones; no byte has moved yet.
     MEMLOOM_LOG(kInfo, "transport " << address_ << ": " << error.what() << "; using am for it");
     {
       std::lock_guard<std::mutex> lock(am_only_mutex_);

@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "hw/hal/transport.h"
+#include "hw/host/buffer_staging.h"
+#include "hw/host/staging_buffer_pool.h"
 #include "hw/host/ucx_am_requests.h"
 #include "hw/host/ucx_am_server.h"
 #include "hw/host/ucx_data_path.h"
@@ -35,9 +37,15 @@ namespace memloom::host {
 
 class UcxTransport : public hal::Transport {
  public:
-  // Device memory (on either side) needs a UCX with CUDA support (ucx_supports_cuda_memory()):
-  // UCX then registers and moves it itself; the CUDA backend uses this transport only then.
-  explicit UcxTransport(const hal::TransportOptions& options = {});
+  // Device memory (on either side) is served one of two ways. With a UCX that has CUDA support
+  // (ucx_supports_cuda_memory()) UCX registers and moves it itself (GPUDirect RDMA): `staging` is
+  // null. Without it the backend passes `staging`, and memory it says needs staging never reaches
+  // UCX: it moves on the am path only (ucx_am_requests.h, ucx_am_server.h), pipelined through
+  // host buffers of a pool, on the requesting and the serving side alike; exposed, it is not
+  // registered, and a request for its remote key is refused (ucx_region_registry.h), so rma
+  // requesters move to am for this owner.
+  explicit UcxTransport(const hal::TransportOptions& options = {},
+                        std::unique_ptr<BufferStaging> staging = nullptr);
   ~UcxTransport() override;
   UcxTransport(const UcxTransport&) = delete;
   UcxTransport& operator=(const UcxTransport&) = delete;
@@ -52,6 +60,14 @@ class UcxTransport : public hal::Transport {
   void run(const std::shared_ptr<UcxPeer>& peer, const std::vector<const hal::TransferOp*>& work,
            Deadline deadline);
 
+  // Whether a transfer must go on the am path whatever the data path: one of its local buffers
+  // needs staging.
+  bool stages_locally(const std::vector<const hal::TransferOp*>& work) const;
+
+  // Declared before the worker: UCX requests still in flight when it is destroyed hold buffers of
+  // the pool (null: all memory is host memory).
+  const std::unique_ptr<BufferStaging> staging_;
+  const std::shared_ptr<StagingBufferPool> staging_pool_;
   // Before UCX starts: a bad MEMLOOM_UCX_DATA_PATH fails the constructor at once.
   const UcxDataPath data_path_;
   // Whether this transport serves rma requesters: only where UCX has an RDMA transport (or rma was

@@ -1,6 +1,7 @@
-// The Transport as the core gets it, from the Platform: on the CUDA backend the UCX transport
-// where UCX has CUDA support (device memory registered with UCX), else the host TCP transport
-// (device memory staged through page-locked host buffers); either side may be device memory.
+// The Transport as the core gets it, from the Platform: on the CUDA backend the host TCP transport
+// (the default) or, with MEMLOOM_TRANSPORT=ucx (the ucx.* runs), the UCX transport; device memory
+// is staged through page-locked host buffers, except on UCX with CUDA support, which registers it.
+// Either side may be device memory.
 #include <sys/socket.h>
 #include <unistd.h>
 

@@ -87,14 +87,14 @@ TEST(ToolsPaths, RdmaDataOpsTakeUcxWhateverTheVariableSays) {
   EXPECT_EQ(entry(facts, "bm_rdma", PeerPlace::kSameNode).path, "memfd_mapping");
 }
 
-TEST(ToolsPaths, CudaWithoutUcxCudaMemoryStaysOnTcp) {
+TEST(ToolsPaths, CudaWithoutUcxCudaMemoryStagesDeviceMemoryOnUcx) {
   PathFacts facts = cuda_tcp();
   facts.transport = "ucx";
   facts.ucx_rdma = true;
   const PathEntry& e = entry(facts, "bm_device", PeerPlace::kOtherNode);
-  EXPECT_EQ(e.path, "hal_tcp");
+  EXPECT_EQ(e.path, "hal_ucx_staged");
   EXPECT_NE(e.how.find("no CUDA memory support"), std::string::npos) << e.how;
-  EXPECT_EQ(entry(facts, "bm_rdma", PeerPlace::kOtherNode).path, "hal_tcp");
+  EXPECT_EQ(entry(facts, "bm_rdma", PeerPlace::kOtherNode).path, "hal_ucx_staged");
   facts.ucx_cuda_memory = true;
   EXPECT_EQ(entry(facts, "bm_device", PeerPlace::kOtherNode).path, "hal_ucx_rdma");
   EXPECT_EQ(entry(facts, "wholememory_device", PeerPlace::kOtherNode).path, "collectives_nccl");

@@ -1,0 +1,57 @@
+// Host buffers of BufferStaging::allocate_host, kept for reuse by the UCX transport's staged
+// messages: on CUDA they are page-locked, and pinning costs far more than a copy through the
+// buffer, so a message borrows one instead of allocating its own.
+//
+// A lease keeps the pool alive (shared_ptr): a UCX request may release its message's buffer after
+// the transport that sent it began to close.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "hw/host/buffer_staging.h"
+
+namespace memloom::host {
+
+class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool> {
+ public:
+  // `staging` must outlive every lease. Up to `kept` free buffers of `buffer_bytes` are kept.
+  static std::shared_ptr<StagingBufferPool> create(BufferStaging& staging, size_t buffer_bytes,
+                                                   size_t kept);
+
+  // A host buffer of at least `bytes`, back to the pool when destroyed. One larger than the
+  // pool's buffers is allocated for the lease alone and freed with it.
+  class Lease {
+   public:
+    Lease() = default;
+    ~Lease();
+    Lease(Lease&&) noexcept = default;
+    Lease& operator=(Lease&& other) noexcept;
+    std::byte* data() const { return buffer_.data(); }
+
+   private:
+    friend class StagingBufferPool;
+    std::shared_ptr<StagingBufferPool> pool_;
+    StagingBuffer buffer_;
+    bool pooled_ = false;
+  };
+
+  Lease lease(size_t bytes);
+  BufferStaging& staging() const { return staging_; }
+  size_t buffer_bytes() const { return buffer_bytes_; }
+
+ private:
+  StagingBufferPool(BufferStaging& staging, size_t buffer_bytes, size_t kept)
+      : staging_(staging), buffer_bytes_(buffer_bytes), kept_(kept) {}
+  void give_back(StagingBuffer buffer) noexcept;
+
+  BufferStaging& staging_;
+  const size_t buffer_bytes_;
+  const size_t kept_;
+  std::mutex mutex_;
+  std::vector<StagingBuffer> free_;
+};
+
+}  // namespace memloom::host

@@ -1,0 +1,267 @@
+// The UCX transport's staging of memory the CPU cannot touch (the CUDA backend's device memory
+// where UCX has no CUDA support), checked without a GPU (protected_memory_staging.h: "device
+// memory" that only the staging's copies open). Had the transport handed such memory to UCX or
+// touched it itself, UCX would fail on it or the process fault, so every test here fails unless
+// all of it went through the staging's copies. Like TcpStaging, not named *Transport*: it builds
+// its transports itself, so the ucx.* runs leave it out.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hw/host/buffer_staging.h"
+#include "hw/host/ucx_transport.h"
+#include "memloom/error.h"
+#include "tests/hal/protected_memory_staging.h"
+#include "tests/support/scoped_env.h"
+#include "tests/support/status_of.h"
+
+namespace memloom {
+namespace {
+
+using Op = hal::TransferOp;
+using Direction = hal::TransferOp::Direction;
+using ::memloom::testing::status_of;
+using test::ProtectedMemoryStaging;
+using test::random_bytes;
+
+// The am path's message payload, and so the largest piece either side stages.
+constexpr size_t kChunk = host::UcxAmRequests::kChunkBytes;
+
+Deadline soon() {
+  return Deadline::after(std::chrono::seconds(30));
+}
+
+class UcxStaging : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options.job_secret.fill(7);
+    auto server_staging = std::make_unique<ProtectedMemoryStaging>(kBytes + 4096);
+    auto requester_staging = std::make_unique<ProtectedMemoryStaging>(kBytes);
+    remote_device = server_staging.get();
+    local_device = requester_staging.get();
+    server = std::make_unique<host::UcxTransport>(options, std::move(server_staging));
+    requester = std::make_unique<host::UcxTransport>(options, std::move(requester_staging));
+    server->expose(remote_device->device(), kBytes + 4096);
+    remote_host.assign(kBytes, std::byte{0});
+    server->expose(remote_host.data(), remote_host.size());
+  }
+  void TearDown() override {
+    requester.reset();
+    server.reset();
+  }
+
+  static constexpr size_t kBytes = 64u << 20;
+  hal::TransportOptions options;
+  ProtectedMemoryStaging* remote_device = nullptr;  // owned by server
+  ProtectedMemoryStaging* local_device = nullptr;   // owned by requester
+  std::unique_ptr<host::UcxTransport> server, requester;
+  std::vector<std::byte> remote_host;
+};
+
+TEST_F(UcxStaging, DeviceMemoryOnBothSidesIsByteExactUpTo64MiB) {
+  uint32_t seed = 1;
+  for (size_t size :
+       {size_t{1}, size_t{4099}, (size_t{2} << 20) + 1, (size_t{5} << 20) + 3, kBytes}) {
+    const size_t offset = size == kBytes ? 0 : 4096 - size % 4096;
+    auto data = random_bytes(size, seed++);
+    local_device->fill(0, data);
+    requester->transfer(server->address(),
+                        {Op{Direction::kWrite, remote_device->device_address(offset),
+                            local_device->device(), size}},
+                        soon());
+    ASSERT_EQ(remote_device->peek(offset, size), data) << size << " B device-to-device write";
+    local_device->fill(0, std::vector<std::byte>(size, std::byte{0}));
+    requester->transfer(
+        server->address(),
+        {Op{Direction::kRead, remote_device->device_address(offset), local_device->device(), size}},
+        soon());
+    ASSERT_EQ(local_device->peek(0, size), data) << size << " B device-to-device read";
+  }
+  // Staged a message at a time through pooled buffers, never the whole op in one host buffer.
+  EXPECT_LE(local_device->largest_copy(), kChunk);
+  EXPECT_LE(remote_device->largest_copy(), kChunk);
+  EXPECT_LE(local_device->host_bytes(), 16 * kChunk);
+  EXPECT_LE(remote_device->host_bytes(), 16 * kChunk);
+}
+
+TEST_F(UcxStaging, HostAndDeviceMemoryMixInOneOrderedBatch) {
+  // Op i writes slot i from device or host memory (alternating) to remote device or host memory
+  // (every third to host); the reads that follow in the same call read every slot back.
+  constexpr size_t kCount = 2000, kSlot = 64;
+  std::vector<std::byte> local_host(kCount * kSlot);
+  auto written = random_bytes(kCount * kSlot, 9);
+  local_device->fill(0, written);
+  std::memcpy(local_host.data(), written.data(), written.size());
+  std::vector<std::byte> back_host(kCount * kSlot);
+  std::vector<Op> ops;
+  auto remote = [&](size_t i) {
+    return i % 3 == 0 ? reinterpret_cast<uint64_t>(remote_host.data() + i * kSlot)
+                      : remote_device->device_address(i * kSlot);
+  };
+  for (size_t i = 0; i < kCount; ++i) {
+    std::byte* local = i % 2 == 0 ? local_device->device() : local_host.data();
+    ops.push_back(Op{Direction::kWrite, remote(i), local + i * kSlot, kSlot});
+  }
+  for (size_t i = 0; i < kCount; ++i) {
+    // Reads land in device memory past the written bytes, or in host memory.
+    std::byte* local = i % 2 == 0 ? local_device->device() + kCount * kSlot : back_host.data();
+    ops.push_back(Op{Direction::kRead, remote(i), local + i * kSlot, kSlot});
+  }
+  requester->transfer(server->address(), ops, soon());
+  auto device_back = local_device->peek(kCount * kSlot, kCount * kSlot);
+  for (size_t i = 0; i < kCount; ++i) {
+    const std::byte* want = written.data() + i * kSlot;
+    const std::byte* got =
+        i % 2 == 0 ? device_back.data() + i * kSlot : back_host.data() + i * kSlot;
+    ASSERT_EQ(std::memcmp(got, want, kSlot), 0) << "slot " << i;
+  }
+}
+
+TEST_F(UcxStaging, ADeviceReadThenAWriteFromTheSameBufferStayInOrder) {
+  // The write sends what the read brought: staging its bytes before the read landed would send
+  // the buffer's old contents.
+  auto data = random_bytes(8192, 5);
+  remote_device->fill(0, data);
+  local_device->fill(0, std::vector<std::byte>(8192, std::byte{0}));
+  requester->transfer(
+      server->address(),
+      {Op{Direction::kRead, remote_device->device_address(0), local_device->device(), 8192},
+       Op{Direction::kWrite, reinterpret_cast<uint64_t>(remote_host.data()), local_device->device(),
+          8192}},
+      soon());
+  EXPECT_EQ(std::memcmp(remote_host.data(), data.data(), data.size()), 0);
+}
+
+TEST_F(UcxStaging, SmallDeviceOpsShareAWaitPerMessage) {
+  // 1000 writes of 64 B to distinct slots, then 1000 reads of them, in one call: the requester
+  // waits once per message it stages (and once for all the reads' copies back), not once per op.
+  constexpr size_t kOps = 1000, kSlot = 64;
+  auto source = random_bytes(kOps * kSlot, 21);
+  local_device->fill(0, source);
+  const size_t read_base = kOps * kSlot;
+  std::vector<Op> ops;
+  for (size_t i = 0; i < kOps; ++i) {
+    ops.push_back(Op{Direction::kWrite, remote_device->device_address(i * kSlot),
+                     local_device->device() + i * kSlot, kSlot});
+  }
+  for (size_t i = 0; i < kOps; ++i) {
+    ops.push_back(Op{Direction::kRead, remote_device->device_address(i * kSlot),
+                     local_device->device() + read_base + i * kSlot, kSlot});
+  }
+  const size_t requester_waits = local_device->waits(), server_waits = remote_device->waits();
+  requester->transfer(server->address(), ops, soon());
+  EXPECT_LE(local_device->waits() - requester_waits, 8u);
+  EXPECT_LE(remote_device->waits() - server_waits, 8u);
+  EXPECT_EQ(local_device->peek(read_base, kOps * kSlot), source);
+}
+
+// An op larger than a message's payload is cut into messages by a requester with staging; one
+// from a requester without staging (host memory only) comes whole, and the owner stages it in a
+// buffer of its own.
+TEST_F(UcxStaging, AnOpLargerThanTheStagingChunkReachesDeviceMemory) {
+  constexpr size_t kLarge = 5 * kChunk + 3;
+  const auto data = random_bytes(kLarge, 33);
+  std::vector<std::byte> back(kLarge);
+  const uint64_t remote = remote_device->device_address(4096);
+  requester->transfer(server->address(),
+                      {Op{Direction::kWrite, remote, const_cast<std::byte*>(data.data()), kLarge}},
+                      soon());
+  EXPECT_EQ(remote_device->peek(4096, kLarge), data);
+  requester->transfer(server->address(), {Op{Direction::kRead, remote, back.data(), kLarge}},
+                      soon());
+  EXPECT_EQ(back, data);
+  EXPECT_LE(remote_device->largest_copy(), kChunk);
+
+  host::UcxTransport plain(options);  // no staging: every local buffer is host memory
+  const auto more = random_bytes(kLarge, 34);
+  plain.transfer(server->address(),
+                 {Op{Direction::kWrite, remote, const_cast<std::byte*>(more.data()), kLarge}},
+                 soon());
+  EXPECT_EQ(remote_device->peek(4096, kLarge), more);
+  plain.transfer(server->address(), {Op{Direction::kRead, remote, back.data(), kLarge}}, soon());
+  EXPECT_EQ(back, more);
+}
+
+TEST_F(UcxStaging, RefusedRequestsLeaveDeviceMemoryAloneAndThePeerUsable) {
+  const auto remote_before = remote_device->peek(0, 8192);
+  auto data = random_bytes(8192, 4);
+  local_device->fill(0, data);
+  const uint64_t outside = 16;
+  // Two writes of one message (apart in both memories, so nothing orders them into two), the
+  // second outside every exposed range: the message is refused as a whole.
+  EXPECT_EQ(
+      status_of([&] {
+        requester->transfer(
+            server->address(),
+            {Op{Direction::kWrite, remote_device->device_address(0), local_device->device(), 8192},
+             Op{Direction::kWrite, outside, local_device->device() + 8192, 16}},
+            soon());
+      }),
+      Status::kInvalidInput);
+  EXPECT_EQ(remote_device->peek(0, 8192), remote_before);
+  // A refused read leaves the local device memory it was to land in alone.
+  EXPECT_EQ(status_of([&] {
+              requester->transfer(server->address(),
+                                  {Op{Direction::kRead, outside, local_device->device(), 16}},
+                                  soon());
+            }),
+            Status::kInvalidInput);
+  EXPECT_EQ(local_device->peek(0, 8192), data);
+  requester->transfer(
+      server->address(),
+      {Op{Direction::kWrite, remote_device->device_address(0), local_device->device(), 8192}},
+      soon());
+  EXPECT_EQ(remote_device->peek(0, 8192), data);
+}
+
+// On the rma path: the owner serves remote keys for its host memory but refuses them for device
+// memory it stages (kNotSupported), and the requester moves to am for it; a requester's own
+// device memory goes on am whatever the data path.
+TEST(UcxStagingRma, DeviceMemoryMovesOnAmWhereTheDataPathIsRma) {
+  test::ScopedEnv path("MEMLOOM_UCX_DATA_PATH", std::string("rma"));
+  hal::TransportOptions options;
+  options.job_secret.fill(8);
+  constexpr size_t kBytes = 4 * kChunk;
+  auto server_staging = std::make_unique<ProtectedMemoryStaging>(kBytes);
+  auto requester_staging = std::make_unique<ProtectedMemoryStaging>(kBytes);
+  ProtectedMemoryStaging* remote_device = server_staging.get();
+  ProtectedMemoryStaging* local_device = requester_staging.get();
+  std::optional<host::UcxTransport> server, requester;
+  server.emplace(options, std::move(server_staging));
+  requester.emplace(options, std::move(requester_staging));
+  server->expose(remote_device->device(), kBytes);
+  std::vector<std::byte> remote_host(kBytes);
+  server->expose(remote_host.data(), remote_host.size());
+  const auto host_remote = reinterpret_cast<uint64_t>(remote_host.data());
+
+  // Host to host on rma, then device on this side to host there (am: local staging).
+  auto data = random_bytes(kBytes, 41);
+  std::vector<std::byte> back(kBytes);
+  requester->transfer(server->address(), {Op{Direction::kWrite, host_remote, data.data(), kBytes}},
+                      soon());
+  EXPECT_EQ(remote_host, data);
+  local_device->fill(0, data);
+  std::memset(remote_host.data(), 0, kBytes);
+  requester->transfer(server->address(),
+                      {Op{Direction::kWrite, host_remote, local_device->device(), kBytes}}, soon());
+  EXPECT_EQ(remote_host, data);
+  // Host here to device there: its key is refused, and the call moves to am.
+  const auto more = random_bytes(kBytes, 42);
+  requester->transfer(server->address(),
+                      {Op{Direction::kWrite, remote_device->device_address(0),
+                          const_cast<std::byte*>(more.data()), kBytes},
+                       Op{Direction::kRead, remote_device->device_address(0), back.data(), kBytes}},
+                      soon());
+  EXPECT_EQ(remote_device->peek(0, kBytes), more);
+  EXPECT_EQ(back, more);
+  requester.reset();
+  server.reset();
+}
+
+}  // namespace
+}  // namespace memloom
