@@ -41,6 +41,25 @@ __device__ Value shuffle(Value value, int lane) {
   return __shfl_sync(kFullMask, value, lane);
 }
 
+// One lane's sample, between its column read and its writes.
+struct Sample {
+  bool valid;
+  int64_t at;  // output position
+  int64_t node;
+  int64_t edge;
+  int32_t center;  // the centre's position in the call
+};
+
+__device__ void write_sample(const kernels::SampleArgs& args, const Sample& sample) {
+  if (args.col.dtype == kernels::DType::kInt) {
+    static_cast<int32_t*>(args.out_nodes)[sample.at] = static_cast<int32_t>(sample.node);
+  } else {
+    static_cast<int64_t*>(args.out_nodes)[sample.at] = sample.node;
+  }
+  if (args.out_center != nullptr) args.out_center[sample.at] = sample.center;
+  if (args.out_edge != nullptr) args.out_edge[sample.at] = sample.edge;
+}
+
 // A warp per 32 consecutive centres. Lane t first reads centre t's offsets and row (32 reads in
 // flight), then the warp takes the centres one by one, a lane per sample: the column reads of a
 // centre that keeps all its edges and every centre's output writes are contiguous, where one
@@ -50,7 +69,7 @@ __global__ void __launch_bounds__(kThreads) sample_by_warps(kernels::SampleArgs 
   const unsigned lane = threadIdx.x % kLanes;
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kLanes;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / kLanes;
-  const bool narrow_col = args.col.dtype == kernels::DType::kInt;
+  Sample held{};
   for (int64_t first = warp * kLanes; first < args.center_count; first += warps * kLanes) {
     const int64_t i = first + lane;
     int32_t out = 0, k = 0;
@@ -78,18 +97,17 @@ __global__ void __launch_bounds__(kThreads) sample_by_warps(kernels::SampleArgs 
       }
       const int64_t start_q = shuffle(start, q);
       const int32_t out_q = shuffle(out, q);
-      if (static_cast<int>(lane) >= k_q) continue;
+      // This centre's column read is issued before the previous centre's writes, so a warp keeps
+      // two reads in flight instead of waiting out each one.
+      const bool mine = static_cast<int>(lane) < k_q;
       const int64_t edge = start_q + position;
-      const int64_t at = static_cast<int64_t>(out_q) + lane;
-      const int64_t node = kernels::load_integer(args.col, edge);
-      if (narrow_col) {
-        static_cast<int32_t*>(args.out_nodes)[at] = static_cast<int32_t>(node);
-      } else {
-        static_cast<int64_t*>(args.out_nodes)[at] = node;
-      }
-      if (args.out_center != nullptr) args.out_center[at] = static_cast<int32_t>(first + q);
-      if (args.out_edge != nullptr) args.out_edge[at] = edge;
+      const int64_t node = mine ? kernels::load_integer(args.col, edge) : 0;
+      if (held.valid) write_sample(args, held);
+      held = Sample{mine, static_cast<int64_t>(out_q) + lane, node, edge,
+                    static_cast<int32_t>(first + q)};
     }
+    if (held.valid) write_sample(args, held);
+    held.valid = false;
   }
 }
 
