@@ -11,6 +11,7 @@
 #include "hw/cuda/cuda_optimizer_apply.h"
 #include "hw/cuda/cuda_phase_times.h"
 #include "hw/cuda/cuda_row_grouping.h"
+#include "hw/cuda/cuda_sampling.h"
 #include "memloom/error.h"
 #include "src/kernels/count_scan_kernel.h"
 #include "src/kernels/fill_kernel.h"
@@ -199,6 +200,23 @@ void load_optimizer_apply() {
   load_optimizer_rows();
 }
 
+// Unweighted sampling of up to 32 samples a centre runs as a warp per 32 centres
+// (cuda_sampling.cu); the rest (weighted, larger fanouts) through the per-item body.
+void launch_sample_neighbours(const void* args, size_t items, cudaStream_t stream) {
+  kernels::SampleArgs copy;
+  std::memcpy(&copy, args, sizeof(copy));
+  if (samples_by_warps(copy)) {
+    launch_sample_by_warps(copy, stream, max_blocks());
+  } else {
+    launch_of<kernels::SampleNeighboursKernel>(args, items, stream);
+  }
+}
+
+void load_sample_neighbours() {
+  load_of<kernels::SampleNeighboursKernel>();
+  load_sample_by_warps();
+}
+
 template <class Kernel>
 constexpr CudaKernel make_cuda_kernel(const char* name) {
   return CudaKernel{name, sizeof(typename Kernel::Args), &launch_of<Kernel>, &load_of<Kernel>};
@@ -216,7 +234,8 @@ constexpr std::array<CudaKernel, static_cast<size_t>(hal::KernelId::kCount)> kKe
     CudaKernel{"optimizer_apply", sizeof(kernels::OptimizerApplyArgs), &launch_optimizer_apply,
                &load_optimizer_apply},
     make_cuda_kernel<kernels::SampleCountKernel>("sample_count"),
-    make_cuda_kernel<kernels::SampleNeighboursKernel>("sample_neighbours"),
+    CudaKernel{"sample_neighbours", sizeof(kernels::SampleArgs), &launch_sample_neighbours,
+               &load_sample_neighbours},
     make_cuda_kernel<kernels::SelfLoopKernel>("add_self_loop"),
     make_cuda_kernel<kernels::IndexRequestsKernel>("index_requests"),
     CudaKernel{"group_rows", sizeof(kernels::GroupRowsArgs), &launch_group_rows, &load_group_rows},

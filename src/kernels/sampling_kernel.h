@@ -11,7 +11,7 @@
 // same numbers in any batch, on any rank and on either backend.
 //   unweighted: Floyd's algorithm (Bentley and Floyd, CACM 1987) picks k distinct edge positions
 //               out of d with k draws, checking each against the ones already picked (k^2 / 2
-//               comparisons, in the output itself);
+//               comparisons; the picks in a local array up to kLocalPicks, else in scratch);
 //   weighted:   Efraimidis and Spirakis' A-ES (IPL 2006): edge j gets the key log(u_j) / w_j and
 //               the k largest keys win, which draws k edges without replacement with probability
 //               proportional to the weights; the best k keys are kept sorted in scratch memory.
@@ -47,8 +47,8 @@ struct SampleArgs {
   void* out_nodes;                 // sample: the column type
   int32_t* out_center;             // sample: may be null
   int64_t* out_edge;               // sample: may be null
-  int64_t* picked;                 // sample: scratch, one per sample (edge positions)
-  double* keys;                    // sample, weighted: scratch, one per sample
+  int64_t* picked;  // sample: scratch, one per sample (edge positions); only needs_pick_scratch()
+  double* keys;     // sample, weighted: scratch, one per sample
 };
 
 MEMLOOM_HOST_DEVICE inline int64_t load_integer(const RowTable& table, int64_t element) {
@@ -78,10 +78,25 @@ MEMLOOM_HOST_DEVICE inline double natural_log(double value) {
 #endif
 }
 
+// Unweighted draws of at most this many samples a centre keep their picks in a local array (the
+// CUDA backend's warp kernel in registers, a lane each) rather than in the scratch `picked`.
+constexpr int32_t kLocalPicks = 32;
+
+// Whether a launch needs SampleArgs::picked: weighted draws keep their best keys there, and
+// unweighted ones above kLocalPicks their picks (max_samples <= 0 takes every edge: no picks).
+MEMLOOM_HOST_DEVICE inline bool needs_pick_scratch(bool weighted, int32_t max_samples) {
+  return weighted || max_samples > kLocalPicks;
+}
+
+// Launched with center_count + 1 items: the last writes counts[center_count] = 0.
 struct SampleCountKernel {
   using Args = SampleArgs;
   MEMLOOM_HOST_DEVICE static void body(const Args& args, size_t item) {
     const auto i = static_cast<int64_t>(item);
+    if (i == args.center_count) {  // the closing 0 that the scan's inclusive end reads
+      args.counts[i] = 0;
+      return;
+    }
     const int64_t center = center_at(args, i);
     if (center < 0 || center >= args.node_count) {
       atomic_max(args.bad_center, static_cast<unsigned long long>(center < 0 ? 0 : center) + 1);
@@ -147,16 +162,30 @@ struct SampleNeighboursKernel {
     const int64_t center = center_at(args, i);
     const int64_t start = load_integer(args.row_ptr, center);
     const int64_t degree = load_integer(args.row_ptr, center + 1) - start;
-    int64_t* picked = args.picked + out;
     if (k == degree) {
-      for (int64_t j = 0; j < k; ++j) picked[j] = j;
-    } else if (args.weighted) {
+      write_samples(args, i, out, start, k, nullptr);
+      return;
+    }
+    if (!args.weighted && k <= kLocalPicks) {
+      int64_t picked[kLocalPicks];
+      pick_uniform(args, center, degree, k, picked);
+      write_samples(args, i, out, start, k, picked);
+      return;
+    }
+    int64_t* picked = args.picked + out;
+    if (args.weighted) {
       pick_weighted(args, center, start, degree, k, picked, args.keys + out);
     } else {
       pick_uniform(args, center, degree, k, picked);
     }
+    write_samples(args, i, out, start, k, picked);
+  }
+
+  // Centre i's k samples at `out`: edges start + picked[j], or start + j when picked is null.
+  MEMLOOM_HOST_DEVICE static void write_samples(const Args& args, int64_t i, int64_t out,
+                                                int64_t start, int64_t k, const int64_t* picked) {
     for (int64_t j = 0; j < k; ++j) {
-      const int64_t edge = start + picked[j];
+      const int64_t edge = start + (picked != nullptr ? picked[j] : j);
       const int64_t node = load_integer(args.col, edge);
       if (args.col.dtype == DType::kInt) {
         static_cast<int32_t*>(args.out_nodes)[out + j] = static_cast<int32_t>(node);

@@ -15,7 +15,7 @@ StreamWork::StreamWork(void* stream_handle, wholememory_env_func_t* env)
       device_(core::platform().current_device()) {}
 
 StreamWork::~StreamWork() {
-  release_quietly("an operation's pending stream work", [&] { synchronize(); });
+  if (!drained_) release_quietly("an operation's pending stream work", [&] { synchronize(); });
 }
 
 void* StreamWork::device_buffer(size_t bytes) {
@@ -39,6 +39,7 @@ void StreamWork::read(void* host, const void* source, size_t bytes) {
 void StreamWork::synchronize() {
   stream_->synchronize(Deadline::after(core::default_collective_timeout()));
   staged_.clear();
+  drained_ = true;
 }
 
 LocalArray local_array(wholememory_tensor_t handle, int dims,

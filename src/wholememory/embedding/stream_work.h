@@ -26,7 +26,11 @@ class StreamWork {
   StreamWork(const StreamWork&) = delete;
   StreamWork& operator=(const StreamWork&) = delete;
 
-  hal::Stream& stream() { return stream_->stream(); }
+  // Work enqueued through the stream makes the destructor wait for it.
+  hal::Stream& stream() {
+    drained_ = false;
+    return stream_->stream();
+  }
   wholememory_env_func_t* env() const { return env_; }
   int device() const { return device_; }
 
@@ -53,6 +57,9 @@ class StreamWork {
   int device_;
   std::vector<std::vector<char>> staged_;  // host sources of uploads, kept until synchronize
   std::vector<std::unique_ptr<TempMemory>> buffers_;
+  // Nothing enqueued since the last synchronize: the destructor need not wait again (an event
+  // and its poll, on the path of every synchronous operation that ends with a synchronize).
+  bool drained_ = true;
 };
 
 // A tensor made from a pointer, checked: its first element, its description.

@@ -2,6 +2,7 @@
 // (a scan on the device; the host only reads the total), outputs from the caller's output
 // allocator, then the sampling kernel
 // (src/kernels/sampling_kernel.h). Synchronous: it returns once the samples are written.
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -30,27 +31,47 @@ void check_centers(unsigned long long bad, int64_t node_count) {
   }
 }
 
+// The device scan's offsets (count + 1) and, 8-byte aligned behind them, the bad-centre flag: the
+// total and the flag then come back to the host in one read.
+struct ScanResults {
+  int32_t* offsets = nullptr;
+  size_t flag_at = 0;  // bytes from offsets to the flag
+};
+
+ScanResults scan_results(wm::StreamWork& work, size_t count) {
+  ScanResults results;
+  results.flag_at = (count + 1) * sizeof(int32_t);
+  results.flag_at += results.flag_at % sizeof(unsigned long long);
+  results.offsets =
+      static_cast<int32_t*>(work.device_buffer(results.flag_at + sizeof(unsigned long long)));
+  return results;
+}
+
 // The offsets of the samples (exclusive sum of args.counts) in args.offsets and in the caller's
 // `offsets`; returns the total. On the device when the total cannot pass INT32 (at most
-// max_samples per centre): only the total and the bad-centre flag cross to the host.
-int64_t offsets_on_device(wm::StreamWork& work, memloom::kernels::SampleArgs& args, void* offsets) {
+// max_samples per centre): only the total and the bad-centre flag cross to the host, in one read
+// (the host's only wait before the sampling launch: the outputs' size depends on it).
+int64_t offsets_on_device(wm::StreamWork& work, memloom::kernels::SampleArgs& args,
+                          const ScanResults& results, void* offsets) {
   const auto count = static_cast<size_t>(args.center_count);
-  auto* zero = work.upload(std::vector<int32_t>{0});
-  work.stream().copy(args.counts + count, zero, sizeof(int32_t));  // the scan's closing count
   memloom::kernels::ScanCountsArgs scan{};
   scan.counts = args.counts;
-  scan.offsets = static_cast<int32_t*>(work.device_buffer((count + 1) * sizeof(int32_t)));
+  scan.offsets = results.offsets;
   scan.count = args.center_count;
   scan.scratch_bytes =
       memloom::core::platform().kernel_scratch_bytes(memloom::hal::KernelId::kScanCounts, count);
   scan.scratch = work.device_buffer(scan.scratch_bytes);
   work.launch(memloom::hal::KernelId::kScanCounts, scan, 1);
   work.stream().copy(offsets, scan.offsets, (count + 1) * sizeof(int32_t));
+  const size_t total_at = count * sizeof(int32_t);
+  char tail[2 * sizeof(unsigned long long)];  // the total, padding, the flag
+  const size_t tail_bytes = results.flag_at + sizeof(unsigned long long) - total_at;
+  static_assert(sizeof(tail) >= sizeof(int32_t) + 4 + sizeof(unsigned long long));
+  work.read(tail, reinterpret_cast<const char*>(results.offsets) + total_at, tail_bytes);
   unsigned long long bad = 0;
   int32_t total = 0;
-  work.stream().copy(&bad, args.bad_center, sizeof(bad));
-  work.stream().copy(&total, scan.offsets + count, sizeof(total));
-  work.synchronize();
+  std::memcpy(&total, tail, sizeof(total));
+  std::memcpy(&bad, tail + (results.flag_at - total_at), sizeof(bad));
   check_centers(bad, args.node_count);
   args.offsets = scan.offsets;
   return total;
@@ -117,13 +138,22 @@ void sample(wholememory_tensor_t row_ptr_handle, wholememory_tensor_t col_handle
   args.max_samples = max_sample_count;
   args.seed = seed;
   const auto count = static_cast<size_t>(centers.count);
+  const bool scan_on_device = max_sample_count > 0 && centers.count * int64_t{max_sample_count} <=
+                                                          std::numeric_limits<int32_t>::max();
   args.counts = static_cast<int32_t*>(work.device_buffer((count + 1) * sizeof(int32_t)));
-  args.bad_center = work.upload(std::vector<unsigned long long>{0});
-  work.launch(memloom::hal::KernelId::kSampleCount, args, count);
-  const int64_t total = max_sample_count > 0 && centers.count * int64_t{max_sample_count} <=
-                                                    std::numeric_limits<int32_t>::max()
-                            ? offsets_on_device(work, args, offsets.data)
-                            : offsets_on_host(work, args, offsets.data);
+  ScanResults results;
+  if (scan_on_device) {
+    results = scan_results(work, count);
+    args.bad_center = reinterpret_cast<unsigned long long*>(
+        reinterpret_cast<char*>(results.offsets) + results.flag_at);
+    static const unsigned long long kZero = 0;  // static: the copy may read it after we return
+    work.stream().copy(args.bad_center, &kZero, sizeof(kZero));
+  } else {
+    args.bad_center = work.upload(std::vector<unsigned long long>{0});
+  }
+  work.launch(memloom::hal::KernelId::kSampleCount, args, count + 1);  // + 1: the closing 0
+  const int64_t total = scan_on_device ? offsets_on_device(work, args, results, offsets.data)
+                                       : offsets_on_host(work, args, offsets.data);
   auto* checked_env = work.env();
   args.out_nodes =
       wm::output_malloc(checked_env, dest_context, total, col.dtype, "the sampled nodes");
@@ -136,7 +166,9 @@ void sample(wholememory_tensor_t row_ptr_handle, wholememory_tensor_t col_handle
         wm::output_malloc(checked_env, edge_context, total, WHOLEMEMORY_DT_INT64, "the edge ids"));
   }
   const auto samples = static_cast<size_t>(total);
-  args.picked = static_cast<int64_t*>(work.device_buffer(samples * sizeof(int64_t)));
+  if (memloom::kernels::needs_pick_scratch(args.weighted, max_sample_count)) {
+    args.picked = static_cast<int64_t*>(work.device_buffer(samples * sizeof(int64_t)));
+  }
   if (args.weighted) args.keys = static_cast<double*>(work.device_buffer(samples * sizeof(double)));
   work.launch(memloom::hal::KernelId::kSampleNeighbours, args, count);
   work.synchronize();
