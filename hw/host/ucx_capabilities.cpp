@@ -31,23 +31,43 @@ UcxResources ask_ucx() {
     answer.error = ucx_error("UCX context", status);
     return answer;
   }
-  char* text = nullptr;
-  size_t length = 0;
-  FILE* stream = open_memstream(&text, &length);
-  if (stream == nullptr) {
-    ucp_cleanup(context);
-    answer.error = "open_memstream failed";
-    return answer;
-  }
-  ucp_context_print_info(context, stream);
-  std::fclose(stream);
+  answer.resources = context_resources(context);
   ucp_cleanup(context);
-  answer.resources = parse_ucx_resources(std::string(text, length));
-  std::free(text);
   return answer;
 }
 
 }  // namespace
+
+std::vector<std::string> context_resources(ucp_context_h context) {
+  char* text = nullptr;
+  size_t length = 0;
+  FILE* stream = open_memstream(&text, &length);
+  if (stream == nullptr) return {};
+  ucp_context_print_info(context, stream);
+  std::fclose(stream);
+  std::vector<std::string> resources = parse_ucx_resources(std::string(text, length));
+  std::free(text);
+  return resources;
+}
+
+bool is_host_local_resource(const std::string& resource) {
+  const std::string transport = resource.substr(0, resource.find('/'));
+  for (const char* local : {"self", "posix", "sysv", "cma", "knem", "xpmem", "gdr_copy"}) {
+    if (transport == local) return true;
+  }
+  return transport.rfind("cuda_", 0) == 0 || transport.rfind("rocm_", 0) == 0;
+}
+
+bool offers_peer_failure_detection(const std::vector<std::string>& resources) {
+  for (const auto& resource : resources) {
+    if (!is_host_local_resource(resource)) return true;
+  }
+  return resources.empty();
+}
+
+bool ucx_detects_dead_peers() {
+  return offers_peer_failure_detection(ucx_resources().resources);
+}
 
 std::vector<std::string> parse_ucx_resources(const std::string& print_info) {
   // "#      resource 1  :  md 1  dev 1  flags -- tcp/eth0"

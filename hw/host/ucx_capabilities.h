@@ -3,6 +3,8 @@
 // so UCX_TLS, UCX_NET_DEVICES and the NICs present all count.
 #pragma once
 
+#include <ucp/api/ucp.h>
+
 #include <string>
 #include <vector>
 
@@ -20,6 +22,20 @@ UcxResources ask_ucx_resources();
 
 // "tl/device" of every "resource" line in ucp_context_print_info's output.
 std::vector<std::string> parse_ucx_resources(const std::string& print_info);
+
+// The resources of an open context (what ucp_context_print_info lists for it).
+std::vector<std::string> context_resources(ucp_context_h context);
+
+// A transport that reaches only processes of this host: shared memory (posix, sysv, knem, xpmem),
+// cross-memory attach (cma), loopback (self) and GPU copies (cuda_*, rocm_*, gdr_copy). UCX 1.13
+// serves no endpoint with peer error handling over any of them.
+bool is_host_local_resource(const std::string& resource);
+// Whether some resource can serve an endpoint with peer error handling (UCX_TLS left it a network
+// transport). False for an empty list: UCX found nothing at all, and that fails elsewhere.
+bool offers_peer_failure_detection(const std::vector<std::string>& resources);
+// The same for this process's UCX (ucx_resources()): whether the UCX transport learns of a dead
+// peer from UCX or only at the deadline of the call that waits for it.
+bool ucx_detects_dead_peers();
 
 // An RDMA transport: UCX's rc, dc and ud families (rc_verbs, rc_mlx5, dc_mlx5, ud_verbs, ...).
 bool is_rdma_resource(const std::string& resource);

@@ -115,7 +115,7 @@ void UcxEndpoints::on_connection(ucp_conn_request_h request, void* arg) {
   params.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
   params.conn_request = request;
-  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_mode = self->worker_.error_mode();
   params.err_handler.cb = on_accepted_error;
   params.err_handler.arg = self;
   ucp_ep_h ep = nullptr;
@@ -181,7 +181,7 @@ std::shared_ptr<UcxPeer> UcxEndpoints::peer(const std::string& address, const st
   params.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
   params.sockaddr.addr = reinterpret_cast<const sockaddr*>(&socket_address);
   params.sockaddr.addrlen = length;
-  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_mode = worker_.error_mode();
   params.err_handler.cb = on_peer_error;
   params.err_handler.arg = fresh.get();
   ucs_status_t status = ucp_ep_create(worker_.worker(), &params, &fresh->ep_);

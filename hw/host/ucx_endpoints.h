@@ -6,6 +6,10 @@
 // endpoint's requests with an error and calls the error callback, which marks the endpoint failed.
 // A failed endpoint is dropped from the cache; the next transfer to that address creates a fresh
 // one, so a peer restarted at the same address is reached again without a stale-endpoint error.
+// Where UCX_TLS leaves only shared-memory transports, which UCX 1.13 cannot run with PEER, both
+// sides use UCP_ERR_HANDLING_MODE_NONE (UcxWorker::error_mode): a dead peer then shows as a call
+// that reaches its deadline, and the timed-out call force-closes the endpoint, so the next call
+// creates a fresh one all the same.
 #pragma once
 
 #include <ucp/api/ucp.h>

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "hw/host/ucx_capabilities.h"
 #include "memloom/error.h"
 #include "src/base/interrupt_check.h"
 #include "src/base/log.h"
@@ -32,6 +33,17 @@ void default_unless_set(ucp_config_t* config, const char* variable, const char* 
   const char* name = variable + std::strlen("UCX_TCP_");
   ucs_status_t status = ucp_config_modify(config, name, value);
   if (status != UCS_OK) MEMLOOM_LOG(kDebug, ucx_error(std::string("UCX default ") + name, status));
+}
+
+// Said once per process: every transport of the process finds the same UCX_TLS.
+void warn_of_deadline_only_failures(const std::string& transports) {
+  static std::atomic<bool> warned{false};
+  if (warned.exchange(true)) return;
+  MEMLOOM_LOG(kWarn, "transport: UCX_TLS="
+                         << transports
+                         << " leaves UCX no transport that detects a failed peer (its shared-memory"
+                            " transports cannot), so UCX endpoints go without peer error handling:"
+                            " a dead peer is found only when a call's deadline passes");
 }
 
 }  // namespace
@@ -72,6 +84,9 @@ UcxWorker::UcxWorker(bool rma) {
   params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP | (rma ? UCP_FEATURE_RMA : 0);
   params.mt_workers_shared = 0;
   status = ucp_init(&params, config, &context_);
+  if (status == UCS_OK && !offers_peer_failure_detection(context_resources(context_))) {
+    status = reopen_for_host_local_transports(config, params);
+  }
   ucp_config_release(config);
   if (status != UCS_OK) raise(Status::kCommunication, ucx_error("UCX context", status));
 
@@ -99,6 +114,26 @@ UcxWorker::UcxWorker(bool rma) {
     ucp_cleanup(context_);
     raise(Status::kCommunication, problem);
   }
+}
+
+ucs_status_t UcxWorker::reopen_for_host_local_transports(ucp_config_t* config,
+                                                         const ucp_params_t& params) {
+  error_mode_ = UCP_ERR_HANDLING_MODE_NONE;
+  const char* chosen = std::getenv("UCX_TLS");
+  const std::string transports = chosen == nullptr ? "" : chosen;
+  warn_of_deadline_only_failures(transports);
+  // UCX's client-server connections (memloom's listener) fail unless a network transport is
+  // enabled on the device the listener's address belongs to ("device lo is not enabled"). With tcp
+  // enabled and no peer error handling asked, UCX 1.13 still gives a peer on this host only
+  // shared-memory lanes (they score higher); tcp carries the connection setup, and peers on other
+  // hosts. An exclusion list ("^...") already leaves tcp in unless it excludes it: kept as it is.
+  if (transports.empty() || transports[0] == '^') return UCS_OK;
+  ucp_cleanup(context_);
+  context_ = nullptr;
+  const std::string with_tcp = transports + ",tcp";
+  const ucs_status_t status = ucp_config_modify(config, "TLS", with_tcp.c_str());
+  if (status != UCS_OK) return status;
+  return ucp_init(&params, config, &context_);
 }
 
 UcxWorker::~UcxWorker() {

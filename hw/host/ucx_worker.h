@@ -9,7 +9,9 @@
 // Lock order: UCX takes the worker's lock inside every ucp_* call and runs callbacks under it, so
 // code here never calls into UCX while holding a mutex of its own that a callback also takes.
 //
-// Nothing here sets a UCX_* variable: ucp_config_read reads the user's environment as it is.
+// Nothing here sets a UCX_* variable: ucp_config_read reads the user's environment as it is. The
+// context's own configuration gets defaults where the user set none (TCP segment sizes), and tcp
+// where UCX_TLS names only transports within a host (see reopen_for_host_local_transports).
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -36,6 +38,10 @@ class UcxWorker {
 
   ucp_context_h context() const { return context_; }
   ucp_worker_h worker() const { return worker_; }
+  // How this transport's endpoints handle errors, on both sides of a connection:
+  // UCP_ERR_HANDLING_MODE_PEER (UCX reports a dead peer), or NONE where UCX_TLS leaves only
+  // transports within this host, which cannot serve PEER: then memloom's deadlines find dead peers.
+  ucp_err_handling_mode_t error_mode() const { return error_mode_; }
 
   // Whether a wait asks the caller's interrupt check (src/base/interrupt_check.h). Waits of a
   // transfer do; waits that release what a failed transfer holds (closing an endpoint, handing
@@ -55,11 +61,15 @@ class UcxWorker {
 
  private:
   void progress_loop();
+  // The context found only host-local transports: endpoints go without peer error handling, and
+  // the context is opened again with tcp added to UCX_TLS for connection setup.
+  ucs_status_t reopen_for_host_local_transports(ucp_config_t* config, const ucp_params_t& params);
   // Waits on the event fd (and the wake pipe) for at most `timeout_ms`; -1 waits without limit.
   void wait_for_events(int timeout_ms);
 
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
+  ucp_err_handling_mode_t error_mode_ = UCP_ERR_HANDLING_MODE_PEER;
   int event_fd_ = -1;
   int wake_pipe_[2] = {-1, -1};
   std::atomic<bool> stopping_{false};

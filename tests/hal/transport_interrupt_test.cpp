@@ -78,7 +78,12 @@ void interrupt_then_reuse(Direction direction) {
     }
     const auto ended = Clock::now();
     EXPECT_EQ(status, Status::kInterrupted);
-    EXPECT_LT(ended - at, milliseconds(200)) << "the check is asked at least every 100 ms";
+    // Without peer error handling the call also waits (at most 2 s) for UCX to let go of its
+    // buffers.
+    const auto release =
+        hal_test::transport_learns_of_failed_peers() ? milliseconds(0) : milliseconds(2100);
+    EXPECT_LT(ended - at, milliseconds(200) + release)
+        << "the check is asked at least every 100 ms";
     if (!resume) return;
 
     ::kill(pid, SIGCONT);
