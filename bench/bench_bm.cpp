@@ -12,8 +12,6 @@
 //     ratios: the reference for UCX over shared memory (UCX_TLS=sm,self), where no TCP is in play.
 // BM has no barrier or allgather of its own (those are SHM's: see `memloom-bench shm`).
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -24,6 +22,16 @@
 
 namespace memloom::bench {
 namespace {
+
+// The batch's pieces at a stride of 8 KiB on both sides, so no two merge.
+BatchOffsets batch_offsets() {
+  BatchOffsets offsets;
+  for (size_t i = 0; i < kBatchPieces; ++i) {
+    offsets.from.push_back(i * 8192);
+    offsets.to.push_back(i * 8192);
+  }
+  return offsets;
+}
 
 // Rank 0 copies to and from rank 1's device slot at `sizes`; rank 1 stays joined meanwhile.
 Figures copy_rank(const RankInfo& info, bool all_sizes) {
@@ -47,16 +55,14 @@ Figures copy_rank(const RankInfo& info, bool all_sizes) {
       figures["get " + std::to_string(kLargestCopy)] =
           best_seconds_per_op([&] { get(kLargestCopy); });
       figures["put 8"] = best_seconds_per_op([&] { put(8); });
-      // 1024 x 4 KiB at a stride of 8 KiB on both sides, so no two entries merge.
-      constexpr uint32_t kEntries = 1024;
-      constexpr size_t kEntryBytes = 4096, kStride = 8192;
-      std::vector<void*> sources(kEntries), destinations(kEntries);
-      std::vector<uint64_t> sizes(kEntries, kEntryBytes);
-      for (uint32_t i = 0; i < kEntries; ++i) {
-        sources[i] = local.data() + i * kStride;
-        destinations[i] = peer + i * kStride;
+      const BatchOffsets offsets = batch_offsets();
+      std::vector<void*> sources(kBatchPieces), destinations(kBatchPieces);
+      std::vector<uint64_t> sizes(kBatchPieces, kBatchPieceBytes);
+      for (uint32_t i = 0; i < kBatchPieces; ++i) {
+        sources[i] = local.data() + offsets.from[i];
+        destinations[i] = peer + offsets.to[i];
       }
-      smem_batch_copy_params batch{sources.data(), destinations.data(), sizes.data(), kEntries};
+      smem_batch_copy_params batch{sources.data(), destinations.data(), sizes.data(), kBatchPieces};
       figures["batch 1024x4096"] = best_seconds_per_op(
           [&] {
             check_smem(smem_bm_copy_batch(session.handle(), &batch, SMEMB_COPY_H2G, 0),
@@ -65,8 +71,8 @@ Figures copy_rank(const RankInfo& info, bool all_sizes) {
           7);
       figures["one by one 1024x4096"] = best_seconds_per_op(
           [&] {
-            for (uint32_t i = 0; i < kEntries; ++i) {
-              copy(sources[i], destinations[i], kEntryBytes, SMEMB_COPY_H2G);
+            for (uint32_t i = 0; i < kBatchPieces; ++i) {
+              copy(sources[i], destinations[i], kBatchPieceBytes, SMEMB_COPY_H2G);
             }
           },
           7);
@@ -87,34 +93,6 @@ Figures copy_rank(const RankInfo& info, bool all_sizes) {
   return figures;
 }
 
-// Best seconds of memcpy over the bytes the across-node figures move, keyed as copy_rank's.
-Figures memcpy_figures() {
-  constexpr size_t kEntries = 1024, kEntryBytes = 4096, kStride = 8192;
-  std::vector<char> from(kLargestCopy, 1), to(kLargestCopy, 0);
-  Figures figures;
-  figures["put " + std::to_string(kLargestCopy)] =
-      best_seconds_per_op([&] { std::memcpy(to.data(), from.data(), kLargestCopy); });
-  figures["batch 1024x4096"] = best_seconds_per_op(
-      [&] {
-        for (size_t i = 0; i < kEntries; ++i) {
-          std::memcpy(to.data() + i * kStride, from.data() + i * kStride, kEntryBytes);
-        }
-      },
-      7);
-  figures["put 8"] = best_seconds_per_op([&] {
-    std::memcpy(to.data(), from.data(), 8);
-    asm volatile("" : : "r"(to.data()) : "memory");  // the copy is not optimised away
-  });
-  return figures;
-}
-
-void keep_best_figures(Figures& best, const Figures& now) {
-  for (const auto& [name, seconds] : now) {
-    auto [it, inserted] = best.emplace(name, seconds);
-    if (!inserted) it->second = std::min(it->second, seconds);
-  }
-}
-
 int run_bm(const std::vector<std::string>&) {
   VerdictTally tally;
   try {
@@ -125,9 +103,7 @@ int run_bm(const std::vector<std::string>&) {
     keep_best(shmem, run_openshmem_reference(100));
     report_copies("bm", copies, shmem, tally);
 
-    const char* transport = std::getenv("MEMLOOM_TRANSPORT");
-    report_heading(std::string("BM across emulated nodes (") +
-                   (transport != nullptr && std::string(transport) == "ucx" ? "UCX" : "TCP") +
+    report_heading("BM across emulated nodes (" + across_nodes_transport() +
                    " transport over loopback; MEMLOOM_TRANSPORT picks it) vs raw TCP");
     Figures remote, copies_in_memory;
     double tcp_stream = 1e30, tcp_ping_pong = 1e30;
@@ -136,7 +112,7 @@ int run_bm(const std::vector<std::string>&) {
       keep_best_figures(remote, run_ranks(RankJob{2, 2}, [](const RankInfo& info) {
                           return copy_rank(info, false);
                         }));
-      keep_best_figures(copies_in_memory, memcpy_figures());
+      keep_best_figures(copies_in_memory, memcpy_figures(batch_offsets()));
       tcp_stream = std::min(tcp_stream, tcp_stream_seconds(kLargestCopy));
       tcp_ping_pong = std::min(tcp_ping_pong, tcp_stream_seconds(8));
     }
@@ -153,27 +129,12 @@ int run_bm(const std::vector<std::string>&) {
     const double round_trip = remote.at("put 8");
     tally.add(report_against("bm put 8 B across nodes (round trip)", round_trip * 1e6, "us",
                              tcp_ping_pong / round_trip, "raw TCP ping-pong", 1 / 1.2));
-    report_heading("BM across emulated nodes, the same rounds vs memcpy of the same bytes");
-    // The reference's own time in its name: an 8-byte memcpy's ratio rounds to 0.00x.
-    const auto memcpy_taking = [&](const std::string& key) {
-      char name[64];
-      std::snprintf(name, sizeof(name), "memcpy (%.3g us)", copies_in_memory.at(key) * 1e6);
-      return std::string(name);
-    };
-    const double memcpy_large = copies_in_memory.at("put " + std::to_string(kLargestCopy));
-    for (const char* op : {"put", "get"}) {
-      const double seconds = remote.at(std::string(op) + " " + std::to_string(kLargestCopy));
-      const CopyDisplay shown = display_copy(kLargestCopy, seconds);
-      tally.add(report_against(std::string("bm ") + op + " 64 MiB across nodes", shown.value,
-                               shown.unit, memcpy_large / seconds,
-                               memcpy_taking("put " + std::to_string(kLargestCopy)), std::nullopt));
-    }
-    tally.add(report_against("bm batch 1024 x 4 KiB across nodes", batch * 1e3, "ms",
-                             copies_in_memory.at("batch 1024x4096") / batch,
-                             memcpy_taking("batch 1024x4096"), std::nullopt));
-    tally.add(report_against("bm put 8 B across nodes (round trip)", round_trip * 1e6, "us",
-                             copies_in_memory.at("put 8") / round_trip, memcpy_taking("put 8"),
-                             std::nullopt));
+    report_against_memcpy("bm",
+                          {{{"put", remote.at("put " + std::to_string(kLargestCopy))},
+                            {"get", remote.at("get " + std::to_string(kLargestCopy))}},
+                           {{"", batch}},
+                           {"put", round_trip}},
+                          copies_in_memory, tally);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "memloom-bench bm failed: %s\n", error.what());
     return 1;

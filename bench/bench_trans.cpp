@@ -3,8 +3,13 @@
 //   - single reads and writes of 4 KiB, 1 MiB and 64 MiB, and batches of 1024 x 4 KiB (scattered
 //     on the remote side), initiated by rank 0 into rank 1's smem_trans_malloc memory;
 //   - within a node (the direct path: the memory is mapped) vs single-thread memcpy, and across
-//     emulated nodes (TCP over loopback) vs a raw TCP stream between two processes;
+//     emulated nodes (the transport MEMLOOM_TRANSPORT picks, over loopback) vs a raw TCP stream
+//     between two processes, with an 8-byte write (a synchronous round trip) vs a raw TCP
+//     ping-pong;
 //   - batched vs the same 4 KiB transfers issued one by one (ops/s).
+// Across nodes, 3 rounds alternate memloom, raw TCP and memcpy of the same bytes (64 MiB; the
+// batch's 4 KiB pieces at its offsets; 8 B), each keeping its best; the memcpy ratios are the
+// reference for UCX over shared memory (UCX_TLS=sm,self), where no TCP is in play.
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -23,8 +28,8 @@ namespace {
 
 constexpr size_t kSizes[] = {4096, 1u << 20, 64u << 20};
 constexpr size_t kLargest = 64u << 20;
-constexpr uint32_t kBatch = 1024;
-constexpr size_t kBatchEntry = 4096;
+constexpr uint32_t kBatch = kBatchPieces;
+constexpr size_t kBatchEntry = kBatchPieceBytes;
 constexpr int kPoolMailbox = 0, kTargetPortMailbox = 1;
 
 // The target: offers a pool of kLargest bytes and waits until the initiator is done.
@@ -42,10 +47,25 @@ Figures target_rank(const RankInfo& info) {
   return {};
 }
 
-// `memloom-bench trans batch` times only the batches across nodes (for profiling the batch path).
-bool g_batches_only = false;
+// What the initiator times besides the batches.
+struct Singles {
+  bool sizes = true;        // off for `memloom-bench trans batch` (profiling the batch path)
+  bool round_trip = false;  // the 8-byte write: across nodes only
+};
 
-Figures initiator_rank(const RankInfo& info) {
+// Batch entries come from the initiator's buffer in order and land scattered over the first
+// 4 MiB of the pool (37 is coprime with 1024), as a KV-cache allocator's blocks do, so no two
+// entries merge into one contiguous transfer.
+BatchOffsets batch_offsets() {
+  BatchOffsets offsets;
+  for (size_t i = 0; i < kBatch; ++i) {
+    offsets.from.push_back(i * kBatchEntry);
+    offsets.to.push_back(i * 37 % kBatch * kBatchEntry);
+  }
+  return offsets;
+}
+
+Figures initiator_rank(const RankInfo& info, Singles singles) {
   TransSession session(info, SMEM_TRANS_SENDER, free_loopback_address());
   auto* pool = reinterpret_cast<char*>(info.rendezvous->wait_for(kPoolMailbox));
   const std::string target =
@@ -55,7 +75,7 @@ Figures initiator_rank(const RankInfo& info) {
   Figures figures;
 
   for (size_t bytes : kSizes) {
-    if (g_batches_only) break;
+    if (!singles.sizes) break;
     const std::string n = std::to_string(bytes);
     std::vector<char> from(bytes, 1), to(bytes, 0);
     auto copy = [&] {
@@ -76,16 +96,21 @@ Figures initiator_rank(const RankInfo& info) {
     figures["read " + n + " vs memcpy"] = reads.speedup;
     figures["memcpy " + n] = std::min(writes.reference_seconds, reads.reference_seconds);
   }
+  if (singles.round_trip) {
+    figures["write 8"] = best_seconds_per_op([&] {
+      check_smem(smem_trans_write(handle, local.data(), target.c_str(), pool, 8, 0),
+                 "smem_trans_write");
+    });
+  }
 
-  // Batch entries land scattered over the first 4 MiB of the pool (37 is coprime with 1024), as
-  // a KV-cache allocator's blocks do, so no two entries merge into one contiguous transfer.
+  const BatchOffsets offsets = batch_offsets();
   std::vector<const void*> sources(kBatch);
   std::vector<void*> sinks(kBatch), targets(kBatch);
   std::vector<const void*> remote_sources(kBatch);
   std::vector<size_t> sizes(kBatch, kBatchEntry);
   for (uint32_t i = 0; i < kBatch; ++i) {
-    char* mine = local.data() + size_t(i) * kBatchEntry;
-    char* theirs = pool + size_t(i * 37u % kBatch) * kBatchEntry;
+    char* mine = local.data() + offsets.from[i];
+    char* theirs = pool + offsets.to[i];
     sources[i] = mine;
     sinks[i] = mine;
     targets[i] = theirs;
@@ -142,14 +167,16 @@ Figures initiator_rank(const RankInfo& info) {
   return figures;
 }
 
-Figures trans_rank(const RankInfo& info) {
-  return info.rank == 0 ? initiator_rank(info) : target_rank(info);
+std::function<Figures(const RankInfo&)> trans_ranks(Singles singles) {
+  return [singles](const RankInfo& info) {
+    return info.rank == 0 ? initiator_rank(info, singles) : target_rank(info);
+  };
 }
 
-// Raw TCP at every size, once before and once after memloom's run (15 samples each, about as
-// many as the transfers get), keeping each size's better time.
+// Raw TCP at every size and 8 B (the ping-pong), once per round (15 samples each, about as many
+// as the transfers get), keeping each size's best time.
 std::map<size_t, double> raw_tcp(std::map<size_t, double> earlier) {
-  for (size_t bytes : kSizes) {
+  for (size_t bytes : {size_t(8), kSizes[0], kSizes[1], kSizes[2]}) {
     const double now = tcp_stream_seconds(bytes);
     auto it = earlier.find(bytes);
     earlier[bytes] = it == earlier.end() ? now : std::min(it->second, now);
@@ -192,15 +219,16 @@ int run_trans(const std::vector<std::string>& args) {
   VerdictTally tally;
   try {
     if (part == "batch") {
-      report_heading("TRANS batches across emulated nodes (TCP over loopback)");
-      g_batches_only = true;
-      report_batches(" across nodes", run_ranks(RankJob{2, 2}, trans_rank), 20.0, tally);
+      report_heading("TRANS batches across emulated nodes (" + across_nodes_transport() +
+                     " transport over loopback)");
+      report_batches(" across nodes", run_ranks(RankJob{2, 2}, trans_ranks({false, false})), 20.0,
+                     tally);
       tally.print("trans");
       return 0;
     }
     if (part != "across") {
       report_heading("TRANS within a node (direct path into mapped smem_trans_malloc memory)");
-      Figures local = run_ranks(RankJob{2, 1}, trans_rank);
+      Figures local = run_ranks(RankJob{2, 1}, trans_ranks({}));
       report_sizes(
           "", local, "memcpy",
           [&](const std::string& key, size_t, double) { return local.at(key + " vs memcpy"); },
@@ -211,15 +239,31 @@ int run_trans(const std::vector<std::string>& args) {
       tally.print("trans");
       return 0;
     }
-    report_heading("TRANS across emulated nodes (TCP over loopback)");
-    std::map<size_t, double> tcp = raw_tcp({});
-    Figures remote = run_ranks(RankJob{2, 2}, trans_rank);
-    tcp = raw_tcp(tcp);
+    report_heading("TRANS across emulated nodes (" + across_nodes_transport() +
+                   " transport over loopback; MEMLOOM_TRANSPORT picks it) vs raw TCP");
+    Figures remote, copies;
+    std::map<size_t, double> tcp;
+    for (int round = 0; round < 3; ++round) {
+      // Alternating rounds, each side keeping its best: all see the machine's load come and go.
+      keep_best_figures(remote, run_ranks(RankJob{2, 2}, trans_ranks({true, true})));
+      tcp = raw_tcp(tcp);
+      keep_best_figures(copies, memcpy_figures(batch_offsets()));
+    }
     report_sizes(
         " across nodes", remote, "raw TCP stream",
         [&](const std::string&, size_t bytes, double seconds) { return tcp.at(bytes) / seconds; },
         0.8, tally);
     report_batches(" across nodes", remote, 20.0, tally);
+    const double round_trip = remote.at("write 8");
+    tally.add(report_against("trans write 8 B across nodes (round trip)", round_trip * 1e6, "us",
+                             tcp.at(8) / round_trip, "raw TCP ping-pong", 1 / 1.2));
+    const std::string largest = " " + std::to_string(kLargest);
+    report_against_memcpy(
+        "trans",
+        {{{"write", remote.at("write" + largest)}, {"read", remote.at("read" + largest)}},
+         {{"write", remote.at("batch write")}, {"read", remote.at("batch read")}},
+         {"write", round_trip}},
+        copies, tally);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "memloom-bench trans failed: %s\n", error.what());
     return 1;

@@ -1,10 +1,14 @@
 // The put/get part shared by `memloom-bench shm` and `bm`: the sizes, how a rank times its copies,
-// and how the parent prints them against memcpy and OpenSHMEM putmem/getmem.
+// and how the parent prints them against memcpy and OpenSHMEM putmem/getmem; and the part shared
+// by `bm` and `trans` across emulated nodes: memcpy of the same bytes, timed in the same rounds.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bench/bench_ranks.h"
 #include "bench/reference.h"
@@ -45,5 +49,41 @@ CopyDisplay display_copy(size_t bytes, double seconds);
 inline constexpr size_t kVerifyBytes = 1u << 20;
 void fill_pattern(void* data, size_t bytes, int seed);
 void expect_pattern(const void* data, size_t bytes, int seed, const std::string& what);
+
+// --- Across emulated nodes against memcpy of the same bytes: issue #22 asks for this under
+// UCX_TLS=sm,self, where no TCP is in play and a raw TCP stream is no reference ---
+
+// "UCX" or "TCP": the transport MEMLOOM_TRANSPORT picks for data between nodes.
+std::string across_nodes_transport();
+
+// Issue #22's batch: 1024 pieces of 4 KiB. Where the pieces lie is each benchmark's own (so none
+// merge into one contiguous transfer): piece i goes from offset from[i] to offset to[i] of
+// buffers of kLargestCopy bytes.
+inline constexpr uint32_t kBatchPieces = 1024;
+inline constexpr size_t kBatchPieceBytes = 4096;
+struct BatchOffsets {
+  std::vector<size_t> from, to;
+};
+
+// Best seconds of memcpy, in this process, over the bytes an across-node round moves: "memcpy
+// 67108864" (kLargestCopy at once), "memcpy batch" (the batch's pieces one after another, at its
+// offsets) and "memcpy 8".
+Figures memcpy_figures(const BatchOffsets& batch);
+
+// Folds one round's figures into the best of the rounds so far: times at their lowest, speed-ups
+// (figures named "... vs ...", as time_puts_and_gets names them) at their highest.
+void keep_best_figures(Figures& best, const Figures& now);
+
+// An across-node run's best seconds, each under its operation's name ("put", "write"; "" for
+// BM's one kind of batch): per kLargestCopy copy, per batch, and per 8-byte copy (a round trip).
+struct AcrossNodeSeconds {
+  std::vector<std::pair<std::string, double>> largest, batches;
+  std::pair<std::string, double> smallest;
+};
+
+// Prints each figure against memcpy_figures' (no targets: issue #22 sets none against memcpy),
+// under a heading naming `api` ("bm", "trans").
+void report_against_memcpy(const std::string& api, const AcrossNodeSeconds& ours,
+                           const Figures& copies, VerdictTally& tally);
 
 }  // namespace memloom::bench
