@@ -120,6 +120,16 @@ void UcxEndpoints::on_connection(ucp_conn_request_h request, void* arg) {
   params.err_handler.arg = self;
   ucp_ep_h ep = nullptr;
   ucs_status_t status = ucp_ep_create(self->worker_.worker(), &params, &ep);
+  if (status == UCS_ERR_UNSUPPORTED) {
+    // What UCX 1.13 answers (after logging "error handling level mismatch") when the requester's
+    // endpoint asked for other error handling: its UCX_TLS differs. The requester only learns
+    // that the connection closed, so this side names the cause.
+    MEMLOOM_LOG(kWarn, ucx_error("transport: refused a peer's connection", status)
+                           << ": its endpoint's error handling differs from this process's ("
+                           << self->worker_.endpoint_setting()
+                           << "); every process of a job must use the same UCX_TLS");
+    return;
+  }
   if (status != UCS_OK) {
     MEMLOOM_LOG(kWarn, ucx_error("transport: accepting a peer", status));
     return;

@@ -22,6 +22,13 @@ Nonce nonce_of(const uint8_t* bytes) {
   return nonce;
 }
 
+// What a requester's endpoint fails with when the owner's UCX refuses the connection: seen as
+// either, depending on which side's UCX noticed first.
+bool closed_by_owner(ucs_status_t status) {
+  return status == UCS_ERR_NOT_CONNECTED || status == UCS_ERR_ENDPOINT_TIMEOUT ||
+         status == UCS_ERR_CONNECTION_RESET;
+}
+
 }  // namespace
 
 void UcxJobGate::prove_to(const std::shared_ptr<UcxPeer>& peer, Deadline deadline) {
@@ -43,8 +50,19 @@ void UcxJobGate::prove_to(const std::shared_ptr<UcxPeer>& peer, Deadline deadlin
   }
   auto lock = pending_.lock();
   if (!pending->answered) {
+    std::string hint;
+    if (!pending->challenged && closed_by_owner(peer->failure())) {
+      // The owner's UCX closes a connection whose endpoint error handling differs from its own
+      // without saying why; its log names the cause ("refused a peer's connection").
+      hint =
+          " before the job proof began: if the owner runs, its UCX_TLS may differ from this"
+          " process's (" +
+          worker_.endpoint_setting() +
+          "), and UCX refuses such a connection; every process of a job must use the same"
+          " UCX_TLS";
+    }
     raise(Status::kCommunication,
-          ucx_error("transfer with " + peer->address() + " failed", peer->failure()));
+          ucx_error("transfer with " + peer->address() + " failed", peer->failure()) + hint);
   }
   if (!pending->refusal.empty()) {
     raise(Status::kCommunication, "transport endpoint " + peer->address() + ": " +
@@ -92,6 +110,10 @@ void UcxJobGate::take_challenge(const void* data, size_t length) {
   if (!challenge) return;
   std::shared_ptr<Pending> pending = pending_.find(challenge->hello_id);
   if (!pending) return;  // the requester gave up meanwhile
+  {
+    auto lock = pending_.lock();
+    pending->challenged = true;
+  }
   const std::string& owner = pending->peer->address();
   const Nonce owner_nonce = nonce_of(challenge->nonce);
   std::string refusal;

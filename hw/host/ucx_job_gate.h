@@ -58,7 +58,8 @@ class UcxJobGate {
     std::shared_ptr<UcxPeer> peer;
     Nonce nonce{};
     bool answered = false;
-    std::string refusal;  // why the owner is not admitted, or refused us ("" when admitted)
+    bool challenged = false;  // the owner's challenge came: the connection worked
+    std::string refusal;      // why the owner is not admitted, or refused us ("" when admitted)
   };
   // The owner's side of a hello, until its proof arrives.
   struct Challenge {

@@ -74,6 +74,7 @@ bool ucx_supports_cuda_memory() {
 }
 
 UcxWorker::UcxWorker(bool rma) {
+  if (const char* chosen = std::getenv("UCX_TLS")) user_transports_ = chosen;
   ucp_config_t* config = nullptr;
   ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
   if (status != UCS_OK) raise(Status::kCommunication, ucx_error("UCX configuration", status));
@@ -119,8 +120,7 @@ UcxWorker::UcxWorker(bool rma) {
 ucs_status_t UcxWorker::reopen_for_host_local_transports(ucp_config_t* config,
                                                          const ucp_params_t& params) {
   error_mode_ = UCP_ERR_HANDLING_MODE_NONE;
-  const char* chosen = std::getenv("UCX_TLS");
-  const std::string transports = chosen == nullptr ? "" : chosen;
+  const std::string& transports = user_transports_;
   warn_of_deadline_only_failures(transports);
   // UCX's client-server connections (memloom's listener) fail unless a network transport is
   // enabled on the device the listener's address belongs to ("device lo is not enabled"). With tcp
@@ -134,6 +134,12 @@ ucs_status_t UcxWorker::reopen_for_host_local_transports(ucp_config_t* config,
   const ucs_status_t status = ucp_config_modify(config, "TLS", with_tcp.c_str());
   if (status != UCS_OK) return status;
   return ucp_init(&params, config, &context_);
+}
+
+std::string UcxWorker::endpoint_setting() const {
+  return "UCX_TLS=" + (user_transports_.empty() ? std::string("(unset)") : user_transports_) +
+         (error_mode_ == UCP_ERR_HANDLING_MODE_PEER ? ", endpoints with peer error handling"
+                                                    : ", endpoints without peer error handling");
 }
 
 UcxWorker::~UcxWorker() {

@@ -42,6 +42,9 @@ class UcxWorker {
   // UCP_ERR_HANDLING_MODE_PEER (UCX reports a dead peer), or NONE where UCX_TLS leaves only
   // transports within this host, which cannot serve PEER: then memloom's deadlines find dead peers.
   ucp_err_handling_mode_t error_mode() const { return error_mode_; }
+  // "UCX_TLS=sm,self, endpoints without peer error handling": what a peer of a job whose setting
+  // differs must be told, since UCX refuses to connect endpoints whose error handling differs.
+  std::string endpoint_setting() const;
 
   // Whether a wait asks the caller's interrupt check (src/base/interrupt_check.h). Waits of a
   // transfer do; waits that release what a failed transfer holds (closing an endpoint, handing
@@ -70,6 +73,8 @@ class UcxWorker {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   ucp_err_handling_mode_t error_mode_ = UCP_ERR_HANDLING_MODE_PEER;
+  // The user's UCX_TLS as this worker found it (before tcp was added), "" where unset.
+  std::string user_transports_;
   int event_fd_ = -1;
   int wake_pipe_[2] = {-1, -1};
   std::atomic<bool> stopping_{false};
