@@ -15,6 +15,15 @@
 
 namespace memloom::host {
 
+// A piece of a UCX message's iov list in memory the CPU cannot touch: UCX gets the message's
+// pooled buffer at `offset` in its place, and the staging copies between the two (the UCX
+// transport's requester, ucx_am_requests.h, and owner, ucx_am_server.h, alike).
+struct StagedIovPart {
+  size_t part;  // index into the message's iov list
+  std::byte* device;
+  size_t offset;  // in the message's pooled buffer
+};
+
 class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool> {
  public:
   // `staging` must outlive every lease. Up to `kept` free buffers of `buffer_bytes` are kept.

@@ -25,14 +25,6 @@ constexpr size_t kWindow = 8;
 // requests that still reference the caller's buffers before leaving them to it.
 constexpr auto kReleaseTimeout = std::chrono::seconds(2);
 
-// A piece of a message's payload in memory the CPU cannot touch: it goes through the message's
-// staging buffer at `offset` (ucx_am_requests.h, "Staging").
-struct StagedPart {
-  size_t part;  // index into Message::local
-  std::byte* device;
-  size_t offset;
-};
-
 }  // namespace
 
 struct UcxAmRequests::Call {
@@ -51,7 +43,7 @@ struct UcxAmRequests::Message {
   size_t bytes = 0;
   std::string header;  // AmRequestHeader + ranges: UCX reads it until the send completes
   std::weak_ptr<UcxAmRequests::Call> call;
-  std::vector<StagedPart> staged;
+  std::vector<StagedIovPart> staged;  // parts of `local` (ucx_am_requests.h, "Staging")
   size_t staged_bytes = 0;
   StagingBufferPool::Lease buffer;  // the staged parts' host memory, from send() until retired
   // Guarded by the pending table's lock.
@@ -296,7 +288,7 @@ class UcxAmRequests::Run {
   void stage(Message& message) {
     message.buffer = owner_.staging_->lease(message.staged_bytes);
     std::vector<StagingCopy> copies;
-    for (const StagedPart& staged : message.staged) {
+    for (const StagedIovPart& staged : message.staged) {
       ucp_dt_iov_t& part = message.local[staged.part];
       part.buffer = message.buffer.data() + staged.offset;
       if (message.direction == Direction::kWrite) {
@@ -325,7 +317,7 @@ class UcxAmRequests::Run {
         succeeded = message.status == Status::kSuccess;
       }
       if (!succeeded || message.direction != Direction::kRead) continue;
-      for (const StagedPart& staged : message.staged) {
+      for (const StagedIovPart& staged : message.staged) {
         const ucp_dt_iov_t& part = message.local[staged.part];
         copies.push_back({staged.device, part.buffer, part.length});
       }

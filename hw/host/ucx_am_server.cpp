@@ -19,14 +19,6 @@ namespace msg = ucx_messages;
 // How long one staging copy (at most a message's payload) may take in a handler.
 constexpr auto kStagingTimeout = std::chrono::seconds(10);
 
-// A range of a request in memory the CPU cannot touch: it goes through the request's staging
-// buffer at `offset`.
-struct StagedRange {
-  size_t part;  // index into Request::iov
-  std::byte* device;
-  size_t offset;
-};
-
 }  // namespace
 
 // One request being served: its ranges, the holds on their regions, and what a reply or a receive
@@ -42,7 +34,7 @@ struct UcxAmServer::Request {
   // Device ranges (ucx_am_server.h, "Device memory"); their host buffer lives until the reply's
   // send completed or the write's bytes were copied on.
   BufferStaging* staging = nullptr;
-  std::vector<StagedRange> staged;
+  std::vector<StagedIovPart> staged;
   size_t staged_bytes = 0;
   StagingBufferPool::Lease buffer;
 };
@@ -104,7 +96,7 @@ void fail(std::unique_ptr<UcxAmServer::Request> request, const std::string& why)
 // A write's staged bytes, now in the request's host buffer, on to the device ranges.
 void copy_staged_write(UcxAmServer::Request& request) {
   std::vector<StagingCopy> copies;
-  for (const StagedRange& staged : request.staged) {
+  for (const StagedIovPart& staged : request.staged) {
     copies.push_back(
         {staged.device, request.buffer.data() + staged.offset, request.iov[staged.part].length});
   }
@@ -224,7 +216,7 @@ bool UcxAmServer::stage(std::unique_ptr<Request>& request, bool read) {
   try {
     request->buffer = staging_->lease(request->staged_bytes);
     std::vector<StagingCopy> copies;
-    for (const StagedRange& staged : request->staged) {
+    for (const StagedIovPart& staged : request->staged) {
       ucp_dt_iov_t& part = request->iov[staged.part];
       part.buffer = request->buffer.data() + staged.offset;
       if (read) copies.push_back({part.buffer, staged.device, part.length});
