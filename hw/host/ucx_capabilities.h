@@ -26,12 +26,9 @@ std::vector<std::string> parse_ucx_resources(const std::string& print_info);
 // The resources of an open context (what ucp_context_print_info lists for it).
 std::vector<std::string> context_resources(ucp_context_h context);
 
-// A transport that reaches only processes of this host: shared memory (posix, sysv, knem, xpmem),
-// cross-memory attach (cma), loopback (self) and GPU copies (cuda_*, rocm_*, gdr_copy). UCX 1.13
-// serves no endpoint with peer error handling over any of them.
-bool is_host_local_resource(const std::string& resource);
 // Whether some resource can serve an endpoint with peer error handling (UCX_TLS left it a network
-// transport). False for an empty list: UCX found nothing at all, and that fails elsewhere.
+// transport, not only shared memory, cross-memory attach, self or GPU copies). False for an empty
+// list: UCX found nothing at all, and that fails elsewhere.
 bool offers_peer_failure_detection(const std::vector<std::string>& resources);
 // The same for this process's UCX (ucx_resources()): whether the UCX transport learns of a dead
 // peer from UCX or only at the deadline of the call that waits for it.
