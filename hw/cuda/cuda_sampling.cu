@@ -50,14 +50,8 @@ struct Sample {
   int32_t center;  // the centre's position in the call
 };
 
-__device__ void write_sample(const kernels::SampleArgs& args, const Sample& sample) {
-  if (args.col.dtype == kernels::DType::kInt) {
-    static_cast<int32_t*>(args.out_nodes)[sample.at] = static_cast<int32_t>(sample.node);
-  } else {
-    static_cast<int64_t*>(args.out_nodes)[sample.at] = sample.node;
-  }
-  if (args.out_center != nullptr) args.out_center[sample.at] = sample.center;
-  if (args.out_edge != nullptr) args.out_edge[sample.at] = sample.edge;
+__device__ void write_held(const kernels::SampleArgs& args, const Sample& sample) {
+  if (sample.valid) kernels::write_sample(args, sample.at, sample.node, sample.edge, sample.center);
 }
 
 // A warp per 32 consecutive centres. Lane t first reads centre t's offsets and row (32 reads in
@@ -102,11 +96,11 @@ __global__ void __launch_bounds__(kThreads) sample_by_warps(kernels::SampleArgs 
       const bool mine = static_cast<int>(lane) < k_q;
       const int64_t edge = start_q + position;
       const int64_t node = mine ? kernels::load_integer(args.col, edge) : 0;
-      if (held.valid) write_sample(args, held);
+      write_held(args, held);
       held = Sample{mine, static_cast<int64_t>(out_q) + lane, node, edge,
                     static_cast<int32_t>(first + q)};
     }
-    if (held.valid) write_sample(args, held);
+    write_held(args, held);
     held.valid = false;
   }
 }

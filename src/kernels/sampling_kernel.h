@@ -88,6 +88,19 @@ MEMLOOM_HOST_DEVICE inline bool needs_pick_scratch(bool weighted, int32_t max_sa
   return weighted || max_samples > kLocalPicks;
 }
 
+// One sample at output position `at`: the node, and where asked the centre's position in the
+// call and the edge id (the per-centre kernel here and the CUDA warp kernel, cuda_sampling.cu).
+MEMLOOM_HOST_DEVICE inline void write_sample(const SampleArgs& args, int64_t at, int64_t node,
+                                             int64_t edge, int64_t center_position) {
+  if (args.col.dtype == DType::kInt) {
+    static_cast<int32_t*>(args.out_nodes)[at] = static_cast<int32_t>(node);
+  } else {
+    static_cast<int64_t*>(args.out_nodes)[at] = node;
+  }
+  if (args.out_center != nullptr) args.out_center[at] = static_cast<int32_t>(center_position);
+  if (args.out_edge != nullptr) args.out_edge[at] = edge;
+}
+
 // Launched with center_count + 1 items: the last writes counts[center_count] = 0.
 struct SampleCountKernel {
   using Args = SampleArgs;
@@ -186,14 +199,7 @@ struct SampleNeighboursKernel {
                                                 int64_t start, int64_t k, const int64_t* picked) {
     for (int64_t j = 0; j < k; ++j) {
       const int64_t edge = start + (picked != nullptr ? picked[j] : j);
-      const int64_t node = load_integer(args.col, edge);
-      if (args.col.dtype == DType::kInt) {
-        static_cast<int32_t*>(args.out_nodes)[out + j] = static_cast<int32_t>(node);
-      } else {
-        static_cast<int64_t*>(args.out_nodes)[out + j] = node;
-      }
-      if (args.out_center != nullptr) args.out_center[out + j] = static_cast<int32_t>(i);
-      if (args.out_edge != nullptr) args.out_edge[out + j] = edge;
+      write_sample(args, out + j, load_integer(args.col, edge), edge, i);
     }
   }
 };

@@ -40,10 +40,9 @@ struct ScanResults {
 
 ScanResults scan_results(wm::StreamWork& work, size_t count) {
   ScanResults results;
-  results.flag_at = (count + 1) * sizeof(int32_t);
-  results.flag_at += results.flag_at % sizeof(unsigned long long);
-  results.offsets =
-      static_cast<int32_t*>(work.device_buffer(results.flag_at + sizeof(unsigned long long)));
+  constexpr size_t kFlag = sizeof(unsigned long long);
+  results.flag_at = ((count + 1) * sizeof(int32_t) + kFlag - 1) / kFlag * kFlag;
+  results.offsets = static_cast<int32_t*>(work.device_buffer(results.flag_at + kFlag));
   return results;
 }
 
