@@ -17,6 +17,7 @@
 #include "hw/host/ucx_transport.h"
 #include "memloom/error.h"
 #include "tests/hal/protected_memory_staging.h"
+#include "tests/hal/staged_transport_test.h"
 #include "tests/support/scoped_env.h"
 #include "tests/support/status_of.h"
 
@@ -36,52 +37,18 @@ Deadline soon() {
   return Deadline::after(std::chrono::seconds(30));
 }
 
-class UcxStaging : public ::testing::Test {
+class UcxStaging : public test::StagedTransportTest<host::UcxTransport> {
  protected:
   void SetUp() override {
     options.job_secret.fill(7);
-    auto server_staging = std::make_unique<ProtectedMemoryStaging>(kBytes + 4096);
-    auto requester_staging = std::make_unique<ProtectedMemoryStaging>(kBytes);
-    remote_device = server_staging.get();
-    local_device = requester_staging.get();
-    server = std::make_unique<host::UcxTransport>(options, std::move(server_staging));
-    requester = std::make_unique<host::UcxTransport>(options, std::move(requester_staging));
-    server->expose(remote_device->device(), kBytes + 4096);
-    remote_host.assign(kBytes, std::byte{0});
-    server->expose(remote_host.data(), remote_host.size());
-  }
-  void TearDown() override {
-    requester.reset();
-    server.reset();
+    start(options);
   }
 
-  static constexpr size_t kBytes = 64u << 20;
   hal::TransportOptions options;
-  ProtectedMemoryStaging* remote_device = nullptr;  // owned by server
-  ProtectedMemoryStaging* local_device = nullptr;   // owned by requester
-  std::unique_ptr<host::UcxTransport> server, requester;
-  std::vector<std::byte> remote_host;
 };
 
 TEST_F(UcxStaging, DeviceMemoryOnBothSidesIsByteExactUpTo64MiB) {
-  uint32_t seed = 1;
-  for (size_t size :
-       {size_t{1}, size_t{4099}, (size_t{2} << 20) + 1, (size_t{5} << 20) + 3, kBytes}) {
-    const size_t offset = size == kBytes ? 0 : 4096 - size % 4096;
-    auto data = random_bytes(size, seed++);
-    local_device->fill(0, data);
-    requester->transfer(server->address(),
-                        {Op{Direction::kWrite, remote_device->device_address(offset),
-                            local_device->device(), size}},
-                        soon());
-    ASSERT_EQ(remote_device->peek(offset, size), data) << size << " B device-to-device write";
-    local_device->fill(0, std::vector<std::byte>(size, std::byte{0}));
-    requester->transfer(
-        server->address(),
-        {Op{Direction::kRead, remote_device->device_address(offset), local_device->device(), size}},
-        soon());
-    ASSERT_EQ(local_device->peek(0, size), data) << size << " B device-to-device read";
-  }
+  ASSERT_NO_FATAL_FAILURE(check_device_round_trips());
   // Staged a message at a time through pooled buffers, never the whole op in one host buffer.
   EXPECT_LE(local_device->largest_copy(), kChunk);
   EXPECT_LE(remote_device->largest_copy(), kChunk);
@@ -90,36 +57,7 @@ TEST_F(UcxStaging, DeviceMemoryOnBothSidesIsByteExactUpTo64MiB) {
 }
 
 TEST_F(UcxStaging, HostAndDeviceMemoryMixInOneOrderedBatch) {
-  // Op i writes slot i from device or host memory (alternating) to remote device or host memory
-  // (every third to host); the reads that follow in the same call read every slot back.
-  constexpr size_t kCount = 2000, kSlot = 64;
-  std::vector<std::byte> local_host(kCount * kSlot);
-  auto written = random_bytes(kCount * kSlot, 9);
-  local_device->fill(0, written);
-  std::memcpy(local_host.data(), written.data(), written.size());
-  std::vector<std::byte> back_host(kCount * kSlot);
-  std::vector<Op> ops;
-  auto remote = [&](size_t i) {
-    return i % 3 == 0 ? reinterpret_cast<uint64_t>(remote_host.data() + i * kSlot)
-                      : remote_device->device_address(i * kSlot);
-  };
-  for (size_t i = 0; i < kCount; ++i) {
-    std::byte* local = i % 2 == 0 ? local_device->device() : local_host.data();
-    ops.push_back(Op{Direction::kWrite, remote(i), local + i * kSlot, kSlot});
-  }
-  for (size_t i = 0; i < kCount; ++i) {
-    // Reads land in device memory past the written bytes, or in host memory.
-    std::byte* local = i % 2 == 0 ? local_device->device() + kCount * kSlot : back_host.data();
-    ops.push_back(Op{Direction::kRead, remote(i), local + i * kSlot, kSlot});
-  }
-  requester->transfer(server->address(), ops, soon());
-  auto device_back = local_device->peek(kCount * kSlot, kCount * kSlot);
-  for (size_t i = 0; i < kCount; ++i) {
-    const std::byte* want = written.data() + i * kSlot;
-    const std::byte* got =
-        i % 2 == 0 ? device_back.data() + i * kSlot : back_host.data() + i * kSlot;
-    ASSERT_EQ(std::memcmp(got, want, kSlot), 0) << "slot " << i;
-  }
+  check_mixed_ordered_batch();
 }
 
 TEST_F(UcxStaging, ADeviceReadThenAWriteFromTheSameBufferStayInOrder) {
