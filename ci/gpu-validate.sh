@@ -225,7 +225,8 @@ fi
 # CUDA memory support, so device memory is staged through page-locked buffers on UCX's am path.
 # GPU_VALIDATE_UCX_TESTS=none leaves this run out.
 ucx_rc=0
-ucx_regex=${GPU_VALIDATE_UCX_TESTS:-'^(ucx\.PlatformTransport|BmTwoNodes|BmRdmaOps|UcxStaging|TransDeviceMemory)'}
+# Parameterised suites carry their instantiation's name first (DataOps/BmRdmaOps.*).
+ucx_regex=${GPU_VALIDATE_UCX_TESTS:-'(^|/)(ucx\.PlatformTransport|BmTwoNodes|BmRdmaOps|UcxStaging|TransDeviceMemory)'}
 if [[ $ucx_regex != none ]]; then
   saved_regex=$tests_regex
   tests_regex=$ucx_regex
