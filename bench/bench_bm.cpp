@@ -2,8 +2,7 @@
 // the same run.
 //   - put = smem_bm_copy H2G (private host memory to rank 1's device slot), get = G2H, by rank 0
 //     with rank 1 on the same node: vs single-thread memcpy and OpenSHMEM putmem/getmem;
-//   - with rank 1 on another emulated node (through the transport MEMLOOM_TRANSPORT picks, over
-//     loopback): 64 MiB
+//   - with rank 1 on another emulated node (through the UCX transport, over loopback): 64 MiB
 //     put/get vs a raw TCP stream between two processes; 1024 x 4 KiB in one smem_bm_copy_batch
 //     vs the same copies one by one; an 8-byte put (a synchronous round trip) vs a raw TCP
 //     ping-pong. Rounds alternate memloom and TCP, each side keeping its best (issue #22's goals:
@@ -104,7 +103,7 @@ int run_bm(const std::vector<std::string>&) {
     report_copies("bm", copies, shmem, tally);
 
     report_heading("BM across emulated nodes (" + across_nodes_transport() +
-                   " transport over loopback; MEMLOOM_TRANSPORT picks it) vs raw TCP");
+                   ", over loopback) vs raw TCP");
     Figures remote, copies_in_memory;
     double tcp_stream = 1e30, tcp_ping_pong = 1e30;
     for (int round = 0; round < 3; ++round) {

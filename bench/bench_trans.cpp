@@ -3,7 +3,7 @@
 //   - single reads and writes of 4 KiB, 1 MiB and 64 MiB, and batches of 1024 x 4 KiB (scattered
 //     on the remote side), initiated by rank 0 into rank 1's smem_trans_malloc memory;
 //   - within a node (the direct path: the memory is mapped) vs single-thread memcpy, and across
-//     emulated nodes (the transport MEMLOOM_TRANSPORT picks, over loopback) vs a raw TCP stream
+//     emulated nodes (the UCX transport, over loopback) vs a raw TCP stream
 //     between two processes, with an 8-byte write (a synchronous round trip) vs a raw TCP
 //     ping-pong;
 //   - batched vs the same 4 KiB transfers issued one by one (ops/s).
@@ -240,7 +240,7 @@ int run_trans(const std::vector<std::string>& args) {
       return 0;
     }
     report_heading("TRANS across emulated nodes (" + across_nodes_transport() +
-                   " transport over loopback; MEMLOOM_TRANSPORT picks it) vs raw TCP");
+                   ", over loopback) vs raw TCP");
     Figures remote, copies;
     std::map<size_t, double> tcp;
     for (int round = 0; round < 3; ++round) {

@@ -95,8 +95,9 @@ void expect_pattern(const void* data, size_t bytes, int seed, const std::string&
 }
 
 std::string across_nodes_transport() {
-  const char* transport = std::getenv("MEMLOOM_TRANSPORT");
-  return transport != nullptr && std::string(transport) == "ucx" ? "UCX" : "TCP";
+  const char* transports = std::getenv("UCX_TLS");
+  return std::string("UCX transport, UCX_TLS=") +
+         (transports != nullptr && *transports != '\0' ? transports : "unset");
 }
 
 Figures memcpy_figures(const BatchOffsets& batch) {

@@ -53,7 +53,7 @@ void expect_pattern(const void* data, size_t bytes, int seed, const std::string&
 // --- Across emulated nodes against memcpy of the same bytes: issue #22 asks for this under
 // UCX_TLS=sm,self, where no TCP is in play and a raw TCP stream is no reference ---
 
-// "UCX" or "TCP": the transport MEMLOOM_TRANSPORT picks for data between nodes.
+// "UCX transport, UCX_TLS=...": what carries data between nodes, with the user's UCX_TLS.
 std::string across_nodes_transport();
 
 // Issue #22's batch: 1024 pieces of 4 KiB. Where the pieces lie is each benchmark's own (so none

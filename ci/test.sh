@@ -6,7 +6,7 @@
 #         load tests (hundreds of processes: minutes under ASan, and they test capacity, not memory
 #         safety);
 #   tsan  a ThreadSanitizer build (build-tsan) of the store and HAL tests only, running the store
-#         tests, the collectives tests and the TCP transport's serving and connection tests;
+#         tests, the collectives tests and the UCX transport's pair tests;
 #   fuzz  ci/fuzz.sh: the libFuzzer targets (clang) replay their regression inputs, then fuzz for
 #         MEMLOOM_FUZZ_SECONDS each (30 here).
 # The plain stage runs the Python tests too (ctest label "python": pytest files under python/tests,
@@ -107,10 +107,9 @@ if [[ " $sanitizers " == *" tsan "* ]]; then
   # The CPU budget of SixteenRanksDoManyBarriersWithoutBurningCpu (1.5 s for 16 ranks) measures
   # the barrier's waiting policy, not races; TSan's instrumentation spends 2.0-2.1 s there
   # (0.3 s in the plain build, which runs it, as does the ASan stage).
-  # The TCP transport's serving threads and per-peer connections: TcpServing, TransportPair
-  # (about 7 s under TSan).
+  # The UCX transport's threads (callers, the progress thread, UCX's callbacks): TransportPair.
   ctest --test-dir build-tsan --output-on-failure -j "$jobs" --timeout 300 -L hal \
-    -R 'Collectives|^TcpServing\.|^TransportPair\.' -E 'WithoutBurningCpu|^ucx'
+    -R 'Collectives|^TransportPair\.' -E 'WithoutBurningCpu|^ucx'
   check_no_shm_left "the tsan tests"
   stage_done "the tsan tests"
 fi

@@ -1,4 +1,4 @@
-# UCX (https://openucx.org): the UCX transport between nodes (hw/host/ucx_*, MEMLOOM_TRANSPORT=ucx).
+# UCX (https://openucx.org): the transport between nodes (hw/host/ucx_*).
 # Required, so that every build carries it and CI tests it. Found through pkg-config's `ucx`, else
 # by its header and libraries (HPC-X and other installs under UCX_ROOT / MEMLOOM_DEPS_ROOT). Needs
 # UCP API >= 1.13.

@@ -147,19 +147,7 @@ std::string joined(const std::vector<std::string>& items) {
 }
 
 void print_transport(const memloom::hal::TransportSupport& t) {
-  if (t.configured_error.empty()) {
-    std::printf("transport: %s (%s); objects asking for RDMA (SMEMB_DATA_OP_ROCE) use ucx\n",
-                t.configured.c_str(),
-                t.configured_source == "default" ? "default; MEMLOOM_TRANSPORT=ucx picks UCX"
-                                                 : "MEMLOOM_TRANSPORT");
-  } else {
-    std::printf("transport: error: %s\n", t.configured_error.c_str());
-  }
-  if (!t.ucx) {
-    std::printf("ucx:       not built in\n");
-    return;
-  }
-  std::printf("ucx:       %s built in; RDMA transport: %s; CUDA memory: %s; data path: %s\n",
+  std::printf("transport: ucx %s; RDMA transport: %s; CUDA memory: %s; data path: %s\n",
               t.ucx_version.c_str(), t.ucx_rdma ? "yes" : "no (no rc, dc or ud resource)",
               t.ucx_cuda_memory ? "yes" : "no", t.ucx_data_path.c_str());
   if (!t.ucx_error.empty()) {
@@ -176,11 +164,7 @@ std::string transport_json(const std::optional<memloom::hal::TransportSupport>& 
   for (size_t i = 0; i < t.ucx_resources.size(); ++i)
     resources += (i ? ", " : "") + json_string(t.ucx_resources[i]);
   resources += "]";
-  return "{\"configured\": " + json_string(t.configured) +
-         ", \"source\": " + json_string(t.configured_source) +
-         ", \"error\": " + json_string(t.configured_error) +
-         ", \"ucx\": {\"built_in\": " + (t.ucx ? "true" : "false") +
-         ", \"version\": " + json_string(t.ucx_version) +
+  return "{\"ucx\": {\"version\": " + json_string(t.ucx_version) +
          ", \"rdma\": " + (t.ucx_rdma ? "true" : "false") +
          ", \"cuda_memory\": " + (t.ucx_cuda_memory ? "true" : "false") +
          ", \"data_path\": " + json_string(t.ucx_data_path) + ", \"resources\": " + resources +
@@ -193,8 +177,6 @@ std::string transport_json(const std::optional<memloom::hal::TransportSupport>& 
 memloom::tools::PathFacts path_facts(const Report& r) {
   memloom::tools::PathFacts facts;
   facts.backend = r.backend;
-  facts.transport = r.transport->configured;
-  facts.transport_error = r.transport->configured_error;
   facts.ucx_rdma = r.transport->ucx_rdma;
   facts.ucx_cuda_memory = r.transport->ucx_cuda_memory;
   facts.ptrace_scope = memloom::tools::read_ptrace_scope();
@@ -217,11 +199,8 @@ std::string ptrace_text(int scope) {
 void print_paths(const Report& r) {
   using memloom::tools::peer_place_text;
   const auto& f = r.path_facts;
-  std::printf(
-      "paths (%s backend, transport %s, ptrace_scope %s; the path each kind of peer's "
-      "bytes take):\n",
-      f.backend.c_str(), f.transport.empty() ? "(invalid)" : f.transport.c_str(),
-      ptrace_text(f.ptrace_scope).c_str());
+  std::printf("paths (%s backend, ptrace_scope %s; the path each kind of peer's bytes take):\n",
+              f.backend.c_str(), ptrace_text(f.ptrace_scope).c_str());
   for (const auto& row : memloom::tools::path_table(f)) {
     std::printf("  %s\n", row.title.c_str());
     for (const auto& entry : row.entries) {
@@ -244,7 +223,6 @@ std::string paths_json(const Report& r) {
   if (!r.backend_error.empty()) return "null";
   const auto& f = r.path_facts;
   std::string out = "{\"backend\": " + json_string(f.backend) +
-                    ", \"transport\": " + json_string(f.transport) +
                     ", \"ptrace_scope\": " + std::to_string(f.ptrace_scope) +
                     ", \"trans_staging_forced\": " + (f.trans_staging_forced ? "true" : "false") +
                     ", \"gpu_pairs_without_peer_access\": [";

@@ -65,37 +65,25 @@ PathEntry wholememory_same_node(const PathFacts& f, bool device) {
 
 // A BM object's transport to other nodes: BmCopyEngine::plan (src/smem/bm/bm_copy_engine.cpp)
 // sends every copy with a rank that is not same_node (bm_object.cpp) to the object's
-// hal::Transport, which Platform::create_transport picks (hw/host/transport_choice.cpp
-// transport_for: an RDMA request is UCX whatever MEMLOOM_TRANSPORT says).
+// hal::Transport, the UCX transport on both backends (Platform::create_transport).
 PathEntry bm_other_node(const PathFacts& f, bool rdma_request) {
-  if (!rdma_request && !f.transport_error.empty()) {
-    return {PeerPlace::kOtherNode, "error", f.transport_error};
-  }
-  const bool ucx = rdma_request || f.transport == "ucx";
-  const std::string why = rdma_request ? "RDMA requested" : "MEMLOOM_TRANSPORT=ucx";
-  if (ucx && cuda(f) && !f.ucx_cuda_memory) {
+  if (cuda(f) && !f.ucx_cuda_memory) {
     // hw/cuda/cuda_platform.cpp CudaPlatform::create_transport: where UCX does not register
     // CUDA memory, the UCX transport stages device memory through host buffers, on its am path.
     return {PeerPlace::kOtherNode, "hal_ucx_staged",
-            "UCX transport (" + why +
-                "), device memory staged through pinned host buffers on its am data path (this "
-                "UCX has no CUDA memory support)"};
+            "UCX transport, device memory staged through pinned host buffers on its am data path "
+            "(this UCX has no CUDA memory support)"};
   }
-  if (ucx) {
-    // bm_object.cpp transport_request: without an RDMA resource the object still gets UCX, with
-    // a warning; UCX then runs over its other transports.
-    if (f.ucx_rdma) {
-      return {PeerPlace::kOtherNode, "hal_ucx_rdma",
-              "UCX transport (" + why + "): RDMA (UCX offers rc, dc or ud here)"};
-    }
-    return {PeerPlace::kOtherNode, "hal_ucx",
-            "UCX transport (" + why + ") over its TCP: UCX offers no rc, dc or ud here" +
-                (rdma_request ? " (smem_bm_create warns)" : "")};
+  if (f.ucx_rdma) {
+    return {PeerPlace::kOtherNode, "hal_ucx_rdma",
+            "UCX transport: RDMA (UCX offers rc, dc or ud here)"};
   }
-  // hw/host/tcp_transport.h; on CUDA with host::BufferStaging on both sides.
-  return {PeerPlace::kOtherNode, "hal_tcp",
-          std::string("memloom's TCP transport (MEMLOOM_TRANSPORT tcp, the default)") +
-              (cuda(f) ? ", device memory staged through pinned host buffers" : "")};
+  // bm_object.cpp warn_if_rdma_is_missing: an object that asks for RDMA still gets UCX, with a
+  // warning; UCX then runs over its other transports.
+  return {PeerPlace::kOtherNode, "hal_ucx",
+          std::string("UCX transport over TCP (or what UCX_TLS names): UCX offers no rc, dc or ud "
+                      "here") +
+              (rdma_request ? " (smem_bm_create warns)" : "")};
 }
 
 // WholeMemory across nodes: DISTRIBUTED and HIERARCHY memory reach other nodes' partitions
@@ -103,7 +91,7 @@ PathEntry bm_other_node(const PathFacts& f, bool rdma_request) {
 // hierarchy_memory.h); CONTINUOUS and CHUNKED need one node (src/wholememory/communicator.cpp).
 // The collectives: NCCL on CUDA (host collectives where ranks share a GPU:
 // CudaPlatform::create_collectives), ZeroMQ between nodes on the emulated backend
-// (hw/host/hierarchical_collectives.h). MEMLOOM_TRANSPORT does not apply.
+// (hw/host/hierarchical_collectives.h). The UCX transport does not apply.
 PathEntry wholememory_other_node(const PathFacts& f) {
   if (cuda(f)) {
     return {PeerPlace::kOtherNode, "collectives_nccl",
@@ -141,13 +129,13 @@ PathEntry trans_direct_same_node(const PathFacts& f) {
           "memfd mapping for smem_trans_malloc memory" + needs +
               "; other registered memory: " + scope + rule +
               ", so the first such copy is refused and from then on every copy with that peer "
-              "goes over the instance's transport (MEMLOOM_TRANSPORT)"};
+              "goes over the instance's transport (UCX)"};
 }
 
 // TRANS's network path: Engine::transfer_by_transport (src/smem/trans/trans_engine.cpp) sends
 // what no same-node path takes to the instance's hal::Transport, which Engine::create opens as
-// a BM object without RDMA data ops does (TransportRequest::kConfigured); it needs a network data
-// op (HOST_TCP, in the default dataOpType). `place`: where the peer is; `note`: why it is used.
+// a BM object does; it needs a network data op (HOST_TCP, in the default dataOpType). `place`:
+// where the peer is; `note`: why it is used.
 PathEntry trans_transport(const PathFacts& f, PeerPlace place, const std::string& note = "") {
   PathEntry entry = bm_other_node(f, false);
   entry.place = place;

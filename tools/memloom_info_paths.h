@@ -18,8 +18,6 @@ namespace memloom::tools {
 
 struct PathFacts {
   std::string backend;           // "cuda" or "emulated" (Platform::name())
-  std::string transport;         // what MEMLOOM_TRANSPORT selects: "tcp" or "ucx"
-  std::string transport_error;   // MEMLOOM_TRANSPORT names no transport (transport is empty)
   bool ucx_rdma = false;         // UCX offers rc, dc or ud here
   bool ucx_cuda_memory = false;  // UCX registers CUDA memory itself
   // /proc/sys/kernel/yama/ptrace_scope; -1 when the file is absent (no Yama: same-user attach).
@@ -37,7 +35,7 @@ const char* peer_place_text(PeerPlace place);  // "this process", ...
 
 struct PathEntry {
   PeerPlace place;
-  std::string path;  // short key for scripts: "memfd_mapping", "hal_tcp", "cross_memory_attach"...
+  std::string path;  // short key for scripts: "memfd_mapping", "hal_ucx", "cross_memory_attach"...
   std::string how;   // one line for people: the path, and its fall-back where there is one
 };
 

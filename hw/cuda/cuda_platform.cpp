@@ -14,8 +14,7 @@
 #include "hw/cuda/nccl_collectives.h"
 #include "hw/host/collectives_factory.h"
 #include "hw/host/device_choice.h"
-#include "hw/host/tcp_transport.h"
-#include "hw/host/transport_choice.h"
+#include "hw/host/transport_support.h"
 #include "hw/host/ucx_transport.h"
 #include "hw/host/ucx_worker.h"
 #include "memloom/error.h"
@@ -216,27 +215,17 @@ std::unique_ptr<hal::Collectives> CudaPlatform::create_collectives(const hal::Gr
 
 std::unique_ptr<hal::Transport> CudaPlatform::create_transport(
     const hal::TransportOptions& options) {
-  const hal::TransportRequest request = options.request;
-  // UCX (MEMLOOM_TRANSPORT=ucx, or an RDMA request): where UCX moves device memory itself (built
-  // with CUDA: cuda_copy, GPUDirect RDMA) it registers it; without that, device memory is staged
-  // through page-locked host buffers on both sides and moves on UCX's am data path (exposed device
-  // memory has no remote key: ucx_transport.h).
-  const char* why =
-      request == hal::TransportRequest::kRdma ? "RDMA requested" : "MEMLOOM_TRANSPORT=ucx";
-  if (host::transport_for(request) == host::TransportKind::kUcx) {
-    if (host::ucx_supports_cuda_memory()) {
-      MEMLOOM_LOG(kDebug, "transport: UCX (" << why << "; this UCX registers CUDA memory)");
-      return std::make_unique<host::UcxTransport>(options);
-    }
-    MEMLOOM_LOG(kDebug, "transport: UCX ("
-                            << why
-                            << "; this UCX has no CUDA memory support: device memory staged "
-                               "through host buffers, on the am data path)");
-    return std::make_unique<host::UcxTransport>(
-        options, std::make_unique<CudaBufferStaging>(current_device_));
+  // Where UCX moves device memory itself (built with CUDA: cuda_copy, GPUDirect RDMA) it registers
+  // it; without that, device memory is staged through page-locked host buffers on both sides and
+  // moves on UCX's am data path (exposed device memory has no remote key: ucx_transport.h).
+  if (host::ucx_supports_cuda_memory()) {
+    MEMLOOM_LOG(kDebug, "transport: UCX (this UCX registers CUDA memory)");
+    return std::make_unique<host::UcxTransport>(options);
   }
-  MEMLOOM_LOG(kDebug, "transport: TCP, device memory staged (MEMLOOM_TRANSPORT unset or tcp)");
-  return std::make_unique<host::TcpTransport>(options,
+  MEMLOOM_LOG(kDebug,
+              "transport: UCX (this UCX has no CUDA memory support: device memory staged "
+              "through host buffers, on the am data path)");
+  return std::make_unique<host::UcxTransport>(options,
                                               std::make_unique<CudaBufferStaging>(current_device_));
 }
 

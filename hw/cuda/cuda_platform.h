@@ -1,6 +1,6 @@
 // The CUDA backend's Platform: VMM memory (vmm_memory_domain.h), CUDA streams (cuda_stream.h),
-// NCCL collectives (nccl_collectives.h) and the UCX transport (hw/host/ucx_transport.h) where UCX
-// has CUDA support, else the host TCP transport (hw/host/tcp_transport.h) staging device memory.
+// NCCL collectives (nccl_collectives.h) and the UCX transport (hw/host/ucx_transport.h), which
+// stages device memory through host buffers where UCX has no CUDA support.
 // Created by the module's entry point, memloom_create_platform, which the core dlopens.
 #pragma once
 

@@ -1,5 +1,5 @@
 // The emulated Platform: the root that opens the memfd memory domain, worker-thread streams, the
-// host layer's shared-memory/ZeroMQ collectives and the TCP transport.
+// host layer's shared-memory/ZeroMQ collectives and the UCX transport.
 #include "hw/emulated/emulated_platform.h"
 
 #include <unistd.h>
@@ -17,8 +17,7 @@
 #include "hw/emulated/worker_stream.h"
 #include "hw/host/collectives_factory.h"
 #include "hw/host/device_choice.h"
-#include "hw/host/tcp_transport.h"
-#include "hw/host/transport_choice.h"
+#include "hw/host/transport_support.h"
 #include "hw/host/ucx_transport.h"
 #include "memloom/error.h"
 #include "src/base/environment.h"
@@ -197,21 +196,7 @@ std::unique_ptr<hal::Platform> create_platform(const EmulatedOptions& options) {
 }
 
 std::unique_ptr<hal::Transport> create_transport(const hal::TransportOptions& options) {
-  if (host::transport_for(options.request) == host::TransportKind::kUcx) {
-    return std::make_unique<host::UcxTransport>(options);
-  }
-  // No staging: all its memory is host memory.
-  return std::make_unique<host::TcpTransport>(options);
-}
-
-std::unique_ptr<hal::Transport> create_transport(hal::TransportRequest request) {
-  hal::TransportOptions options;
-  options.request = request;
-  return create_transport(options);
-}
-
-std::unique_ptr<hal::Transport> create_transport() {
-  return create_transport(hal::TransportOptions{});
+  return std::make_unique<host::UcxTransport>(options);
 }
 
 }  // namespace memloom::emulated

@@ -21,11 +21,8 @@ struct EmulatedOptions {
 };
 
 std::unique_ptr<hal::Platform> create_platform(const EmulatedOptions& options);
-// The transport MEMLOOM_TRANSPORT names, TCP by default (a Platform's create_transport, without a
-// platform).
-std::unique_ptr<hal::Transport> create_transport();
-// The transport `request` asks for (kRdma: UCX whatever MEMLOOM_TRANSPORT says).
-std::unique_ptr<hal::Transport> create_transport(hal::TransportRequest request);
-std::unique_ptr<hal::Transport> create_transport(const hal::TransportOptions& options);
+// The UCX transport (a Platform's create_transport, without a platform). No staging: all of this
+// backend's memory is host memory.
+std::unique_ptr<hal::Transport> create_transport(const hal::TransportOptions& options = {});
 
 }  // namespace memloom::emulated

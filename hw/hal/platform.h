@@ -87,13 +87,8 @@ class Platform {
                                                           Bootstrap& bootstrap,
                                                           Deadline deadline) = 0;
   virtual std::unique_ptr<Transport> create_transport(const TransportOptions& options) = 0;
-  std::unique_ptr<Transport> create_transport(TransportRequest request) {
-    TransportOptions options;
-    options.request = request;
-    return create_transport(options);
-  }
   std::unique_ptr<Transport> create_transport() { return create_transport(TransportOptions{}); }
-  // What create_transport would open and what UCX offers here (asks UCX once per process).
+  // What UCX, which create_transport opens, offers here (asks UCX once per process).
   virtual TransportSupport transport_support() = 0;
 };
 

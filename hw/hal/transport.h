@@ -1,5 +1,6 @@
 // Transport: reads and writes of registered memory of a process on another node. Each process
-// runs one endpoint; peers name it by the address it publishes through the store.
+// runs one endpoint; peers name it by the address it publishes through the store. Both backends
+// implement it on UCX (hw/host/ucx_transport.h), which picks RDMA, shared memory or TCP.
 #pragma once
 
 #include <array>
@@ -12,20 +13,11 @@
 
 namespace memloom::hal {
 
-// Which transport a caller opens (Platform::create_transport).
-enum class TransportRequest : uint8_t {
-  kConfigured,  // the one MEMLOOM_TRANSPORT names (TCP unless it says ucx)
-  // The UCX transport whatever MEMLOOM_TRANSPORT says: RDMA where UCX finds an RDMA device, its
-  // other wires (TCP) where it finds none. MemFabric's ROCE / RDMA data operations ask for it.
-  kRdma,
-};
-
 // What the ranks of one job share and outsiders do not (the job's config store hands it out).
 inline constexpr size_t kJobSecretBytes = 32;
 using JobSecret = std::array<uint8_t, kJobSecretBytes>;
 
 struct TransportOptions {
-  TransportRequest request = TransportRequest::kConfigured;
   // Both ends of a connection prove they know it (HMAC-SHA256 over fresh nonces of both sides)
   // before any request is served: an endpoint serves only ranks of its job, and a requester talks
   // only to one. Left all zero, anyone who speaks the protocol can prove it: only for tests of the
@@ -35,17 +27,13 @@ struct TransportOptions {
   std::string host;
 };
 
-// What this process's transports are, for memloom-info and MemFabric's data-operation queries.
+// What this process's transport finds, for memloom-info and MemFabric's data-operation queries.
 struct TransportSupport {
-  std::string configured;         // "tcp" or "ucx": what kConfigured opens
-  std::string configured_source;  // "MEMLOOM_TRANSPORT" or "default"
-  std::string configured_error;   // MEMLOOM_TRANSPORT names no transport (configured is empty)
-  bool ucx = false;               // the backend has the UCX transport built in
-  std::string ucx_version;        // the UCX library's own version (empty without UCX)
-  bool ucx_rdma = false;          // UCX offers an RDMA transport (rc, dc or ud) here
-  bool ucx_cuda_memory = false;   // UCX registers and moves CUDA memory itself
+  std::string ucx_version;       // the UCX library's own version
+  bool ucx_rdma = false;         // UCX offers an RDMA transport (rc, dc or ud) here
+  bool ucx_cuda_memory = false;  // UCX registers and moves CUDA memory itself
   // How the UCX transport moves this process's transfers ("am" or "rma": MEMLOOM_UCX_DATA_PATH),
-  // or why MEMLOOM_UCX_DATA_PATH names none ("" without UCX).
+  // or why MEMLOOM_UCX_DATA_PATH names none.
   std::string ucx_data_path;
   std::vector<std::string> ucx_resources;  // UCX's "transport/device" pairs, as UCX lists them
   std::string ucx_error;                   // UCX could not be asked (the fields above are empty)
@@ -62,7 +50,7 @@ struct TransferOp {
 class Transport {
  public:
   virtual ~Transport() = default;
-  // The address peers connect to ("tcp://IP:PORT").
+  // The address peers connect to ("ucx://IP:PORT").
   virtual std::string address() const = 0;
   // Allows peers to read/write [address, address+size). Requests outside exposed ranges are
   // refused by this endpoint with kInvalidInput on the requesting side.

@@ -1,9 +1,9 @@
 // The proof both ends of a transport connection give that they belong to one job: each shows it
 // knows the job's secret (hal::TransportOptions::job_secret) by an HMAC over fresh nonces of both
 // sides and the serving endpoint's address, so a proof seen on one connection is worth nothing on
-// another, and neither side's proof can be reflected as the other's. The TCP transport exchanges
-// it when a connection opens (tcp_wire.h), the UCX transport in active messages before it hands
-// out remote keys (ucx_job_gate.h).
+// another, and neither side's proof can be reflected as the other's. The UCX transport exchanges
+// it in active messages on each new endpoint, before it serves a request or hands out a remote key
+// (ucx_job_gate.h).
 #pragma once
 
 #include <array>

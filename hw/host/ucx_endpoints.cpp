@@ -76,8 +76,11 @@ void UcxPeer::force_close(Deadline deadline) {
   if (ep != nullptr) close_endpoint(worker_, ep, /*force=*/true, deadline);
 }
 
-UcxEndpoints::UcxEndpoints(UcxWorker& worker, std::function<void(ucp_ep_h)> accepted_failed)
-    : worker_(worker), accepted_failed_(std::move(accepted_failed)) {}
+UcxEndpoints::UcxEndpoints(UcxWorker& worker, std::function<void(ucp_ep_h)> accepted_failed,
+                           std::function<bool(ucp_ep_h)> admitted)
+    : worker_(worker),
+      accepted_failed_(std::move(accepted_failed)),
+      admitted_(std::move(admitted)) {}
 
 UcxEndpoints::~UcxEndpoints() {
   close_all();
@@ -134,8 +137,56 @@ void UcxEndpoints::on_connection(ucp_conn_request_h request, void* arg) {
     MEMLOOM_LOG(kWarn, ucx_error("transport: accepting a peer", status));
     return;
   }
-  std::lock_guard<std::mutex> lock(self->mutex_);
-  self->accepted_.insert(ep);
+  ucp_ep_h evicted = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(self->mutex_);
+    self->accepted_.emplace(ep, std::chrono::steady_clock::now());
+    // Too many waiting for their proof: the oldest goes (closed outside UCX's callback).
+    size_t unproven = 0;
+    auto oldest = self->accepted_.end();
+    for (auto it = self->accepted_.begin(); it != self->accepted_.end(); ++it) {
+      if (!self->admitted_ || self->admitted_(it->first)) continue;
+      ++unproven;
+      if (oldest == self->accepted_.end() || it->second < oldest->second) oldest = it;
+    }
+    if (unproven > kMaxUnproven) {
+      evicted = oldest->first;
+      self->accepted_.erase(oldest);
+      self->failed_accepted_.push_back(evicted);
+    }
+  }
+  if (evicted != nullptr) {
+    MEMLOOM_LOG(kWarn, "transport: more than " << kMaxUnproven
+                                               << " connections wait for the job proof; the "
+                                                  "oldest is dropped");
+    self->accepted_failed_(evicted);
+  }
+}
+
+void UcxEndpoints::close_unproven() {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<ucp_ep_h> expired;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = accepted_.begin(); it != accepted_.end();) {
+      if (admitted_ && now - it->second >= kProofTimeout && !admitted_(it->first)) {
+        expired.push_back(it->first);
+        it = accepted_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  if (!expired.empty()) {
+    MEMLOOM_LOG(kDebug, "transport: closing " << expired.size()
+                                              << " connection(s) that gave no job proof within "
+                                              << kProofTimeout.count() << " s");
+  }
+  for (ucp_ep_h ep : expired) {
+    accepted_failed_(ep);
+    close_endpoint(worker_, ep, /*force=*/true, Deadline::after(kCloseTimeout));
+  }
+  close_failed_accepted();
 }
 
 void UcxEndpoints::on_accepted_error(void* arg, ucp_ep_h ep, ucs_status_t status) {
@@ -218,7 +269,7 @@ void UcxEndpoints::drop(const std::shared_ptr<UcxPeer>& peer) {
 
 void UcxEndpoints::close_all() {
   std::map<std::string, std::shared_ptr<UcxPeer>> peers;
-  std::set<ucp_ep_h> accepted;
+  std::map<ucp_ep_h, std::chrono::steady_clock::time_point> accepted;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     peers.swap(peers_);
@@ -228,7 +279,7 @@ void UcxEndpoints::close_all() {
   close_failed_accepted();
   // A peer whose write already landed here must not see the connection cut before its flush
   // completes, so accepted endpoints are flushed, not forced.
-  for (ucp_ep_h ep : accepted)
+  for (const auto& [ep, since] : accepted)
     close_endpoint(worker_, ep, /*force=*/false, Deadline::after(kCloseTimeout));
   if (listener_ != nullptr) ucp_listener_destroy(listener_);
   listener_ = nullptr;

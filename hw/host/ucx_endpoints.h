@@ -10,17 +10,21 @@
 // sides use UCP_ERR_HANDLING_MODE_NONE (UcxWorker::error_mode): a dead peer then shows as a call
 // that reaches its deadline, and the timed-out call force-closes the endpoint, so the next call
 // creates a fresh one all the same.
+//
+// An accepted endpoint that has not passed the job proof (ucx_job_gate.h) within 5 s is closed, and
+// at most 256 wait at once (a new one closes the oldest), so silent or hostile connections neither
+// pile up nor keep the job's ranks out.
 #pragma once
 
 #include <ucp/api/ucp.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -82,8 +86,10 @@ class UcxPeer {
 
 class UcxEndpoints {
  public:
-  // `accepted_failed(ep)` is told when an accepted endpoint fails (before it is closed).
-  UcxEndpoints(UcxWorker& worker, std::function<void(ucp_ep_h)> accepted_failed);
+  // `accepted_failed(ep)` is told when an accepted endpoint fails or is dropped (before it is
+  // closed); `admitted(ep)` says whether it passed the job proof (null: no proof is asked).
+  UcxEndpoints(UcxWorker& worker, std::function<void(ucp_ep_h)> accepted_failed,
+               std::function<bool(ucp_ep_h)> admitted = nullptr);
   ~UcxEndpoints();
   UcxEndpoints(const UcxEndpoints&) = delete;
   UcxEndpoints& operator=(const UcxEndpoints&) = delete;
@@ -98,8 +104,15 @@ class UcxEndpoints {
   // The cached peer for `address`, without creating one (null if none).
   std::shared_ptr<UcxPeer> cached(const std::string& address);
 
+  // Closes accepted endpoints that did not pass the job proof within kProofTimeout; run
+  // periodically by the worker's progress thread.
+  void close_unproven();
+
   // Closes every endpoint (flushing briefly) and the listener; before the worker goes.
   void close_all();
+
+  static constexpr auto kProofTimeout = std::chrono::seconds(5);
+  static constexpr size_t kMaxUnproven = 256;
 
  private:
   static void on_connection(ucp_conn_request_h request, void* arg);
@@ -109,10 +122,11 @@ class UcxEndpoints {
 
   UcxWorker& worker_;
   std::function<void(ucp_ep_h)> accepted_failed_;
+  std::function<bool(ucp_ep_h)> admitted_;
   ucp_listener_h listener_ = nullptr;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<UcxPeer>> peers_;
-  std::set<ucp_ep_h> accepted_;
+  std::map<ucp_ep_h, std::chrono::steady_clock::time_point> accepted_;  // and when
   std::vector<ucp_ep_h> failed_accepted_;  // to close outside UCX's callbacks
 };
 

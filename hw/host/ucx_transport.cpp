@@ -1,5 +1,7 @@
 #include "hw/host/ucx_transport.h"
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 
 #include "hw/host/host_address.h"
@@ -44,6 +46,18 @@ std::string format_address(const std::string& host, uint16_t port) {
   return std::string(kScheme) + base::format_tcp_url(host, port).substr(std::strlen("tcp://"));
 }
 
+// MEMLOOM_TRANSPORT chose between memloom's own TCP transport and this one until the TCP transport
+// was removed; a job that still sets it is told once that it no longer chooses anything.
+void warn_if_transport_variable_set() {
+  static std::atomic<bool> warned{false};
+  const char* value = std::getenv("MEMLOOM_TRANSPORT");
+  if (value == nullptr || warned.exchange(true)) return;
+  MEMLOOM_LOG(kWarn, "MEMLOOM_TRANSPORT=" << value
+                                          << " is no longer read: data between nodes always goes "
+                                             "through the UCX transport (UCX_TLS=tcp keeps it on "
+                                             "TCP)");
+}
+
 }  // namespace
 
 UcxTransport::UcxTransport(const hal::TransportOptions& options,
@@ -61,11 +75,13 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options,
       am_server_(
           worker_, regions_, [this](ucp_ep_h ep) { return gate_.admitted(ep); }, staging_pool_),
       am_requests_(worker_, staging_pool_),
-      endpoints_(worker_,
-                 [this](ucp_ep_h ep) {
-                   gate_.forget(ep);
-                   regions_.forget_holder(ep);
-                 }),
+      endpoints_(
+          worker_,
+          [this](ucp_ep_h ep) {
+            gate_.forget(ep);
+            regions_.forget_holder(ep);
+          },
+          [this](ucp_ep_h ep) { return gate_.admitted(ep); }),
       remote_keys_(worker_, endpoints_) {
   handlers_[0] = {[](void* self, const void* data, size_t length, ucp_ep_h reply_ep) {
                     auto* transport = static_cast<UcxTransport*>(self);
@@ -110,6 +126,7 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options,
   }
   am_server_.register_handlers();  // served whatever data_path_ is: the requester chooses
   am_requests_.register_handler();
+  warn_if_transport_variable_set();
   const std::string host = options.host.empty() ? host_address() : options.host;
   // UCX 1.13 (Debian's) cannot serve a connection that came over IPv6 when its TCP interfaces
   // have IPv4 addresses (loopback always has): the server endpoint reads an IPv6 address out of
@@ -120,13 +137,13 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options,
     raise(Status::kNotSupported,
           "the UCX transport does not serve IPv6 addresses (" + host +
               "): UCX 1.13 corrupts memory when a peer connects over IPv6; use an IPv4 address "
-              "(MEMLOOM_HOST_ADDR, or an IPv4 TRANS uniqueId) or MEMLOOM_TRANSPORT=tcp");
+              "(MEMLOOM_HOST_ADDR, or an IPv4 TRANS uniqueId)");
   }
   address_ = format_address(host, endpoints_.listen(host));
   regions_.set_own_address(address_);
   am_server_.set_own_address(address_);
   gate_.set_own_address(address_);
-  worker_.start_progress_thread();
+  worker_.start_progress_thread([this] { endpoints_.close_unproven(); });
   MEMLOOM_LOG(kDebug, "transport " << address_ << ": UCX data path "
                                    << ucx_data_path_name(data_path_) << " (MEMLOOM_UCX_DATA_PATH)"
                                    << (staging_ != nullptr ? ", device memory staged on am" : ""));

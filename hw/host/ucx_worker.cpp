@@ -150,7 +150,8 @@ UcxWorker::~UcxWorker() {
   ::close(wake_pipe_[1]);
 }
 
-void UcxWorker::start_progress_thread() {
+void UcxWorker::start_progress_thread(std::function<void()> housekeeping) {
+  housekeeping_ = std::move(housekeeping);
   progress_thread_ = std::thread([this] { progress_loop(); });
 }
 
@@ -169,12 +170,18 @@ void UcxWorker::wait_for_events(int timeout_ms) {
 }
 
 void UcxWorker::progress_loop() {
+  constexpr auto kHousekeepingPeriod = std::chrono::seconds(1);
+  auto next_housekeeping = std::chrono::steady_clock::now() + kHousekeepingPeriod;
   while (!stopping_) {
     while (ucp_worker_progress(worker_) != 0) {
     }
+    if (housekeeping_ && std::chrono::steady_clock::now() >= next_housekeeping) {
+      housekeeping_();
+      next_housekeeping = std::chrono::steady_clock::now() + kHousekeepingPeriod;
+    }
     // BUSY: events arrived since the last progress; progress again before sleeping.
     if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
-    wait_for_events(-1);
+    wait_for_events(housekeeping_ ? 1000 : -1);
   }
 }
 

@@ -59,8 +59,9 @@ class UcxWorker {
 
   // Stops the progress thread (before the objects its callbacks touch go away). Idempotent.
   void stop_progress_thread();
-  // Starts it; called once the callbacks' owners exist.
-  void start_progress_thread();
+  // Starts it; called once the callbacks' owners exist. `housekeeping`, if any, runs on it about
+  // once a second (closing endpoints that never proved the job secret).
+  void start_progress_thread(std::function<void()> housekeeping = nullptr);
 
  private:
   void progress_loop();
@@ -78,6 +79,7 @@ class UcxWorker {
   int event_fd_ = -1;
   int wake_pipe_[2] = {-1, -1};
   std::atomic<bool> stopping_{false};
+  std::function<void()> housekeeping_;
   std::thread progress_thread_;
 };
 

@@ -28,10 +28,9 @@ const std::vector<Setting>& memloom_settings() {
       {"MEMLOOM_EMU_BARRIER_SPIN_US", "1000 (0 when ranks outnumber cores)"},
       {"MEMLOOM_EMU_BARRIER_YIELD_US", "1000"},
       {"MEMLOOM_CUDA_PHASE_TIMES", "unset: off"},
-      {"MEMLOOM_TRANSPORT", "tcp"},
+      {"MEMLOOM_TRANSPORT", "no longer read (warns when set)"},
       {"MEMLOOM_UCX_DATA_PATH", "auto: rma where UCX has an RDMA transport, else am"},
       {"MEMLOOM_TRANS_STAGING", "0 (stage only memory a host thread cannot touch)"},
-      {"MEMLOOM_TCP_CONGESTION", "cubic, else reno, in place of a pacing (bbr) default"},
       {"MEMLOOM_STORE_MAX_VALUE_BYTES", "64M (memloom-store)"},
       {"MEMLOOM_STORE_MAX_TOTAL_BYTES", "1G (memloom-store)"},
   };

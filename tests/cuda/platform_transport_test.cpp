@@ -1,6 +1,6 @@
-// The Transport as the core gets it, from the Platform: on the CUDA backend the host TCP transport
-// (the default) or, with MEMLOOM_TRANSPORT=ucx (the ucx.* runs), the UCX transport; device memory
-// is staged through page-locked host buffers, except on UCX with CUDA support, which registers it.
+// The Transport as the core gets it, from the Platform: the UCX transport; on the CUDA backend
+// device memory is staged through page-locked host buffers, except on UCX with CUDA support, which
+// registers it.
 // Either side may be device memory.
 #include <sys/socket.h>
 #include <unistd.h>

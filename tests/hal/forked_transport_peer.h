@@ -27,8 +27,7 @@ namespace memloom::hal_test {
 // given up on (deadline, interruption) cannot have UCX complete its requests by force and waits
 // up to 2 s for them before it returns.
 inline bool transport_learns_of_failed_peers() {
-  const char* transport = std::getenv("MEMLOOM_TRANSPORT");
-  return transport == nullptr || std::string(transport) != "ucx" || host::ucx_detects_dead_peers();
+  return host::ucx_detects_dead_peers();
 }
 
 // The state letter of /proc/<pid>/stat ('T' once a SIGSTOP took effect).

@@ -1,12 +1,8 @@
-// The transports serve only ranks of their job (hal::TransportOptions::job_secret): both ends of a
-// connection prove they know the secret before any request is served (hw/host/job_proof.h). The
-// first suite runs on the TCP and on the UCX transport (tests/hal/CMakeLists.txt runs every
-// "*Transport*" suite both ways); TcpJobProof speaks the TCP transport's hello on raw sockets, as
-// an outsider who knows the protocol but not the secret would.
+// The transport serves only ranks of its job (hal::TransportOptions::job_secret): both ends of a
+// connection prove they know the secret before any request is served (hw/host/job_proof.h).
+// UcxJobProof opens endpoints of its own, as an outsider who knows the protocol but not the secret
+// would.
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -17,14 +13,11 @@
 #include "hw/emulated/emulated_platform.h"
 #include "hw/hal/transport.h"
 #include "hw/host/job_proof.h"
-#include "hw/host/tcp_transport.h"
-#include "hw/host/tcp_wire.h"
 #include "hw/host/ucx_endpoints.h"
 #include "hw/host/ucx_messages.h"
 #include "hw/host/ucx_transport.h"
 #include "hw/host/ucx_worker.h"
 #include "memloom/error.h"
-#include "src/base/unique_fd.h"
 #include "tests/hal/ucx_outsider_endpoint.h"
 
 namespace memloom {
@@ -83,151 +76,6 @@ TEST(TransportJobProof, OnlyRanksOfTheSameJobAreServed) {
   EXPECT_EQ(exposed, data);
 }
 
-// A raw connection to a TCP transport endpoint.
-class RawConnection {
- public:
-  explicit RawConnection(const std::string& address) {
-    host::wire::Endpoint endpoint = host::wire::parse_tcp_url(address);
-    fd_ = base::UniqueFd(::socket(endpoint.address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    EXPECT_TRUE(fd_.valid());
-    EXPECT_EQ(::connect(fd_.get(), reinterpret_cast<sockaddr*>(&endpoint.address), endpoint.length),
-              0)
-        << std::strerror(errno);
-    host::wire::set_nonblocking(fd_.get());
-  }
-  int fd() const { return fd_.get(); }
-  bool send(const void* data, size_t bytes) {
-    return host::wire::write_exact(fd_.get(), data, bytes, soon());
-  }
-  bool receive(void* data, size_t bytes) {
-    return host::wire::read_exact(fd_.get(), data, bytes, soon());
-  }
-  // A read of `bytes` at `address`, as a member would send it after the hello; true if served.
-  bool read_served(uint64_t address, uint64_t bytes) {
-    host::wire::RequestHeader request{host::wire::kRequestMagic, 1, 7, 0, bytes};
-    host::wire::OpDescriptor op{address, bytes, host::wire::kOpRead, 0};
-    host::wire::ResponseHeader response{};
-    return send(&request, sizeof(request)) && send(&op, sizeof(op)) &&
-           receive(&response, sizeof(response)) && response.status == 0;
-  }
-
- private:
-  base::UniqueFd fd_;
-};
-
-host::Nonce nonce_of(const uint8_t* bytes) {
-  host::Nonce nonce{};
-  std::memcpy(nonce.data(), bytes, nonce.size());
-  return nonce;
-}
-
-TEST(TcpJobProof, NothingIsServedWithoutAValidFreshProof) {
-  const hal::TransportOptions options = job(5);
-  std::vector<uint8_t> exposed(4096, 0x44);  // outlives the server
-  host::TcpTransport server(options);
-  server.expose(exposed.data(), exposed.size());
-  const uint64_t target = address_of(exposed);
-
-  {  // A request without the hello.
-    RawConnection raw(server.address());
-    host::wire::ServerHello hello{};
-    ASSERT_TRUE(raw.receive(&hello, sizeof(hello)));
-    EXPECT_EQ(hello.magic, host::wire::kHelloMagic);
-    EXPECT_FALSE(raw.read_served(target, 64));
-  }
-  {  // A made-up proof.
-    RawConnection raw(server.address());
-    host::wire::ServerHello hello{};
-    ASSERT_TRUE(raw.receive(&hello, sizeof(hello)));
-    host::wire::RequesterProof proof{host::wire::kHelloMagic, 0, {}, {}};
-    std::memset(proof.proof, 7, sizeof(proof.proof));
-    host::wire::ServerVerdict verdict{};
-    ASSERT_TRUE(raw.send(&proof, sizeof(proof)));
-    if (raw.receive(&verdict, sizeof(verdict))) {
-      EXPECT_NE(verdict.status, 0u);
-    }
-    EXPECT_FALSE(raw.read_served(target, 64));
-  }
-  // A member's proof (the test knows the secret) is served; replayed on a new connection, whose
-  // server nonce differs, it is not.
-  const host::Nonce nonce = host::random_nonce();
-  host::wire::RequesterProof proof{host::wire::kHelloMagic, 0, {}, {}};
-  std::memcpy(proof.nonce, nonce.data(), nonce.size());
-  host::wire::ServerHello first_hello{};
-  RawConnection first(server.address());
-  ASSERT_TRUE(first.receive(&first_hello, sizeof(first_hello)));
-  const host::Proof valid = host::prove(options.job_secret, host::ProofRole::kRequester,
-                                        server.address(), nonce, nonce_of(first_hello.nonce));
-  std::memcpy(proof.proof, valid.data(), valid.size());
-  host::wire::ServerVerdict verdict{};
-  ASSERT_TRUE(first.send(&proof, sizeof(proof)));
-  ASSERT_TRUE(first.receive(&verdict, sizeof(verdict)));
-  EXPECT_EQ(verdict.status, 0u);
-  EXPECT_TRUE(host::proof_matches(host::prove(options.job_secret, host::ProofRole::kServer,
-                                              server.address(), nonce, nonce_of(first_hello.nonce)),
-                                  verdict.proof))
-      << "the server's proof";
-  EXPECT_TRUE(first.read_served(target, 64)) << "a member's read";
-
-  RawConnection second(server.address());
-  host::wire::ServerHello second_hello{};
-  ASSERT_TRUE(second.receive(&second_hello, sizeof(second_hello)));
-  EXPECT_NE(nonce_of(second_hello.nonce), nonce_of(first_hello.nonce));
-  ASSERT_TRUE(second.send(&proof, sizeof(proof)));
-  if (second.receive(&verdict, sizeof(verdict))) {
-    EXPECT_NE(verdict.status, 0u);
-  }
-  EXPECT_FALSE(second.read_served(target, 64)) << "a replayed proof was accepted";
-  EXPECT_EQ(exposed, std::vector<uint8_t>(4096, 0x44));
-}
-
-TEST(TcpJobProof, SilentConnectionsAreDroppedAndKeepNoRankOut) {
-  constexpr int kSilent = 300;  // more than the server lets wait at once (256)
-  const hal::TransportOptions options = job(6);
-  std::vector<uint8_t> exposed(1 << 16, 0);  // outlives the server
-  host::TcpTransport server(options);
-  host::TcpTransport member(options);
-  server.expose(exposed.data(), exposed.size());
-
-  const auto opened = Clock::now();
-  std::vector<std::unique_ptr<RawConnection>> silent;
-  for (int i = 0; i < kSilent; ++i)
-    silent.push_back(std::make_unique<RawConnection>(server.address()));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server accepts them
-
-  std::vector<uint8_t> data(exposed.size(), 0x5A);
-  const auto start = Clock::now();
-  member.transfer(server.address(),
-                  {{Direction::kWrite, address_of(exposed), data.data(), data.size()}}, soon());
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
-  EXPECT_EQ(exposed, data);
-
-  // Each is closed by its proof deadline (5 s), or evicted sooner; a margin on top.
-  const auto limit = opened + std::chrono::seconds(8);
-  size_t closed = 0;
-  std::vector<bool> seen(silent.size(), false);
-  while (closed < silent.size() && Clock::now() < limit) {
-    std::vector<pollfd> fds;
-    std::vector<size_t> index;
-    for (size_t i = 0; i < silent.size(); ++i) {
-      if (seen[i]) continue;
-      fds.push_back(pollfd{silent[i]->fd(), POLLIN, 0});
-      index.push_back(i);
-    }
-    if (::poll(fds.data(), fds.size(), 100) <= 0) continue;
-    for (size_t k = 0; k < fds.size(); ++k) {
-      if (fds[k].revents == 0) continue;
-      char buffer[sizeof(host::wire::ServerHello)];
-      const ssize_t n = ::recv(fds[k].fd, buffer, sizeof(buffer), MSG_DONTWAIT);
-      if (n == 0 || (n < 0 && errno != EAGAIN)) {  // the hello alone is not a close
-        seen[index[k]] = true;
-        ++closed;
-      }
-    }
-  }
-  EXPECT_EQ(closed, silent.size()) << "silent connections still open 8 s after they were made";
-}
-
 // An endpoint that skips the proof and asks the UCX transport for a remote key straight away (what
 // an outsider who knows memloom's messages would do) gets a refusal, not the key.
 TEST(UcxJobProof, RegionRequestsOfUnprovenEndpointsAreRefused) {
@@ -269,6 +117,45 @@ TEST(UcxJobProof, RegionRequestsOfUnprovenEndpointsAreRefused) {
     endpoints.close_all();
   }
   EXPECT_EQ(exposed, std::vector<uint8_t>(4096, 0x66));
+}
+
+// Endpoints that never give the job proof are closed by the owner after 5 s (the proof deadline,
+// checked about once a second), and while they wait a rank of the job is served at once.
+TEST(UcxJobProof, SilentEndpointsAreClosedAndKeepNoRankOut) {
+  constexpr int kSilent = 20;
+  const hal::TransportOptions options = job(6);
+  std::vector<uint8_t> exposed(1 << 16, 0);  // outlives the server
+  host::UcxTransport server(options);
+  host::UcxTransport member(options);
+  server.expose(exposed.data(), exposed.size());
+
+  host::UcxWorker worker;
+  host::UcxEndpoints endpoints(worker, [](ucp_ep_h) {});
+  std::vector<std::shared_ptr<host::UcxPeer>> silent;
+  for (int i = 0; i < kSilent; ++i)
+    silent.push_back(hal_test::connect_as_outsider(endpoints, server.address(), i));
+  // Their connection requests reach the server.
+  worker.progress_until([] { return false; }, Deadline::after(std::chrono::milliseconds(300)));
+
+  std::vector<uint8_t> data(exposed.size(), 0x5A);
+  const auto start = Clock::now();
+  member.transfer(server.address(),
+                  {{Direction::kWrite, address_of(exposed), data.data(), data.size()}}, soon());
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
+  EXPECT_EQ(exposed, data);
+
+  auto closed = [&] {
+    size_t count = 0;
+    for (const auto& peer : silent) count += peer->failed() ? 1 : 0;
+    return count;
+  };
+  EXPECT_EQ(closed(), 0u) << "closed before their proof deadline";
+  // The deadline (5 s), the housekeeping period (1 s) and a margin.
+  worker.progress_until([&] { return closed() == silent.size(); },
+                        Deadline::after(std::chrono::seconds(10)));
+  EXPECT_EQ(closed(), silent.size()) << "silent endpoints still open 10 s after they were made";
+  silent.clear();
+  endpoints.close_all();
 }
 
 }  // namespace

@@ -77,7 +77,6 @@ void expect_clear_refusal(const std::optional<std::string>& owner_tls, const cha
   options.ranks = 2;
   options.start_store = false;
   options.timeout = std::chrono::seconds(40);
-  options.env["MEMLOOM_TRANSPORT"] = "ucx";
   auto results = testing::run_ranks(options, [&](const testing::RankContext& context) {
     hal::TransportOptions transport_options;
     transport_options.job_secret.fill(7);

@@ -11,13 +11,15 @@
 namespace memloom::hal_test {
 
 // An endpoint from `endpoints` to the UCX transport whose address is `address` ("ucx://IP:PORT",
-// as UcxTransport::address() gives it on IPv4).
+// as UcxTransport::address() gives it on IPv4). Another `instance` opens another endpoint to the
+// same address.
 inline std::shared_ptr<host::UcxPeer> connect_as_outsider(host::UcxEndpoints& endpoints,
-                                                          const std::string& address) {
+                                                          const std::string& address,
+                                                          int instance = 0) {
   const size_t colon = address.rfind(':');
   const std::string host = address.substr(6, colon - 6);
   const auto port = static_cast<uint16_t>(std::stoi(address.substr(colon + 1)));
-  return endpoints.peer(address, host, port);
+  return endpoints.peer(address + "#" + std::to_string(instance), host, port);
 }
 
 }  // namespace memloom::hal_test

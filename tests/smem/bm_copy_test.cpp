@@ -24,9 +24,8 @@ void keep_transport_addresses(int level, const char* message) {
   if (at != std::string::npos) transport_addresses.push_back(text.substr(at + marker.size()));
 }
 
-// Starts a rank with MEMLOOM_TRANSPORT unset (TCP by default) and BM's transport choice logged.
+// Starts a rank with the address of BM's transport logged.
 void watch_transport_choice() {
-  unsetenv("MEMLOOM_TRANSPORT");
   transport_addresses.clear();
   ASSERT_SMEM_OK(smem_set_extern_logger(keep_transport_addresses));
   ASSERT_SMEM_OK(smem_set_log_level(0));  // debug
@@ -156,9 +155,9 @@ TEST(BmTwoNodes, EveryCopyTypeAsyncThroughTheTransport) {
   EXPECT_ALL_RANKS_PASS(results);
 }
 
-// SMEMB_DATA_OP_ROCE (and DEVICE_RDMA) put the object's cross-node copies on the UCX transport
-// with MEMLOOM_TRANSPORT unset: every copy type correct, and the transport that served them is
-// UCX's (its address, as the object logged it). Without an RDMA NIC UCX moves them over its TCP.
+// SMEMB_DATA_OP_ROCE (and DEVICE_RDMA) put the object's cross-node copies on the UCX transport:
+// every copy type correct, and the transport that served them is UCX's (its address, as the object
+// logged it). Without an RDMA NIC UCX moves them over its TCP.
 class BmRdmaOps : public ::testing::TestWithParam<uint32_t> {};
 
 TEST_P(BmRdmaOps, CopiesAcrossNodesGoThroughUcx) {
@@ -176,12 +175,13 @@ INSTANTIATE_TEST_SUITE_P(DataOps, BmRdmaOps,
                                            uint32_t(SMEMB_DATA_OP_SDMA |
                                                     SMEMB_DATA_OP_DEVICE_RDMA)));
 
-// The same hook sees TCP for an object that asks for no RDMA: it tells the transports apart.
-TEST(BmTwoNodes, ObjectsWithoutRdmaUseTheConfiguredTcp) {
+// An object that asks for TCP (HOST_TCP) gets the same transport: UCX, which picks TCP where there
+// is no RDMA; memloom has no TCP data path of its own.
+TEST(BmTwoNodes, ObjectsAskingForTcpGoThroughUcx) {
   auto results = run_ranks(ranks_on_nodes(2, 2), [](const RankContext& ctx) {
     watch_transport_choice();
     check_every_copy_type(ctx, 2, true, SMEMB_DATA_OP_SDMA | SMEMB_DATA_OP_HOST_TCP);
-    expect_transport("tcp://");
+    expect_transport("ucx://");
   });
   EXPECT_ALL_RANKS_PASS(results);
 }

@@ -11,10 +11,9 @@
 namespace memloom::tools {
 namespace {
 
-PathFacts emulated_tcp() {
+PathFacts emulated_tcp() {  // UCX without RDMA: it runs over TCP
   PathFacts facts;
   facts.backend = "emulated";
-  facts.transport = "tcp";
   facts.ptrace_scope = 0;
   return facts;
 }
@@ -63,10 +62,8 @@ TEST(ToolsPaths, SameNodeCollectiveMemoryIsMappedPerBackend) {
       << wm.how;
 }
 
-TEST(ToolsPaths, TransportVariableChangesTheBmCrossNodePath) {
+TEST(ToolsPaths, UcxRdmaChangesTheBmCrossNodePath) {
   PathFacts facts = emulated_tcp();
-  EXPECT_EQ(entry(facts, "bm_device", PeerPlace::kOtherNode).path, "hal_tcp");
-  facts.transport = "ucx";
   EXPECT_EQ(entry(facts, "bm_device", PeerPlace::kOtherNode).path, "hal_ucx");
   EXPECT_EQ(entry(facts, "bm_host", PeerPlace::kOtherNode).path, "hal_ucx");
   facts.ucx_rdma = true;
@@ -74,14 +71,14 @@ TEST(ToolsPaths, TransportVariableChangesTheBmCrossNodePath) {
   // TRANS goes through the same transport (issue #22); WholeMemory does not follow it.
   EXPECT_EQ(entry(facts, "trans_host", PeerPlace::kOtherNode).path, "hal_ucx_rdma");
   EXPECT_EQ(entry(facts, "wholememory_device", PeerPlace::kOtherNode).path, "collectives_zmq");
-  facts.transport = "";
-  facts.transport_error = "MEMLOOM_TRANSPORT=rdma is not a transport (tcp or ucx)";
-  EXPECT_EQ(entry(facts, "bm_device", PeerPlace::kOtherNode).path, "error");
 }
 
-TEST(ToolsPaths, RdmaDataOpsTakeUcxWhateverTheVariableSays) {
+TEST(ToolsPaths, RdmaDataOpsWithoutRdmaAreWarnedOf) {
   PathFacts facts = emulated_tcp();
-  EXPECT_EQ(entry(facts, "bm_rdma", PeerPlace::kOtherNode).path, "hal_ucx");
+  const PathEntry& e = entry(facts, "bm_rdma", PeerPlace::kOtherNode);
+  EXPECT_EQ(e.path, "hal_ucx");
+  EXPECT_NE(e.how.find("smem_bm_create warns"), std::string::npos) << e.how;
+  EXPECT_EQ(entry(facts, "bm_host", PeerPlace::kOtherNode).how.find("warns"), std::string::npos);
   facts.ucx_rdma = true;
   EXPECT_EQ(entry(facts, "bm_rdma", PeerPlace::kOtherNode).path, "hal_ucx_rdma");
   EXPECT_EQ(entry(facts, "bm_rdma", PeerPlace::kSameNode).path, "memfd_mapping");
@@ -89,7 +86,6 @@ TEST(ToolsPaths, RdmaDataOpsTakeUcxWhateverTheVariableSays) {
 
 TEST(ToolsPaths, CudaWithoutUcxCudaMemoryStagesDeviceMemoryOnUcx) {
   PathFacts facts = cuda_tcp();
-  facts.transport = "ucx";
   facts.ucx_rdma = true;
   const PathEntry& e = entry(facts, "bm_device", PeerPlace::kOtherNode);
   EXPECT_EQ(e.path, "hal_ucx_staged");
@@ -132,7 +128,7 @@ TEST(ToolsPaths, TransDeviceMemoryOnCudaTakesTheDevicePath) {
   PathFacts facts = cuda_tcp();
   EXPECT_EQ(entry(facts, "trans_device", PeerPlace::kSameNode).path, "device_ipc_stream_copy");
   const PathEntry& other = entry(facts, "trans_device", PeerPlace::kOtherNode);
-  EXPECT_EQ(other.path, "hal_tcp");
+  EXPECT_EQ(other.path, "hal_ucx_staged");
   EXPECT_NE(other.how.find("staged"), std::string::npos) << other.how;
   // Host memory still goes by cross-memory attach on CUDA.
   EXPECT_EQ(entry(facts, "trans_host", PeerPlace::kSameNode).path, "cross_memory_attach");
@@ -141,7 +137,7 @@ TEST(ToolsPaths, TransDeviceMemoryOnCudaTakesTheDevicePath) {
 TEST(ToolsPaths, ForcedStagingSendsSameNodeTransCopiesToTheTransport) {
   PathFacts facts = emulated_tcp();
   facts.trans_staging_forced = true;
-  EXPECT_EQ(entry(facts, "trans_host", PeerPlace::kSameNode).path, "hal_tcp");
+  EXPECT_EQ(entry(facts, "trans_host", PeerPlace::kSameNode).path, "hal_ucx");
   EXPECT_EQ(entry(facts, "trans_device", PeerPlace::kSameNode).path, "device_ipc_stream_copy");
 }
 

@@ -86,10 +86,9 @@ TEST_P(TransRegistration, TenThousandCyclesNeitherSlowDownNorLeak) {
   EXPECT_LT(us(last_block), 3 * us(first_block) + 5000);
   // Found at the first write: the peer's pidfd per same-node path (two with staging: the device
   // path and the cross-memory one each watch the peer), and the transport's connection to the
-  // peer with its server side (TCP paths): two sockets, or up to six of UCX's (its connection
-  // manager's and its TCP transport's, both ways).
-  const char* transport = std::getenv("MEMLOOM_TRANSPORT");
-  const size_t connection_fds = transport != nullptr && std::string(transport) == "ucx" ? 6 : 2;
+  // peer with its server side: up to six of UCX's (its connection manager's and its TCP
+  // transport's, both ways).
+  const size_t connection_fds = 6;
   EXPECT_LE(open_fd_count(),
             fds_before + (GetParam() == PathMode::kStaged ? 2 : 1) + connection_fds);
 #ifndef __SANITIZE_ADDRESS__  // AddressSanitizer's quarantine keeps freed memory on purpose

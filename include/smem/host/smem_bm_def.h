@@ -40,9 +40,9 @@ typedef enum {
 
 /**
  * @brief How the CPU moves data (a bit set). memloom moves bytes with its copy streams inside a
- * node and with its transport across nodes. HOST_RDMA or DEVICE_RDMA (ROCE) make an object's
- * copies to other nodes go through the UCX transport (RDMA where UCX finds an RDMA device, else
- * UCX's TCP); without them, through the transport MEMLOOM_TRANSPORT names (TCP by default).
+ * node and with its UCX transport across nodes (RDMA where UCX finds an RDMA device, else UCX's
+ * TCP), whichever bits are set; HOST_RDMA or DEVICE_RDMA (ROCE) without an RDMA device log a
+ * warning.
  */
 typedef enum {
   SMEMB_DATA_OP_SDMA = 1U << 0,

@@ -69,12 +69,12 @@ void check_size(const char* what, uint64_t local, uint64_t stride, uint64_t max,
   }
 }
 
-// SMEMB_DATA_OP_ROCE / HOST_RDMA / DEVICE_RDMA ask for the UCX transport. Where this UCX has no
-// RDMA transport the object still gets UCX (over its TCP), with a warning, where MemFabric's
+// SMEMB_DATA_OP_ROCE / HOST_RDMA / DEVICE_RDMA ask for RDMA. Where this UCX has no RDMA transport
+// the object still moves data over UCX's other transports (TCP), with a warning, where MemFabric's
 // smem_bm_create fails: the request names a data path, and UCX's is the one that turns into RDMA
 // on a machine with a NIC (README, MemFabric differences).
-hal::TransportRequest transport_request(hal::Platform& platform, const BmCreateArgs& args) {
-  if ((args.data_ops & kRdmaBmDataOps) == 0) return hal::TransportRequest::kConfigured;
+void warn_if_rdma_is_missing(hal::Platform& platform, const BmCreateArgs& args) {
+  if ((args.data_ops & kRdmaBmDataOps) == 0) return;
   const hal::TransportSupport support = platform.transport_support();
   if (!support.ucx_rdma) {
     MEMLOOM_LOG(kWarn,
@@ -84,7 +84,6 @@ hal::TransportRequest transport_request(hal::Platform& platform, const BmCreateA
                     << (support.ucx_error.empty() ? "no rc, dc or ud resource" : support.ucx_error)
                     << "); copies to other nodes go through UCX's other transports");
   }
-  return hal::TransportRequest::kRdma;
 }
 
 using base::hex;
@@ -155,7 +154,7 @@ std::unique_ptr<BmObject> BmObject::create(SmemWorld& world, const BmCreateArgs&
   std::vector<std::string> addresses(n);
   if (group->spans_nodes()) {
     hal::TransportOptions transport_options;
-    transport_options.request = transport_request(platform, args);
+    warn_if_rdma_is_missing(platform, args);
     run_on_all_or_none(
         *group, "smem_bm_create: opening the transport",
         [&] {

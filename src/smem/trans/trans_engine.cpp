@@ -53,7 +53,17 @@ std::shared_ptr<Engine> Engine::create(const std::string& store_url, const std::
   hal::TransportOptions transport_options;
   transport_options.job_secret = load_or_create_job_secret(*engine->store_);
   transport_options.host = address.host;
-  engine->transport_ = core::platform().create_transport(transport_options);
+  try {
+    engine->transport_ = core::platform().create_transport(transport_options);
+  } catch (const Error& error) {
+    // The transport refuses IPv6 (UCX 1.13's connections corrupt memory over it). Same-node peers
+    // need no transport, so the instance serves them; transfers that would cross nodes fail with
+    // this reason.
+    if (error.status() != Status::kNotSupported) throw;
+    engine->no_transport_why_ = error.what();
+    MEMLOOM_LOG(kWarn, "transfer instance " << unique_id
+                                            << ": no transfers to other nodes: " << error.what());
+  }
   engine->regions_ = std::make_unique<RegionTable>();
   engine->table_token_ = core::FdBroker::instance().publish(engine->regions_->fd());
   PeerRecord record;
@@ -64,7 +74,7 @@ std::shared_ptr<Engine> Engine::create(const std::string& store_url, const std::
                 : options.serves                    ? SMEM_TRANS_RECEIVER
                                                     : SMEM_TRANS_SENDER;
   record.table_token = engine->table_token_;
-  record.transport = engine->transport_->address();
+  record.transport = engine->transport_ ? engine->transport_->address() : std::string();
   engine->node_ = record.node;
   // Where the CPU cannot address registered memory (CUDA device memory), cross-memory attach
   // cannot reach it: same-node peers copy device memory the owner exported with their streams
@@ -231,6 +241,7 @@ void Engine::expose(void* address, size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
     transport = transport_;
   }
+  if (!transport && !no_transport_why_.empty()) return;  // nothing serves other nodes
   if (!transport)
     raise(Status::kInvalidInput, "transfer instance '" + unique_id_ + "' was destroyed");
   transport->expose(address, bytes);
@@ -404,14 +415,25 @@ void Engine::transfer_by_transport(Direction direction, const std::string& peer_
     std::lock_guard<std::mutex> lock(mutex_);
     transport = transport_;
   }
+  if (!transport && !no_transport_why_.empty()) {
+    raise(Status::kNotSupported,
+          "transfer instance '" + unique_id_ + "' cannot reach peer '" + peer_id +
+              "' (not on this node, or not by a same-node path): " + no_transport_why_);
+  }
   if (!transport)
     raise(Status::kInvalidInput, "transfer instance '" + unique_id_ + "' was destroyed");
   const std::string mine = transport->address();
   const std::string theirs = peer.transport;
+  if (theirs.empty()) {
+    raise(Status::kNotSupported, "peer '" + peer_id +
+                                     "' has no transport to other nodes (an IPv6 uniqueId: the "
+                                     "UCX transport serves IPv4 only); it is reachable only by "
+                                     "same-node paths");
+  }
   if (mine.substr(0, mine.find("://")) != theirs.substr(0, theirs.find("://"))) {
-    raise(Status::kNotSupported, "peer '" + peer_id + "' uses the transport " + theirs +
-                                     ", this instance " + mine +
-                                     ": MEMLOOM_TRANSPORT must be the same for the whole job");
+    raise(Status::kNotSupported,
+          "peer '" + peer_id + "' uses the transport " + theirs + ", this instance " + mine +
+              ": a job's processes must all run memloom with the same transport");
   }
   std::vector<hal::TransferOp> ops;
   ops.reserve(entries.size());

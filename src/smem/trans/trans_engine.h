@@ -114,6 +114,8 @@ class Engine {
   base::UniqueFd name_;  // holds the uniqueId's address: one live instance per name
   // Shared with the transfers in flight, so shutdown() need not wait for them.
   std::shared_ptr<hal::Transport> transport_;
+  // Why this instance has no transport (it refused the uniqueId's address), "" when it has one.
+  std::string no_transport_why_;
   std::map<void*, size_t> exposed_;  // ranges the transport serves
   std::unique_ptr<PeerDirectory> peers_;
   mutable std::mutex mutex_;
