@@ -179,6 +179,19 @@ void UcxWorker::progress_loop() {
       housekeeping_();
       next_housekeeping = std::chrono::steady_clock::now() + kHousekeepingPeriod;
     }
+    if (progressing_callers_.load() > 0) {
+      // A caller progresses the worker: wait for the last one to leave (it writes the pipe).
+      progress_thread_parked_ = true;
+      if (progressing_callers_.load() > 0) {
+        pollfd wake{wake_pipe_[0], POLLIN, 0};
+        ::poll(&wake, 1, 1000);
+        char drained[64];
+        while (::read(wake_pipe_[0], drained, sizeof(drained)) > 0) {
+        }
+      }
+      progress_thread_parked_ = false;
+      continue;
+    }
     // BUSY: events arrived since the last progress; progress again before sleeping.
     if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
     wait_for_events(housekeeping_ ? 1000 : -1);
@@ -188,6 +201,15 @@ void UcxWorker::progress_loop() {
 bool UcxWorker::progress_until(const std::function<bool()>& done, Deadline deadline,
                                Interruptible interruptible) {
   const bool asks = interruptible == Interruptible::kYes && base::interrupt_check_installed();
+  progressing_callers_.fetch_add(1);
+  struct Leaving {
+    UcxWorker& worker;
+    ~Leaving() {
+      if (worker.progressing_callers_.fetch_sub(1) == 1 && worker.progress_thread_parked_.load()) {
+        [[maybe_unused]] ssize_t woken = ::write(worker.wake_pipe_[1], "x", 1);
+      }
+    }
+  } leaving{*this};
   int idle = 0;
   while (!done()) {
     if (deadline.expired()) return false;

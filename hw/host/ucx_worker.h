@@ -79,6 +79,11 @@ class UcxWorker {
   int event_fd_ = -1;
   int wake_pipe_[2] = {-1, -1};
   std::atomic<bool> stopping_{false};
+  // Threads inside progress_until: while there are any, they progress the worker and the progress
+  // thread stands aside (parked on the wake pipe), so the two do not fight over the worker's lock
+  // and the cores (the last one out wakes it).
+  std::atomic<int> progressing_callers_{0};
+  std::atomic<bool> progress_thread_parked_{false};
   std::function<void()> housekeeping_;
   std::thread progress_thread_;
 };
