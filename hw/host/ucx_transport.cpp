@@ -1,5 +1,8 @@
 #include "hw/host/ucx_transport.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -46,6 +49,41 @@ std::string format_address(const std::string& host, uint16_t port) {
   return std::string(kScheme) + base::format_tcp_url(host, port).substr(std::strlen("tcp://"));
 }
 
+// The IP literal the transport listens on and advertises.
+std::string transport_host(const hal::TransportOptions& options) {
+  return options.host.empty() ? host_address() : options.host;
+}
+
+bool listens_on_ipv6(const hal::TransportOptions& options) {
+  return transport_host(options).find(':') != std::string::npos;
+}
+
+// UCX 1.13 serves IPv6 only where its TCP interfaces have IPv6 addresses too (UcxWorker sets
+// UCX_TCP_AF_PRIO=inet6 where unset): with IPv4 interface addresses the server endpoint of a peer
+// that connected over IPv6 reads an IPv6 address out of an IPv4 one (AddressSanitizer:
+// heap-buffer-overflow in ucs_sockaddr_get_ipstr under ucp_ep_create) and the process later aborts
+// in glibc ("double free or corruption"). Nor does its TCP transport use the loopback device over
+// IPv6 ("device lo is not enabled"), so ::1 reaches no peer. Both are refused here, naming why.
+void check_ipv6_host(const std::string& host) {
+  in6_addr address{};
+  if (::inet_pton(AF_INET6, host.c_str(), &address) == 1 && IN6_IS_ADDR_LOOPBACK(&address)) {
+    raise(Status::kNotSupported,
+          "the UCX transport cannot serve the IPv6 loopback address (" + host +
+              "): UCX 1.13's TCP transport does not use the loopback device over IPv6; use "
+              "127.0.0.1 or an IPv6 address of a network interface (MEMLOOM_HOST_ADDR, or the "
+              "TRANS uniqueId)");
+  }
+  const char* priority = std::getenv("UCX_TCP_AF_PRIO");
+  if (priority != nullptr && std::string(priority).rfind("inet6", 0) != 0) {
+    raise(Status::kNotSupported, "the UCX transport on an IPv6 address (" + host +
+                                     ") needs UCX_TCP_AF_PRIO to put inet6 "
+                                     "first (it is '" +
+                                     priority +
+                                     "'): UCX 1.13 corrupts memory when a peer that "
+                                     "connected over IPv6 meets IPv4 interface addresses");
+  }
+}
+
 // MEMLOOM_TRANSPORT chose between memloom's own TCP transport and this one until the TCP transport
 // was removed; a job that still sets it is told once that it no longer chooses anything.
 void warn_if_transport_variable_set() {
@@ -69,7 +107,7 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options,
                                                     kPooledStagingBuffers)),
       data_path_(chosen_ucx_data_path()),
       serves_rma_(data_path_ == UcxDataPath::kRma || ucx_offers_rdma()),
-      worker_(serves_rma_),
+      worker_(serves_rma_, listens_on_ipv6(options)),
       gate_(worker_, options.job_secret),
       regions_(worker_, serves_rma_, staging_.get()),
       am_server_(
@@ -127,18 +165,8 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options,
   am_server_.register_handlers();  // served whatever data_path_ is: the requester chooses
   am_requests_.register_handler();
   warn_if_transport_variable_set();
-  const std::string host = options.host.empty() ? host_address() : options.host;
-  // UCX 1.13 (Debian's) cannot serve a connection that came over IPv6 when its TCP interfaces
-  // have IPv4 addresses (loopback always has): the server endpoint reads an IPv6 address out of
-  // an IPv4 one (AddressSanitizer: heap-buffer-overflow in ucs_sockaddr_get_ipstr under
-  // ucp_ep_create), fails to connect back, and the process later aborts in glibc ("double free or
-  // corruption"). Newer UCX releases could not be tried here, so IPv6 is refused for all.
-  if (host.find(':') != std::string::npos) {
-    raise(Status::kNotSupported,
-          "the UCX transport does not serve IPv6 addresses (" + host +
-              "): UCX 1.13 corrupts memory when a peer connects over IPv6; use an IPv4 address "
-              "(MEMLOOM_HOST_ADDR, or an IPv4 TRANS uniqueId)");
-  }
+  const std::string host = transport_host(options);
+  if (host.find(':') != std::string::npos) check_ipv6_host(host);
   address_ = format_address(host, endpoints_.listen(host));
   regions_.set_own_address(address_);
   am_server_.set_own_address(address_);

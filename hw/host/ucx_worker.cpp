@@ -73,13 +73,14 @@ bool ucx_supports_cuda_memory() {
   return supported;
 }
 
-UcxWorker::UcxWorker(bool rma) {
+UcxWorker::UcxWorker(bool rma, bool ipv6) {
   if (const char* chosen = std::getenv("UCX_TLS")) user_transports_ = chosen;
   ucp_config_t* config = nullptr;
   ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
   if (status != UCS_OK) raise(Status::kCommunication, ucx_error("UCX configuration", status));
   default_unless_set(config, "UCX_TCP_TX_SEG_SIZE", "256k");
   default_unless_set(config, "UCX_TCP_RX_SEG_SIZE", "256k");
+  if (ipv6) default_unless_set(config, "UCX_TCP_AF_PRIO", "inet6");
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP | (rma ? UCP_FEATURE_RMA : 0);

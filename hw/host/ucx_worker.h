@@ -31,7 +31,10 @@ class UcxWorker {
   // `rma`: whether the context has UCP_FEATURE_RMA. Without it UCX installs no handlers for
   // its software RMA (which, over transports without RDMA, writes and reads wherever a message
   // says, checking no remote key), so a process speaking UCP directly cannot reach memory.
-  explicit UcxWorker(bool rma = true);
+  // `ipv6`: the transport listens on an IPv6 address; UCX's TCP interfaces then use IPv6
+  // addresses too (UCX_TCP_AF_PRIO=inet6 where the user did not set it): UCX 1.13 corrupts memory
+  // when a connection that came over IPv6 meets IPv4 interface addresses.
+  explicit UcxWorker(bool rma = true, bool ipv6 = false);
   ~UcxWorker();
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;

@@ -56,9 +56,9 @@ std::shared_ptr<Engine> Engine::create(const std::string& store_url, const std::
   try {
     engine->transport_ = core::platform().create_transport(transport_options);
   } catch (const Error& error) {
-    // The transport refuses IPv6 (UCX 1.13's connections corrupt memory over it). Same-node peers
-    // need no transport, so the instance serves them; transfers that would cross nodes fail with
-    // this reason.
+    // The transport refuses the IPv6 loopback address (UCX 1.13 cannot use it; ucx_transport.cpp).
+    // Same-node peers need no transport, so the instance serves them; transfers that would cross
+    // nodes fail with this reason.
     if (error.status() != Status::kNotSupported) throw;
     engine->no_transport_why_ = error.what();
     MEMLOOM_LOG(kWarn, "transfer instance " << unique_id
@@ -426,9 +426,9 @@ void Engine::transfer_by_transport(Direction direction, const std::string& peer_
   const std::string theirs = peer.transport;
   if (theirs.empty()) {
     raise(Status::kNotSupported, "peer '" + peer_id +
-                                     "' has no transport to other nodes (an IPv6 uniqueId: the "
-                                     "UCX transport serves IPv4 only); it is reachable only by "
-                                     "same-node paths");
+                                     "' has no transport to other nodes (its uniqueId's address, "
+                                     "such as the IPv6 loopback ::1, is one the UCX transport "
+                                     "cannot serve); it is reachable only by same-node paths");
   }
   if (mine.substr(0, mine.find("://")) != theirs.substr(0, theirs.find("://"))) {
     raise(Status::kNotSupported,
