@@ -49,13 +49,8 @@ std::string format_address(const std::string& host, uint16_t port) {
   return std::string(kScheme) + base::format_tcp_url(host, port).substr(std::strlen("tcp://"));
 }
 
-// The IP literal the transport listens on and advertises.
-std::string transport_host(const hal::TransportOptions& options) {
-  return options.host.empty() ? host_address() : options.host;
-}
-
-bool listens_on_ipv6(const hal::TransportOptions& options) {
-  return transport_host(options).find(':') != std::string::npos;
+bool is_ipv6_literal(const std::string& host) {
+  return host.find(':') != std::string::npos;
 }
 
 // UCX 1.13 serves IPv6 only where its TCP interfaces have IPv6 addresses too (UcxWorker sets
@@ -107,7 +102,8 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options,
                                                     kPooledStagingBuffers)),
       data_path_(chosen_ucx_data_path()),
       serves_rma_(data_path_ == UcxDataPath::kRma || ucx_offers_rdma()),
-      worker_(serves_rma_, listens_on_ipv6(options)),
+      host_(options.host.empty() ? host_address() : options.host),
+      worker_(serves_rma_, is_ipv6_literal(host_)),
       gate_(worker_, options.job_secret),
       regions_(worker_, serves_rma_, staging_.get()),
       am_server_(
@@ -165,9 +161,8 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options,
   am_server_.register_handlers();  // served whatever data_path_ is: the requester chooses
   am_requests_.register_handler();
   warn_if_transport_variable_set();
-  const std::string host = transport_host(options);
-  if (host.find(':') != std::string::npos) check_ipv6_host(host);
-  address_ = format_address(host, endpoints_.listen(host));
+  if (is_ipv6_literal(host_)) check_ipv6_host(host_);
+  address_ = format_address(host_, endpoints_.listen(host_));
   regions_.set_own_address(address_);
   am_server_.set_own_address(address_);
   gate_.set_own_address(address_);

@@ -74,6 +74,9 @@ class UcxTransport : public hal::Transport {
   // asked for). Elsewhere its context has no RMA at all (UcxWorker), so UCX's software RMA, which
   // checks no remote key, is not there for a process speaking UCP directly.
   const bool serves_rma_;
+  // The IP literal it listens on and advertises (before the worker: an IPv6 one changes the
+  // worker's UCX configuration).
+  const std::string host_;
   // Declared before the worker: UCX may call the handlers until the worker is destroyed.
   std::array<ucx_messages::Registration, 8> handlers_{};
   UcxWorker worker_;

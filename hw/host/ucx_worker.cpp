@@ -163,10 +163,15 @@ void UcxWorker::stop_progress_thread() {
   progress_thread_.join();
 }
 
-void UcxWorker::wait_for_events(int timeout_ms) {
-  pollfd fds[2] = {{event_fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
-  if (::poll(fds, 2, timeout_ms) < 0 && errno != EINTR) {
+void UcxWorker::wait_for_events(int timeout_ms, bool with_events) {
+  pollfd fds[2] = {{wake_pipe_[0], POLLIN, 0}, {event_fd_, POLLIN, 0}};
+  if (::poll(fds, with_events ? 2 : 1, timeout_ms) < 0 && errno != EINTR) {
     MEMLOOM_LOG(kWarn, "transport: poll on the UCX event fd failed: " << std::strerror(errno));
+  }
+  if ((fds[0].revents & POLLIN) != 0) {
+    char drained[64];
+    while (::read(wake_pipe_[0], drained, sizeof(drained)) > 0) {
+    }
   }
 }
 
@@ -183,13 +188,7 @@ void UcxWorker::progress_loop() {
     if (progressing_callers_.load() > 0) {
       // A caller progresses the worker: wait for the last one to leave (it writes the pipe).
       progress_thread_parked_ = true;
-      if (progressing_callers_.load() > 0) {
-        pollfd wake{wake_pipe_[0], POLLIN, 0};
-        ::poll(&wake, 1, 1000);
-        char drained[64];
-        while (::read(wake_pipe_[0], drained, sizeof(drained)) > 0) {
-        }
-      }
+      if (progressing_callers_.load() > 0) wait_for_events(1000, /*with_events=*/false);
       progress_thread_parked_ = false;
       continue;
     }

@@ -71,8 +71,10 @@ class UcxWorker {
   // The context found only host-local transports: endpoints go without peer error handling, and
   // the context is opened again with tcp added to UCX_TLS for connection setup.
   ucs_status_t reopen_for_host_local_transports(ucp_config_t* config, const ucp_params_t& params);
-  // Waits on the event fd (and the wake pipe) for at most `timeout_ms`; -1 waits without limit.
-  void wait_for_events(int timeout_ms);
+  // Waits until the wake pipe or, `with_events`, the worker's event fd is readable, for at most
+  // `timeout_ms` (-1: without limit), and empties the wake pipe: a wake-up is taken once, never
+  // left there to make every later wait return at once.
+  void wait_for_events(int timeout_ms, bool with_events = true);
 
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
