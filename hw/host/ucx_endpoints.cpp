@@ -141,11 +141,14 @@ void UcxEndpoints::on_connection(ucp_conn_request_h request, void* arg) {
   {
     std::lock_guard<std::mutex> lock(self->mutex_);
     self->accepted_.emplace(ep, std::chrono::steady_clock::now());
-    // Too many waiting for their proof: the oldest goes (closed outside UCX's callback).
+    // Too many waiting for their proof: the oldest goes (closed outside UCX's callback). Counted
+    // only once more than kMaxUnproven endpoints are accepted at all (fewer cannot exceed it), so
+    // the connections of a job of up to that many ranks never scan the accepted ones.
     size_t unproven = 0;
     auto oldest = self->accepted_.end();
-    for (auto it = self->accepted_.begin(); it != self->accepted_.end(); ++it) {
-      if (!self->admitted_ || self->admitted_(it->first)) continue;
+    const bool could_overflow = self->admitted_ && self->accepted_.size() > kMaxUnproven;
+    for (auto it = self->accepted_.begin(); could_overflow && it != self->accepted_.end(); ++it) {
+      if (self->admitted_(it->first)) continue;
       ++unproven;
       if (oldest == self->accepted_.end() || it->second < oldest->second) oldest = it;
     }
