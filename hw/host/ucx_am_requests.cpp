@@ -53,15 +53,27 @@ struct UcxAmRequests::Message {
   std::string refusal;
 };
 
-// What a UCX callback of one message needs; freed by the callback.
-struct Ticket {
-  UcxAmRequests* owner;
-  std::shared_ptr<UcxAmRequests::Call> call;
-  std::shared_ptr<UcxAmRequests::Message> message;
+// What a UCX callback of one message needs; freed by the callback. It keeps the message, and with
+// it the message's pooled buffer, as long as UCX holds the request.
+struct UcxAmRequests::Ticket {
+  Ticket(UcxAmRequests* owner, std::shared_ptr<Call> call, std::shared_ptr<Message> message)
+      : owner(owner), call(std::move(call)), message(std::move(message)) {
+    owner->requests_held_.fetch_add(1);
+  }
+  ~Ticket() { owner->requests_held_.fetch_sub(1); }
+  Ticket(const Ticket&) = delete;
+  Ticket& operator=(const Ticket&) = delete;
+
+  UcxAmRequests* const owner;
+  std::shared_ptr<Call> call;
+  std::shared_ptr<Message> message;
 };
 
-UcxAmRequests::UcxAmRequests(UcxWorker& worker, std::shared_ptr<StagingBufferPool> staging)
-    : worker_(worker), staging_(std::move(staging)) {
+UcxAmRequests::UcxAmRequests(UcxWorker& worker, std::shared_ptr<StagingBufferPool> pool,
+                             StagedBuffers staged)
+    : worker_(worker), pool_(std::move(pool)), staged_(staged) {
+  MEMLOOM_CHECK_ARG(staged_ == StagedBuffers::kNone || pool_ != nullptr,
+                    "UCX requester: staged buffers need a pool");
   ucp_worker_attr_t attr{};
   attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
   size_t header_room = 4096;
@@ -154,7 +166,7 @@ ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t heade
   }
   // The call waits for this receive (through `outstanding`) even when it gives up, so the
   // caller's buffers are not written after transfer() returned.
-  auto* ticket = new Ticket{self, message->call.lock(), message};
+  auto* ticket = new Ticket(self, message->call.lock(), message);
   if (ticket->call == nullptr) {
     delete ticket;
     return UCS_OK;
@@ -232,6 +244,8 @@ class UcxAmRequests::Run {
   // completes what is in flight, and waits (bounded) until it let go of the caller's buffers.
   void abandon() {
     peer_->force_close(Deadline::after(kReleaseTimeout));
+    // UCX holds only the pool's buffers, each kept by its request's ticket.
+    if (owner_.staged_ == StagedBuffers::kAll) return;
     std::shared_ptr<Call> call = call_;
     if (!owner_.worker_.progress_until([call] { return call->outstanding.load() == 0; },
                                        Deadline::after(kReleaseTimeout))) {
@@ -263,7 +277,7 @@ class UcxAmRequests::Run {
       id = msg::kAmWrite;
       msg::describe_payload(message->local, param, &buffer, &count);
     }
-    auto* ticket = new Ticket{&owner_, call_, message};
+    auto* ticket = new Ticket(&owner_, call_, message);
     param.user_data = ticket;
     call_->outstanding.fetch_add(1);
     ucs_status_ptr_t request = ucp_am_send_nbx(peer_->ep(), id, message->header.data(),
@@ -286,7 +300,7 @@ class UcxAmRequests::Run {
 
   // Points the message's staged parts into a buffer of the pool and copies a write's bytes there.
   void stage(Message& message) {
-    message.buffer = owner_.staging_->lease(message.staged_bytes);
+    message.buffer = owner_.pool_->lease(message.staged_bytes);
     std::vector<StagingCopy> copies;
     for (const StagedIovPart& staged : message.staged) {
       ucp_dt_iov_t& part = message.local[staged.part];
@@ -295,7 +309,7 @@ class UcxAmRequests::Run {
         copies.push_back({part.buffer, staged.device, part.length});
       }
     }
-    if (!copies.empty()) owner_.staging_->staging().copy_all(copies, deadline_);
+    if (!copies.empty()) owner_.pool_->staging().copy_all(copies, deadline_);
   }
 
   // Answered, and UCX no longer reads the message's payload: its staging buffer may go.
@@ -322,7 +336,7 @@ class UcxAmRequests::Run {
         copies.push_back({staged.device, part.buffer, part.length});
       }
     }
-    if (!copies.empty()) owner_.staging_->staging().copy_all(copies, deadline_);
+    if (!copies.empty()) owner_.pool_->staging().copy_all(copies, deadline_);
     for (; oldest_ < end; ++oldest_) sent_[oldest_]->buffer = {};
   }
 
@@ -371,13 +385,14 @@ void UcxAmRequests::run(const std::shared_ptr<UcxPeer>& peer,
   Run run(*this, peer, deadline);
   try {
     for (const hal::TransferOp* op : work) {
-      if (staging_ == nullptr) {
+      if (staged_ == StagedBuffers::kNone) {
         run.add(*op, /*staged=*/false);
         continue;
       }
-      // With staging, every op goes in pieces of at most kChunkBytes, device memory or not: the
-      // owner, a transport like this one, stages a message's payload in one buffer of its pool.
-      const bool staged = staging_->staging().needs_staging(op->local_address);
+      // With staging, every op goes in pieces of at most kChunkBytes, staged or not: the owner, a
+      // transport like this one, may stage a message's payload in one buffer of its pool.
+      const bool staged =
+          staged_ == StagedBuffers::kAll || pool_->staging().needs_staging(op->local_address);
       for (size_t done = 0; done < op->bytes; done += kChunkBytes) {
         hal::TransferOp piece = *op;
         piece.remote_address += done;

@@ -19,14 +19,23 @@
 // later than its header, so an op that overlaps an op still unanswered (in remote or in local
 // memory) first waits for every message in flight, as ucx_transfer_batch.h does with flushes.
 //
+// Own buffers (StagedBuffers::kAll): where endpoints go without peer error handling (UCX_TLS=sm,
+// self), UCX 1.13 may never hand back the requests of a call that gave up on a stopped or dead
+// peer, even once the endpoint is closed by force. Every op then goes through the pool as staged
+// ops do, so UCX only ever holds buffers of the pool, and a message's buffer stays leased until UCX
+// hands its request back: the caller's buffers are free the moment the call returns, however it
+// ended. It costs one copy of each byte on this side.
+//
 // Failures: a refusal is raised with the owner's status and message (kInvalidInput for a range it
 // does not expose; messages sent before it may have been applied). A timeout, an interruption or
-// a failed endpoint closes the endpoint by force and waits (bounded) until UCX let go of the
-// caller's buffers before raising kTimeout, kInterrupted or kCommunication naming the peer.
+// a failed endpoint closes the endpoint by force and, where UCX holds caller's buffers (not
+// kAll), waits (bounded) until UCX let go of them, before raising kTimeout, kInterrupted or
+// kCommunication naming the peer.
 #pragma once
 
 #include <ucp/api/ucp.h>
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -47,8 +56,14 @@ class UcxAmRequests {
   // once. Also the size of the staging pool's buffers.
   static constexpr size_t kChunkBytes = size_t{1} << 20;
 
-  // `staging`: null where every local buffer is host memory.
-  UcxAmRequests(UcxWorker& worker, std::shared_ptr<StagingBufferPool> staging);
+  // Which local buffers go through the pool rather than to UCX.
+  enum class StagedBuffers {
+    kNone,          // none: every buffer is host memory UCX may hold (`pool` may be null)
+    kDeviceMemory,  // those the pool's staging says need it (device memory)
+    kAll,           // every one ("Own buffers" above)
+  };
+
+  UcxAmRequests(UcxWorker& worker, std::shared_ptr<StagingBufferPool> pool, StagedBuffers staged);
   UcxAmRequests(const UcxAmRequests&) = delete;
   UcxAmRequests& operator=(const UcxAmRequests&) = delete;
 
@@ -59,10 +74,16 @@ class UcxAmRequests {
   void run(const std::shared_ptr<UcxPeer>& peer, const std::vector<const hal::TransferOp*>& work,
            Deadline deadline);
 
+  // UCX requests of this requester not yet handed back (sends and reply receives, of calls that
+  // ended too): the transport leaves its worker open at destruction while there are any, since
+  // UCX 1.13 aborts the process when a worker is destroyed with a request still queued.
+  size_t requests_held() const { return requests_held_.load(); }
+
   // One message in flight and the UCX requests of one run() (defined in the .cpp; public for its
   // UCX callbacks there).
   struct Message;
   struct Call;
+  struct Ticket;
 
  private:
   class Run;
@@ -72,8 +93,10 @@ class UcxAmRequests {
                                size_t length, const ucp_am_recv_param_t* param);
 
   UcxWorker& worker_;
-  const std::shared_ptr<StagingBufferPool> staging_;
+  const std::shared_ptr<StagingBufferPool> pool_;
+  const StagedBuffers staged_;
   size_t max_ops_per_message_;
+  std::atomic<size_t> requests_held_{0};
   UcxPendingTable<Message> pending_;  // its lock guards the messages' answers
 };
 

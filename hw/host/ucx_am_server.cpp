@@ -1,5 +1,6 @@
 #include "hw/host/ucx_am_server.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -24,6 +25,12 @@ constexpr auto kStagingTimeout = std::chrono::seconds(10);
 // One request being served: its ranges, the holds on their regions, and what a reply or a receive
 // in flight needs until UCX is done with it.
 struct UcxAmServer::Request {
+  explicit Request(std::atomic<size_t>& held) : held_count(held) { held_count.fetch_add(1); }
+  ~Request() { held_count.fetch_sub(1); }
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+
+  std::atomic<size_t>& held_count;  // the server's requests_held_
   ucp_ep_h reply_ep = nullptr;
   uint64_t request_id = 0;
   std::vector<msg::AmRange> ranges;
@@ -141,7 +148,7 @@ void UcxAmServer::register_handlers() {
 
 void UcxAmServer::refuse(ucp_ep_h reply_ep, uint64_t request_id, Status status,
                          const std::string& why) {
-  auto request = std::make_unique<Request>();
+  auto request = std::make_unique<Request>(requests_held_);
   request->reply_ep = reply_ep;
   request->reply = {request_id, static_cast<uint32_t>(status), 0};
   request->message = why;
@@ -233,7 +240,7 @@ bool UcxAmServer::stage(std::unique_ptr<Request>& request, bool read) {
 ucs_status_t UcxAmServer::on_write(void* arg, const void* header, size_t header_length, void* data,
                                    size_t length, const ucp_am_recv_param_t* param) {
   auto* self = static_cast<UcxAmServer*>(arg);
-  auto request = std::make_unique<Request>();
+  auto request = std::make_unique<Request>(self->requests_held_);
   // A refused rendezvous is dropped without receiving: the sender's send completes, and it
   // learns of the refusal from the reply.
   if (!self->accept(*request, header, header_length, length, param)) return UCS_OK;
@@ -291,7 +298,7 @@ ucs_status_t UcxAmServer::on_read(void* arg, const void* header, size_t header_l
     MEMLOOM_LOG(kWarn, "transport: dropped a read request that carried data");
     return UCS_OK;
   }
-  auto request = std::make_unique<Request>();
+  auto request = std::make_unique<Request>(self->requests_held_);
   if (!self->accept(*request, header, header_length, SIZE_MAX, param)) return UCS_OK;
   if (!request->staged.empty() && !self->stage(request, /*read=*/true)) return UCS_OK;
   request->reply = {request->request_id, 0, 0};

@@ -25,6 +25,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -50,6 +51,11 @@ class UcxAmServer {
   // The owner's address, named in refusals (set once the listener is up).
   void set_own_address(const std::string& address) { own_address_ = address; }
 
+  // Requests being served that UCX has not handed back (a reply's send, a write's receive):
+  // the transport leaves its worker open at destruction while there are any (UcxAmRequests::
+  // requests_held says why).
+  size_t requests_held() const { return requests_held_.load(); }
+
   // One request being served (defined in the .cpp; public for its UCX callbacks there).
   struct Request;
 
@@ -71,6 +77,7 @@ class UcxAmServer {
   std::function<bool(ucp_ep_h)> admitted_;
   const std::shared_ptr<StagingBufferPool> staging_;
   std::string own_address_;
+  std::atomic<size_t> requests_held_{0};
 };
 
 }  // namespace memloom::host

@@ -4,10 +4,12 @@
 #include <netinet/in.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
 #include "hw/host/host_address.h"
+#include "hw/host/host_memory_staging.h"
 #include "hw/host/ucx_capabilities.h"
 #include "hw/host/ucx_transfer_batch.h"
 #include "memloom/error.h"
@@ -25,6 +27,15 @@ constexpr std::string_view kScheme = "ucx://";
 // Staging buffers (UcxAmRequests::kChunkBytes each) kept for reuse: a requester's window of
 // messages in flight and a few the serving side stages at once.
 constexpr size_t kPooledStagingBuffers = 16;
+// How long a closing transport waits for UCX to hand back the requests of calls that gave up.
+constexpr auto kReleaseAtCloseTimeout = std::chrono::seconds(2);
+
+// Which of this side's buffers a transfer puts through a pool instead of handing them to UCX.
+UcxAmRequests::StagedBuffers requester_staging(const UcxWorker& worker, bool device_staging) {
+  if (worker.error_mode() == UCP_ERR_HANDLING_MODE_NONE) return UcxAmRequests::StagedBuffers::kAll;
+  return device_staging ? UcxAmRequests::StagedBuffers::kDeviceMemory
+                        : UcxAmRequests::StagedBuffers::kNone;
+}
 
 struct UcxAddress {
   std::string host;
@@ -100,6 +111,11 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options,
                         ? nullptr
                         : StagingBufferPool::create(*staging_, UcxAmRequests::kChunkBytes,
                                                     kPooledStagingBuffers)),
+      host_staging_(std::make_unique<HostMemoryStaging>()),
+      requester_pool_(staging_pool_ != nullptr
+                          ? staging_pool_
+                          : StagingBufferPool::create(*host_staging_, UcxAmRequests::kChunkBytes,
+                                                      kPooledStagingBuffers)),
       data_path_(chosen_ucx_data_path()),
       serves_rma_(data_path_ == UcxDataPath::kRma || ucx_offers_rdma()),
       host_(options.host.empty() ? host_address() : options.host),
@@ -108,7 +124,7 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options,
       regions_(worker_, serves_rma_, staging_.get()),
       am_server_(
           worker_, regions_, [this](ucp_ep_h ep) { return gate_.admitted(ep); }, staging_pool_),
-      am_requests_(worker_, staging_pool_),
+      am_requests_(worker_, requester_pool_, requester_staging(worker_, staging_ != nullptr)),
       endpoints_(
           worker_,
           [this](ucp_ep_h ep) {
@@ -175,6 +191,19 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options,
 UcxTransport::~UcxTransport() {
   worker_.stop_progress_thread();
   endpoints_.close_all();
+  // A call that gave up, or a reply to a requester that did, may have left UCX a request (closing
+  // the endpoint by force usually ends it); without peer error handling UCX may keep one queued
+  // for good on a stopped peer.
+  auto held = [this] { return am_requests_.requests_held() + am_server_.requests_held(); };
+  const bool released =
+      worker_.progress_until([&] { return held() == 0; }, Deadline::after(kReleaseAtCloseTimeout));
+  if (!released) {
+    MEMLOOM_LOG(kError, "transport " << address_ << ": UCX still holds " << held()
+                                     << " request(s) with a peer that stopped answering; the UCX "
+                                        "worker is left open until the process exits (destroying "
+                                        "it would abort the process)");
+    worker_.keep_open_at_destruction();
+  }
 }
 
 void UcxTransport::expose(void* address, size_t size) {
@@ -226,8 +255,10 @@ bool UcxTransport::stages_locally(const std::vector<const hal::TransferOp*>& wor
 void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
                        const std::vector<const hal::TransferOp*>& work, Deadline deadline) {
   gate_.prove_to(peer, deadline);
-  // Device memory of this side: ucp_put_nbx/ucp_get_nbx would hand it to UCX.
-  bool am = data_path_ == UcxDataPath::kAm || stages_locally(work);
+  // Device memory of this side: ucp_put_nbx/ucp_get_nbx would hand it to UCX; nor are the
+  // caller's buffers handed to UCX where its endpoints go without peer error handling.
+  bool am = data_path_ == UcxDataPath::kAm || worker_.error_mode() == UCP_ERR_HANDLING_MODE_NONE ||
+            stages_locally(work);
   if (!am) {
     std::lock_guard<std::mutex> lock(am_only_mutex_);
     am = am_only_peers_.count(peer->address()) != 0;

@@ -68,6 +68,11 @@ class UcxTransport : public hal::Transport {
   // the pool (null: all memory is host memory).
   const std::unique_ptr<BufferStaging> staging_;
   const std::shared_ptr<StagingBufferPool> staging_pool_;
+  // Where endpoints go without peer error handling, this side's buffers all go through a pool
+  // (ucx_am_requests.h, "Own buffers"): staging_pool_ where there is one (it copies host memory
+  // too), else one of plain host buffers. Created either way; its buffers only when used.
+  const std::unique_ptr<BufferStaging> host_staging_;
+  const std::shared_ptr<StagingBufferPool> requester_pool_;
   // Before UCX starts: a bad MEMLOOM_UCX_DATA_PATH fails the constructor at once.
   const UcxDataPath data_path_;
   // Whether this transport serves rma requesters: only where UCX has an RDMA transport (or rma was

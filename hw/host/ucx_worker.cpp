@@ -145,8 +145,10 @@ std::string UcxWorker::endpoint_setting() const {
 
 UcxWorker::~UcxWorker() {
   stop_progress_thread();
-  ucp_worker_destroy(worker_);
-  ucp_cleanup(context_);
+  if (!keep_open_) {
+    ucp_worker_destroy(worker_);
+    ucp_cleanup(context_);
+  }
   ::close(wake_pipe_[0]);
   ::close(wake_pipe_[1]);
 }

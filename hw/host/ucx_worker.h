@@ -62,6 +62,11 @@ class UcxWorker {
 
   // Stops the progress thread (before the objects its callbacks touch go away). Idempotent.
   void stop_progress_thread();
+  // The destructor then leaves UCX's worker and context as they are (memory and descriptors stay
+  // taken until the process exits): for a worker UCX still holds a request on, which UCX 1.13
+  // would answer at destruction by aborting the process ("pending request ... should have been
+  // flushed"), or by callbacks into objects already gone.
+  void keep_open_at_destruction() { keep_open_ = true; }
   // Starts it; called once the callbacks' owners exist. `housekeeping`, if any, runs on it about
   // once a second (closing endpoints that never proved the job secret).
   void start_progress_thread(std::function<void()> housekeeping = nullptr);
@@ -84,6 +89,7 @@ class UcxWorker {
   int event_fd_ = -1;
   int wake_pipe_[2] = {-1, -1};
   std::atomic<bool> stopping_{false};
+  bool keep_open_ = false;
   // Threads inside progress_until: while there are any, they progress the worker and the progress
   // thread stands aside (parked on the wake pipe), so the two do not fight over the worker's lock
   // and the cores (the last one out wakes it).

@@ -17,18 +17,9 @@
 #include <vector>
 
 #include "hw/emulated/emulated_platform.h"
-#include "hw/host/ucx_capabilities.h"
 #include "tests/support/multi_process.h"
 
 namespace memloom::hal_test {
-
-// Whether UCX tells the transport under test that a peer failed. Not where UCX_TLS leaves only
-// shared memory (UCX_TLS=sm,self): UCX endpoints then go without peer error handling, so a call
-// given up on (deadline, interruption) cannot have UCX complete its requests by force and waits
-// up to 2 s for them before it returns.
-inline bool transport_learns_of_failed_peers() {
-  return host::ucx_detects_dead_peers();
-}
 
 // The state letter of /proc/<pid>/stat ('T' once a SIGSTOP took effect).
 inline char process_state(pid_t pid) {
