@@ -24,6 +24,9 @@ constexpr size_t kWindow = 8;
 // After a failure (the endpoint was closed by force), how long to wait for UCX to hand back the
 // requests that still reference the caller's buffers before leaving them to it.
 constexpr auto kReleaseTimeout = std::chrono::seconds(2);
+// How long a call that gave up waits for one of its requests to end before it stops letting them
+// finish (abandon(): a stopped or dead peer costs the call that much).
+constexpr auto kStall = std::chrono::milliseconds(20);
 
 }  // namespace
 
@@ -126,50 +129,55 @@ ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t heade
   msg::AmReplyHeader reply{};
   if (header_length != sizeof(reply)) return UCS_OK;
   std::memcpy(&reply, header, sizeof(reply));
-  // A reply for a call that gave up is dropped; a rendezvous one is not received.
-  std::shared_ptr<Message> message = self->pending_.find(reply.request_id);
-  if (message == nullptr) return UCS_OK;
   const bool rendezvous = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
-  auto answer = [&](Status status, std::string why) {
+  Ticket* ticket = nullptr;
+  {
+    // Held from finding the message to the last touch of the caller's buffers (an eager read's
+    // copy) or to counting a rendezvous receive into them: a run that gives up forgets its
+    // messages under this lock before it waits for what is counted, so once it returned no
+    // handler writes into the caller's buffers. A reply for a call that gave up is dropped; a
+    // rendezvous one is not received.
     auto lock = self->pending_.lock();
-    message->status = status;
-    message->refusal = std::move(why);
-    message->answered = true;
-  };
-  if (reply.status != 0) {
-    // A refused range is the caller's error; anything else (an unproven endpoint) the link's.
-    const Status status = reply.status == static_cast<uint32_t>(Status::kCommunication)
-                              ? Status::kCommunication
-                              : Status::kInvalidInput;
-    answer(status, rendezvous ? std::string("refused by the peer")
-                              : std::string(static_cast<const char*>(data), length));
-    return UCS_OK;
-  }
-  const size_t expected = message->direction == Direction::kRead ? message->bytes : 0;
-  if (length != expected) {
-    answer(Status::kCommunication, "the peer answered with " + std::to_string(length) +
-                                       " bytes where " + std::to_string(expected) + " were due");
-    return UCS_OK;
-  }
-  if (message->direction == Direction::kWrite) {
-    answer(Status::kSuccess, {});  // the owner answers once the bytes are in place
-    return UCS_OK;
-  }
-  if (!rendezvous) {
-    const char* from = static_cast<const char*>(data);
-    for (const ucp_dt_iov_t& part : message->local) {
-      std::memcpy(part.buffer, from, part.length);
-      from += part.length;
+    std::shared_ptr<Message> message = self->pending_.find_locked(reply.request_id, lock);
+    if (message == nullptr) return UCS_OK;
+    auto answer = [&](Status status, std::string why) {
+      message->status = status;
+      message->refusal = std::move(why);
+      message->answered = true;
+    };
+    if (reply.status != 0) {
+      // A refused range is the caller's error; anything else (an unproven endpoint) the link's.
+      const Status status = reply.status == static_cast<uint32_t>(Status::kCommunication)
+                                ? Status::kCommunication
+                                : Status::kInvalidInput;
+      answer(status, rendezvous ? std::string("refused by the peer")
+                                : std::string(static_cast<const char*>(data), length));
+      return UCS_OK;
     }
-    answer(Status::kSuccess, {});
-    return UCS_OK;
-  }
-  // The call waits for this receive (through `outstanding`) even when it gives up, so the
-  // caller's buffers are not written after transfer() returned.
-  auto* ticket = new Ticket(self, message->call.lock(), message);
-  if (ticket->call == nullptr) {
-    delete ticket;
-    return UCS_OK;
+    const size_t expected = message->direction == Direction::kRead ? message->bytes : 0;
+    if (length != expected) {
+      answer(Status::kCommunication, "the peer answered with " + std::to_string(length) +
+                                         " bytes where " + std::to_string(expected) + " were due");
+      return UCS_OK;
+    }
+    if (message->direction == Direction::kWrite) {
+      answer(Status::kSuccess, {});  // the owner answers once the bytes are in place
+      return UCS_OK;
+    }
+    if (!rendezvous) {
+      const char* from = static_cast<const char*>(data);
+      for (const ucp_dt_iov_t& part : message->local) {
+        std::memcpy(part.buffer, from, part.length);
+        from += part.length;
+      }
+      answer(Status::kSuccess, {});
+      return UCS_OK;
+    }
+    // The call waits for this receive (through `outstanding`) even when it gives up.
+    std::shared_ptr<Call> call = message->call.lock();
+    if (call == nullptr) return UCS_OK;
+    call->outstanding.fetch_add(1);
+    ticket = new Ticket(self, std::move(call), std::move(message));
   }
   ucp_request_param_t receive{};
   receive.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -177,18 +185,22 @@ ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t heade
   receive.user_data = ticket;
   void* buffer = nullptr;
   size_t count = 0;
-  msg::describe_payload(message->local, receive, &buffer, &count);
-  ticket->call->outstanding.fetch_add(1);
+  msg::describe_payload(ticket->message->local, receive, &buffer, &count);
   ucs_status_ptr_t received =
       ucp_am_recv_data_nbx(self->worker_.worker(), data, buffer, count, &receive);
   if (UCS_PTR_IS_PTR(received)) return UCS_OK;  // reply_received answers
-  ticket->call->outstanding.fetch_sub(1);
-  delete ticket;
-  if (UCS_PTR_IS_ERR(received)) {
-    answer(Status::kCommunication, ucx_error("receiving a read's bytes", UCS_PTR_STATUS(received)));
-  } else {
-    answer(Status::kSuccess, {});
+  {
+    auto lock = self->pending_.lock();
+    Message& message = *ticket->message;
+    if (UCS_PTR_IS_ERR(received)) {
+      message.status = Status::kCommunication;
+      message.refusal = ucx_error("receiving a read's bytes", UCS_PTR_STATUS(received));
+    }
+    message.answered = true;
   }
+  std::shared_ptr<Call> call = std::move(ticket->call);
+  delete ticket;
+  call->outstanding.fetch_sub(1);
   return UCS_OK;
 }
 
@@ -240,9 +252,18 @@ class UcxAmRequests::Run {
     }
   }
 
-  // After a timeout, an interruption or a failed endpoint: closes the endpoint by force, so UCX
-  // completes what is in flight, and waits (bounded) until it let go of the caller's buffers.
+  // After a timeout, an interruption or a failed endpoint: lets the requests already moving
+  // finish, closes the endpoint by force, so UCX completes what is left, and waits (bounded)
+  // until it let go of the caller's buffers.
   void abandon() {
+    // First, so that no reply handler starts on the caller's buffers from here on (on_reply).
+    registrations_.clear();
+    // A live peer's transfers under way end first (UcxWorker::progress_while_ending says why).
+    if (!peer_->failed()) {
+      std::shared_ptr<Call> call = call_;
+      owner_.worker_.progress_while_ending([&] { return call->outstanding.load(); }, kStall,
+                                           Deadline::after(kReleaseTimeout));
+    }
     peer_->force_close(Deadline::after(kReleaseTimeout));
     // UCX holds only the pool's buffers, each kept by its request's ticket.
     if (owner_.staged_ == StagedBuffers::kAll) return;

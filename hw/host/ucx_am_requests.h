@@ -28,9 +28,11 @@
 //
 // Failures: a refusal is raised with the owner's status and message (kInvalidInput for a range it
 // does not expose; messages sent before it may have been applied). A timeout, an interruption or
-// a failed endpoint closes the endpoint by force and, where UCX holds caller's buffers (not
-// kAll), waits (bounded) until UCX let go of them, before raising kTimeout, kInterrupted or
-// kCommunication naming the peer.
+// a failed endpoint forgets the call's messages (no reply handler touches the caller's buffers
+// after that, on_reply), lets a live peer's requests under way end (at most 2 s, and only while
+// they keep ending: UcxWorker::progress_while_ending), closes the endpoint by force and, where UCX
+// holds caller's buffers (not kAll), waits (bounded) until UCX let go of them, before raising
+// kTimeout, kInterrupted or kCommunication naming the peer.
 #pragma once
 
 #include <ucp/api/ucp.h>

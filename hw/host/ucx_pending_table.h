@@ -53,6 +53,14 @@ class UcxPendingTable {
     return it == entries_.end() ? nullptr : it->second;
   }
 
+  // The same, for a caller that holds lock() (`held`) and keeps it while it works on the entry:
+  // its waiter cannot forget it meanwhile.
+  std::shared_ptr<Entry> find_locked(uint64_t id, const std::unique_lock<std::mutex>& held) {
+    (void)held;
+    auto it = entries_.find(id);
+    return it == entries_.end() ? nullptr : it->second;
+  }
+
   void forget(uint64_t id) {
     std::shared_ptr<Entry> dropped;  // destroyed outside the lock
     std::lock_guard<std::mutex> lock(mutex_);

@@ -34,6 +34,9 @@ class UcxTransferBatch {
 
   // UCS_OK, or the first error an op or flush completed with.
   ucs_status_t status() const;
+  // After the call gave up on a live peer: lets the requests under way end before the endpoint is
+  // closed by force (UcxWorker::progress_while_ending).
+  void let_moving_requests_end();
 
  private:
   struct Completion;

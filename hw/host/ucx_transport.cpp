@@ -302,10 +302,12 @@ void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
   } catch (const Error&) {
     // Interrupted by the caller (nothing else throws here): the requests in flight let go of
     // the buffers, which the batch's destructor waits for, only once the endpoint is closed.
+    if (!peer->failed()) batch.let_moving_requests_end();
     peer->force_close(Deadline::after(std::chrono::seconds(2)));
     throw;
   }
   if (!completed) {
+    if (!peer->failed()) batch.let_moving_requests_end();
     if (batch.status() != UCS_OK || peer->failed()) {
       const ucs_status_t status = batch.status() != UCS_OK ? batch.status() : peer->failure();
       peer->force_close(Deadline::after(std::chrono::seconds(2)));  // requests let go of buffers

@@ -227,4 +227,15 @@ bool UcxWorker::progress_until(const std::function<bool()>& done, Deadline deadl
   return true;
 }
 
+void UcxWorker::progress_while_ending(const std::function<size_t()>& left,
+                                      std::chrono::milliseconds stall, Deadline limit) {
+  size_t now_left = left();
+  while (now_left != 0 && !limit.expired()) {
+    const bool fell =
+        progress_until([&] { return left() < now_left; }, Deadline::after(stall).earlier(limit));
+    if (!fell) return;
+    now_left = left();
+  }
+}
+
 }  // namespace memloom::host

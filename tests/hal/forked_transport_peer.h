@@ -39,10 +39,11 @@ inline bool stop_process(pid_t pid) {
   return process_state(pid) == 'T';
 }
 
-// Rank 1 serves memory and reports (pid, address, pointer) through a pipe; rank 0 uses it,
-// then makes it disappear (SIGKILL) or hang (SIGSTOP).
+// Rank 1 serves `exposed_bytes` of zeroed memory and reports (pid, address, pointer) through a
+// pipe; rank 0 uses it, then makes it disappear (SIGKILL) or hang (SIGSTOP).
 inline void run_against_forked_peer(
-    const std::function<void(pid_t, const std::string&, uint64_t)>& body) {
+    const std::function<void(pid_t, const std::string&, uint64_t)>& body,
+    size_t exposed_bytes = size_t{1} << 20) {
   int pipe_fds[2];
   ASSERT_EQ(::pipe(pipe_fds), 0);
   ::memloom::testing::MultiProcessOptions options;
@@ -54,7 +55,7 @@ inline void run_against_forked_peer(
         if (context.rank == 1) {
           ::close(pipe_fds[0]);
           auto transport = emulated::create_transport();
-          std::vector<std::byte> memory(1 << 20);
+          std::vector<std::byte> memory(exposed_bytes);
           transport->expose(memory.data(), memory.size());
           std::string line = std::to_string(getpid()) + " " + transport->address() + " " +
                              std::to_string(reinterpret_cast<uint64_t>(memory.data())) + "\n";

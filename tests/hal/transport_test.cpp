@@ -6,10 +6,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
@@ -196,6 +199,57 @@ TEST_F(TransportPair, BadArgumentsAreRejected) {
             Status::kInvalidInput);
   // Nothing to do is not an error.
   requester->transfer(server->address(), {}, soon());
+}
+
+// Reads that give up while their reply is on its way (deadlines about as long as the read) leave
+// the caller's buffer alone once they returned: a reply handler that already found the message
+// must not copy or receive into it after the call ended. Each buffer is marked right after its
+// call returned and checked after the next call has run the worker (ASan also sees a late write
+// into the freed buffer). The peer is another process: UCX 1.13 aborts a process with two workers
+// whose endpoints are closed and opened this fast ("async.c:643 Assertion `handler->async ==
+// async' failed": a reused socket descriptor's event reaches the other worker).
+TEST(Transport, ReadsThatGiveUpMidReplyNeverWriteTheBufferAfterReturning) {
+  constexpr size_t kExposed = size_t{8} << 20;
+  run_against_forked_peer(
+      [](pid_t, const std::string& address, uint64_t pointer) {
+        constexpr size_t kSizes[] = {4096, 1 << 20, kExposed};  // eager and rendezvous replies
+        constexpr auto kMark = std::byte{0xA5};
+        auto requester = emulated::create_transport();
+        std::mt19937 random(11);
+        std::vector<std::byte> probe(16);
+        std::unique_ptr<std::vector<std::byte>> previous;
+        int gave_up = 0;
+        for (int round = 0; round < 200; ++round) {
+          // A proven endpoint first (a call that gave up closed the last one), so the short
+          // deadline below runs out during the read itself, not while connecting.
+          requester->transfer(address, {Op{Direction::kRead, pointer, probe.data(), probe.size()}},
+                              soon());
+          if (previous != nullptr) {
+            ASSERT_EQ(std::count(previous->begin(), previous->end(), kMark),
+                      static_cast<long>(previous->size()))
+                << "round " << round - 1 << ": the buffer was written after its call returned";
+          }
+          const size_t size = kSizes[round % 3];
+          auto buffer = std::make_unique<std::vector<std::byte>>(size);
+          std::vector<Op> ops;  // 1 MiB ops: several messages in flight when the deadline passes
+          for (size_t at = 0; at < size; at += 1 << 20) {
+            ops.push_back(Op{Direction::kRead, pointer + at, buffer->data() + at,
+                             std::min<size_t>(1 << 20, size - at)});
+          }
+          const Status status = status_of([&] {
+            requester->transfer(address, ops,
+                                Deadline::after(std::chrono::milliseconds(1 + random() % 3)));
+          });
+          ASSERT_TRUE(status == Status::kSuccess || status == Status::kTimeout)
+              << status_name(status);
+          gave_up += status == Status::kTimeout;
+          std::fill(buffer->begin(), buffer->end(), kMark);
+          previous = std::move(buffer);
+        }
+        EXPECT_GT(gave_up, 0) << "no read gave up: the test did not test";
+        std::printf("%d of 200 reads gave up\n", gave_up);
+      },
+      kExposed);
 }
 
 TEST(Transport, PeerRestartedAtANewAddressIsReachableAgain) {
