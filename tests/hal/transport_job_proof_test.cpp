@@ -158,5 +158,51 @@ TEST(UcxJobProof, SilentEndpointsAreClosedAndKeepNoRankOut) {
   endpoints.close_all();
 }
 
+// More than kMaxUnproven endpoints waiting for their proof: each one beyond closes the oldest at
+// once (long before the proof deadline), the others stay until theirs, and a rank of the job is
+// still served.
+TEST(UcxJobProof, BeyondTheUnprovenLimitTheOldestWaitingEndpointsAreClosedAtOnce) {
+  constexpr size_t kLimit = host::UcxEndpoints::kMaxUnproven;
+  constexpr size_t kBeyond = 4;
+  const hal::TransportOptions options = job(7);
+  std::vector<uint8_t> exposed(4096, 0);  // outlives the server
+  host::UcxTransport server(options);
+  host::UcxTransport member(options);
+  server.expose(exposed.data(), exposed.size());
+
+  host::UcxWorker worker;
+  host::UcxEndpoints endpoints(worker, [](ucp_ep_h) {});
+  std::vector<std::shared_ptr<host::UcxPeer>> silent;
+  const auto first_made = Clock::now();
+  for (size_t i = 0; i < kLimit + kBeyond; ++i) {
+    silent.push_back(hal_test::connect_as_outsider(endpoints, server.address(), i));
+    // One at a time reaches the server, so "oldest" is the order they were made in.
+    worker.progress_until([] { return false; }, Deadline::after(std::chrono::milliseconds(2)));
+  }
+  auto closed = [&](size_t from, size_t to) {
+    size_t count = 0;
+    for (size_t i = from; i < to; ++i) count += silent[i]->failed() ? 1 : 0;
+    return count;
+  };
+  // Before the first one's proof deadline, only the limit can have closed any.
+  const auto deadline_of_the_first =
+      first_made + host::UcxEndpoints::kProofTimeout - std::chrono::milliseconds(200);
+  if (Clock::now() + std::chrono::seconds(1) > deadline_of_the_first) {
+    GTEST_SKIP() << "making the endpoints took nearly the proof deadline: nothing to tell apart";
+  }
+  worker.progress_until([&] { return closed(0, kBeyond) == kBeyond; },
+                        Deadline::after(std::chrono::duration_cast<std::chrono::milliseconds>(
+                            deadline_of_the_first - Clock::now())));
+  EXPECT_EQ(closed(0, kBeyond), kBeyond) << "the oldest were not closed once the limit passed";
+  EXPECT_EQ(closed(kBeyond, silent.size()), 0u) << "younger ones closed before their deadline";
+
+  std::vector<uint8_t> data(exposed.size(), 0x3C);
+  member.transfer(server.address(),
+                  {{Direction::kWrite, address_of(exposed), data.data(), data.size()}}, soon());
+  EXPECT_EQ(exposed, data);
+  silent.clear();
+  endpoints.close_all();
+}
+
 }  // namespace
 }  // namespace memloom
