@@ -65,8 +65,8 @@ TEST(UcxIpv6, InterfaceAddressesCarryWritesAndReads) {
   if (host.empty()) GTEST_SKIP() << "no IPv6 address on a network interface here";
   hal::TransportOptions options;
   options.host = host;
-  // Outlives the server: once, under ASan, the server served the read below again after the call
-  // had its reply and this memory was freed (README, "IPv6").
+  // Outlives the server: ASan checks a sendmsg's buffers after the call returned, by when the read
+  // below may have its reply and, without this, the memory would be freed (README, "IPv6").
   std::vector<uint8_t> exposed(3 << 20, 0);
   host::UcxTransport server(options), requester(options);
   EXPECT_EQ(server.address().rfind("ucx://[" + host + "]:", 0), 0u) << server.address();
