@@ -150,6 +150,14 @@ void Engine::check_open() const {
     raise(Status::kInvalidInput, "transfer instance '" + unique_id_ + "' was destroyed");
 }
 
+std::shared_ptr<hal::Transport> Engine::transport_unless_destroyed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (transport_ == nullptr && no_transport_why_.empty()) {
+    raise(Status::kInvalidInput, "transfer instance '" + unique_id_ + "' was destroyed");
+  }
+  return transport_;
+}
+
 std::chrono::milliseconds Engine::hold_wait() const {
   // A copy holds a region for one bounded memcpy or system call; far longer means a dead copier.
   return std::min(options_.timeout, std::chrono::milliseconds(10000));
@@ -236,14 +244,8 @@ void Engine::register_memory(const std::vector<std::pair<void*, size_t>>& ranges
 
 void Engine::expose(void* address, size_t bytes) {
   if (!options_.serves) return;  // a SENDER's memory is no transfer target
-  std::shared_ptr<hal::Transport> transport;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    transport = transport_;
-  }
-  if (!transport && !no_transport_why_.empty()) return;  // nothing serves other nodes
-  if (!transport)
-    raise(Status::kInvalidInput, "transfer instance '" + unique_id_ + "' was destroyed");
+  const std::shared_ptr<hal::Transport> transport = transport_unless_destroyed();
+  if (!transport) return;  // nothing serves other nodes
   transport->expose(address, bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   exposed_.emplace(address, bytes);
@@ -410,18 +412,12 @@ void Engine::transfer(Direction direction, const std::string& peer_id,
 void Engine::transfer_by_transport(Direction direction, const std::string& peer_id,
                                    const PeerRecord& peer,
                                    const std::vector<TransferEntry>& entries, Deadline deadline) {
-  std::shared_ptr<hal::Transport> transport;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    transport = transport_;
-  }
-  if (!transport && !no_transport_why_.empty()) {
+  const std::shared_ptr<hal::Transport> transport = transport_unless_destroyed();
+  if (!transport) {
     raise(Status::kNotSupported,
           "transfer instance '" + unique_id_ + "' cannot reach peer '" + peer_id +
               "' (not on this node, or not by a same-node path): " + no_transport_why_);
   }
-  if (!transport)
-    raise(Status::kInvalidInput, "transfer instance '" + unique_id_ + "' was destroyed");
   const std::string mine = transport->address();
   const std::string theirs = peer.transport;
   if (theirs.empty()) {

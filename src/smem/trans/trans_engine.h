@@ -88,6 +88,9 @@ class Engine {
   RegionShare share_device_range(void* address, size_t size);
   void withdraw_export(void* address);
   void check_open() const;
+  // The transport to other nodes; null where none could be opened (no_transport_why_ says why).
+  // Raises kInvalidInput once the instance was destroyed.
+  std::shared_ptr<hal::Transport> transport_unless_destroyed() const;
   // True when the CPU can address every entry's local memory (cross-memory attach needs it).
   bool local_side_is_host(const std::vector<TransferEntry>& entries) const;
   // With staging: memory only streams reach (all memory when MEMLOOM_TRANS_STAGING forces it).
