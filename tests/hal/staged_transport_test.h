@@ -1,7 +1,7 @@
-// What the staging suites of both host transports (TcpStaging, UcxStaging) set up and check alike:
-// a server exposing 64 MiB (+4 KiB) of "device memory" the CPU cannot touch and 64 MiB of host
-// memory, and a requester with 64 MiB of device memory of its own (protected_memory_staging.h).
-// Each suite derives its fixture, starting its own transport type, and adds what only it does.
+// What the UCX transport's staging suite (UcxStaging) sets up and checks: a server exposing 64 MiB
+// (+4 KiB) of "device memory" the CPU cannot touch and 64 MiB of host memory, and a requester with
+// 64 MiB of device memory of its own (protected_memory_staging.h). The suite derives its fixture
+// and adds its UCX-specific tests.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "hw/hal/transport.h"
+#include "hw/host/ucx_transport.h"
 #include "tests/hal/protected_memory_staging.h"
 
 namespace memloom::test {
 
-template <class TransportType>
 class StagedTransportTest : public ::testing::Test {
  protected:
   using Op = hal::TransferOp;
@@ -31,8 +31,8 @@ class StagedTransportTest : public ::testing::Test {
     auto requester_staging = std::make_unique<ProtectedMemoryStaging>(kBytes);
     remote_device = server_staging.get();
     local_device = requester_staging.get();
-    server = std::make_unique<TransportType>(options, std::move(server_staging));
-    requester = std::make_unique<TransportType>(options, std::move(requester_staging));
+    server = std::make_unique<host::UcxTransport>(options, std::move(server_staging));
+    requester = std::make_unique<host::UcxTransport>(options, std::move(requester_staging));
     server->expose(remote_device->device(), kBytes + 4096);
     remote_host.assign(kBytes, std::byte{0});
     server->expose(remote_host.data(), remote_host.size());
@@ -99,7 +99,7 @@ class StagedTransportTest : public ::testing::Test {
 
   ProtectedMemoryStaging* remote_device = nullptr;  // owned by server
   ProtectedMemoryStaging* local_device = nullptr;   // owned by requester
-  std::unique_ptr<TransportType> server, requester;
+  std::unique_ptr<host::UcxTransport> server, requester;
   std::vector<std::byte> remote_host;
 };
 

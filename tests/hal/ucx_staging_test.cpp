@@ -37,7 +37,7 @@ Deadline soon() {
   return Deadline::after(std::chrono::seconds(30));
 }
 
-class UcxStaging : public test::StagedTransportTest<host::UcxTransport> {
+class UcxStaging : public test::StagedTransportTest {
  protected:
   void SetUp() override {
     options.job_secret.fill(7);
