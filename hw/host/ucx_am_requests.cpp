@@ -24,9 +24,6 @@ constexpr size_t kWindow = 8;
 // After a failure (the endpoint was closed by force), how long to wait for UCX to hand back the
 // requests that still reference the caller's buffers before leaving them to it.
 constexpr auto kReleaseTimeout = std::chrono::seconds(2);
-// How long a call that gave up waits for one of its requests to end before it stops letting them
-// finish (abandon(): a stopped or dead peer costs the call that much).
-constexpr auto kStall = std::chrono::milliseconds(20);
 
 }  // namespace
 
@@ -54,6 +51,13 @@ struct UcxAmRequests::Message {
   bool answered = false;
   Status status = Status::kSuccess;
   std::string refusal;
+
+  // With the pending table's lock held.
+  void answer(Status with, std::string why) {
+    status = with;
+    refusal = std::move(why);
+    answered = true;
+  }
 };
 
 // What a UCX callback of one message needs; freed by the callback. It keeps the message, and with
@@ -107,19 +111,23 @@ void UcxAmRequests::reply_received(void* request, ucs_status_t status, size_t le
                                    void* user_data) {
   (void)length;
   auto* ticket = static_cast<Ticket*>(user_data);
+  if (status != UCS_OK) ticket->call->fail(status);
+  ucp_request_free(request);
+  receive_ended(ticket, status);
+}
+
+void UcxAmRequests::receive_ended(Ticket* ticket, ucs_status_t status) {
   std::shared_ptr<Call> call = std::move(ticket->call);
   {
     auto lock = ticket->owner->pending_.lock();
-    Message& message = *ticket->message;
-    if (status != UCS_OK) {
-      message.status = Status::kCommunication;
-      message.refusal = ucx_error("receiving a read's bytes", status);
+    if (status == UCS_OK) {
+      ticket->message->answer(Status::kSuccess, {});
+    } else {
+      ticket->message->answer(Status::kCommunication,
+                              ucx_error("receiving a read's bytes", status));
     }
-    message.answered = true;
   }
   delete ticket;
-  if (status != UCS_OK) call->fail(status);
-  ucp_request_free(request);
   call->outstanding.fetch_sub(1);
 }
 
@@ -140,28 +148,24 @@ ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t heade
     auto lock = self->pending_.lock();
     std::shared_ptr<Message> message = self->pending_.find_locked(reply.request_id, lock);
     if (message == nullptr) return UCS_OK;
-    auto answer = [&](Status status, std::string why) {
-      message->status = status;
-      message->refusal = std::move(why);
-      message->answered = true;
-    };
     if (reply.status != 0) {
       // A refused range is the caller's error; anything else (an unproven endpoint) the link's.
       const Status status = reply.status == static_cast<uint32_t>(Status::kCommunication)
                                 ? Status::kCommunication
                                 : Status::kInvalidInput;
-      answer(status, rendezvous ? std::string("refused by the peer")
-                                : std::string(static_cast<const char*>(data), length));
+      message->answer(status, rendezvous ? std::string("refused by the peer")
+                                         : std::string(static_cast<const char*>(data), length));
       return UCS_OK;
     }
     const size_t expected = message->direction == Direction::kRead ? message->bytes : 0;
     if (length != expected) {
-      answer(Status::kCommunication, "the peer answered with " + std::to_string(length) +
-                                         " bytes where " + std::to_string(expected) + " were due");
+      message->answer(Status::kCommunication, "the peer answered with " + std::to_string(length) +
+                                                  " bytes where " + std::to_string(expected) +
+                                                  " were due");
       return UCS_OK;
     }
     if (message->direction == Direction::kWrite) {
-      answer(Status::kSuccess, {});  // the owner answers once the bytes are in place
+      message->answer(Status::kSuccess, {});  // the owner answers once the bytes are in place
       return UCS_OK;
     }
     if (!rendezvous) {
@@ -170,7 +174,7 @@ ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t heade
         std::memcpy(part.buffer, from, part.length);
         from += part.length;
       }
-      answer(Status::kSuccess, {});
+      message->answer(Status::kSuccess, {});
       return UCS_OK;
     }
     // The call waits for this receive (through `outstanding`) even when it gives up.
@@ -188,19 +192,8 @@ ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t heade
   msg::describe_payload(ticket->message->local, receive, &buffer, &count);
   ucs_status_ptr_t received =
       ucp_am_recv_data_nbx(self->worker_.worker(), data, buffer, count, &receive);
-  if (UCS_PTR_IS_PTR(received)) return UCS_OK;  // reply_received answers
-  {
-    auto lock = self->pending_.lock();
-    Message& message = *ticket->message;
-    if (UCS_PTR_IS_ERR(received)) {
-      message.status = Status::kCommunication;
-      message.refusal = ucx_error("receiving a read's bytes", UCS_PTR_STATUS(received));
-    }
-    message.answered = true;
-  }
-  std::shared_ptr<Call> call = std::move(ticket->call);
-  delete ticket;
-  call->outstanding.fetch_sub(1);
+  if (UCS_PTR_IS_PTR(received)) return UCS_OK;      // reply_received answers
+  receive_ended(ticket, UCS_PTR_STATUS(received));  // done or failed at once: no callback comes
   return UCS_OK;
 }
 
@@ -261,8 +254,7 @@ class UcxAmRequests::Run {
     // A live peer's transfers under way end first (UcxWorker::progress_while_ending says why).
     if (!peer_->failed()) {
       std::shared_ptr<Call> call = call_;
-      owner_.worker_.progress_while_ending([&] { return call->outstanding.load(); }, kStall,
-                                           Deadline::after(kReleaseTimeout));
+      owner_.worker_.progress_while_ending([&] { return call->outstanding.load(); });
     }
     peer_->force_close(Deadline::after(kReleaseTimeout));
     // UCX holds only the pool's buffers, each kept by its request's ticket.

@@ -91,6 +91,9 @@ class UcxAmRequests {
   class Run;
   static void sent(void* request, ucs_status_t status, void* user_data);
   static void reply_received(void* request, ucs_status_t status, size_t length, void* user_data);
+  // Ends a read's rendezvous receive, by UCX's callback or at once: answers its message by
+  // `status` and lets go of the ticket (and of the call's count of it).
+  static void receive_ended(Ticket* ticket, ucs_status_t status);
   static ucs_status_t on_reply(void* arg, const void* header, size_t header_length, void* data,
                                size_t length, const ucp_am_recv_param_t* param);
 

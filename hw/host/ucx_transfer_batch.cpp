@@ -11,9 +11,6 @@ namespace {
 // After a failure (the endpoint was closed by force), how long to wait for UCX to hand back the
 // requests still in flight before leaving them to it.
 constexpr auto kReleaseTimeout = std::chrono::seconds(2);
-// How long a batch that gave up waits for one of its requests to end before it stops letting them
-// finish (a stopped or dead peer costs the call that much).
-constexpr auto kStall = std::chrono::milliseconds(20);
 
 }  // namespace
 
@@ -55,8 +52,7 @@ ucs_status_t UcxTransferBatch::status() const {
 
 void UcxTransferBatch::let_moving_requests_end() {
   Completion* completion = completion_;
-  worker_.progress_while_ending([completion] { return completion->outstanding.load(); }, kStall,
-                                Deadline::after(kReleaseTimeout));
+  worker_.progress_while_ending([completion] { return completion->outstanding.load(); });
 }
 
 ucp_request_param_t UcxTransferBatch::param() {

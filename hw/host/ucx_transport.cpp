@@ -111,7 +111,7 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options,
                         ? nullptr
                         : StagingBufferPool::create(*staging_, UcxAmRequests::kChunkBytes,
                                                     kPooledStagingBuffers)),
-      host_staging_(std::make_unique<HostMemoryStaging>()),
+      host_staging_(staging_ == nullptr ? std::make_unique<HostMemoryStaging>() : nullptr),
       requester_pool_(staging_pool_ != nullptr
                           ? staging_pool_
                           : StagingBufferPool::create(*host_staging_, UcxAmRequests::kChunkBytes,

@@ -70,7 +70,8 @@ class UcxTransport : public hal::Transport {
   const std::shared_ptr<StagingBufferPool> staging_pool_;
   // Where endpoints go without peer error handling, this side's buffers all go through a pool
   // (ucx_am_requests.h, "Own buffers"): staging_pool_ where there is one (it copies host memory
-  // too), else one of plain host buffers. Created either way; its buffers only when used.
+  // too), else one of plain host buffers (host_staging_, null where staging_ serves). Created
+  // either way; its buffers only when used.
   const std::unique_ptr<BufferStaging> host_staging_;
   const std::shared_ptr<StagingBufferPool> requester_pool_;
   // Before UCX starts: a bad MEMLOOM_UCX_DATA_PATH fails the constructor at once.

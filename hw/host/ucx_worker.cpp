@@ -22,6 +22,10 @@ namespace {
 constexpr int kSpinsBeforeSleep = 200;
 // A sleeping waiter re-checks at least this often (a wake-up consumed by another thread).
 constexpr int kSleepSliceMs = 1;
+// progress_while_ending(): how long without a request ending stops it, and how long it lasts at
+// most.
+constexpr auto kEndingStall = std::chrono::milliseconds(20);
+constexpr auto kEndingLimit = std::chrono::seconds(2);
 
 // UCX's TCP transport moves RMA in software, in segments of UCX_TCP_{TX,RX}_SEG_SIZE (8 KiB by
 // default); 256 KiB segments doubled 64 MiB put/get between emulated nodes here (1.1 -> 2.3 GB/s).
@@ -227,12 +231,12 @@ bool UcxWorker::progress_until(const std::function<bool()>& done, Deadline deadl
   return true;
 }
 
-void UcxWorker::progress_while_ending(const std::function<size_t()>& left,
-                                      std::chrono::milliseconds stall, Deadline limit) {
+void UcxWorker::progress_while_ending(const std::function<size_t()>& left) {
+  const Deadline limit = Deadline::after(kEndingLimit);
   size_t now_left = left();
   while (now_left != 0 && !limit.expired()) {
-    const bool fell =
-        progress_until([&] { return left() < now_left; }, Deadline::after(stall).earlier(limit));
+    const bool fell = progress_until([&] { return left() < now_left; },
+                                     Deadline::after(kEndingStall).earlier(limit));
     if (!fell) return;
     now_left = left();
   }

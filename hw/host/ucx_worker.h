@@ -61,13 +61,12 @@ class UcxWorker {
                       Interruptible interruptible = Interruptible::kNo);
 
   // Progresses while `left()` (requests of a call that gave up) keeps falling: until it is 0,
-  // `stall` passes without it falling (a stopped or dead peer), or `limit`. Lets a live peer's
-  // transfers under way end before their endpoint is closed by force: UCX 1.13 aborts a serving
-  // process whose reply loses its connection midway (over TCP: "tcp_ep.c:939 Assertion
+  // 20 ms pass without it falling (a stopped or dead peer costs the call that much), or 2 s. Lets a
+  // live peer's transfers under way end before their endpoint is closed by force: UCX 1.13 aborts a
+  // serving process whose reply loses its connection midway (over TCP: "tcp_ep.c:939 Assertion
   // `ep->flags & UCT_TCP_EP_FLAG_PUT_TX_WAITING_ACK' failed" for a rendezvous put, "Fatal:
   // unexpected error: Endpoint timeout" in ucp_get_req_handler for a software get).
-  void progress_while_ending(const std::function<size_t()>& left, std::chrono::milliseconds stall,
-                             Deadline limit);
+  void progress_while_ending(const std::function<size_t()>& left);
 
   // Stops the progress thread (before the objects its callbacks touch go away). Idempotent.
   void stop_progress_thread();
