@@ -119,43 +119,62 @@ TEST(UcxJobProof, RegionRequestsOfUnprovenEndpointsAreRefused) {
   EXPECT_EQ(exposed, std::vector<uint8_t>(4096, 0x66));
 }
 
+// A server and a member of one job, and an outsider's endpoints to the server that never give the
+// job proof.
+struct SilentEndpointsScene {
+  SilentEndpointsScene(uint8_t secret, size_t exposed_bytes)
+      : exposed(exposed_bytes, 0), server(job(secret)), member(job(secret)) {
+    server.expose(exposed.data(), exposed.size());
+  }
+  ~SilentEndpointsScene() {
+    silent.clear();
+    endpoints.close_all();
+  }
+  void connect_silent(size_t index) {
+    silent.push_back(hal_test::connect_as_outsider(endpoints, server.address(), index));
+  }
+  // How many of silent[from, to) the server closed.
+  size_t closed(size_t from, size_t to) const {
+    size_t count = 0;
+    for (size_t i = from; i < to; ++i) count += silent[i]->failed() ? 1 : 0;
+    return count;
+  }
+  size_t closed() const { return closed(0, silent.size()); }
+  // The member writes the whole exposed memory with `fill`.
+  void member_writes(uint8_t fill) {
+    std::vector<uint8_t> data(exposed.size(), fill);
+    member.transfer(server.address(),
+                    {{Direction::kWrite, address_of(exposed), data.data(), data.size()}}, soon());
+  }
+
+  std::vector<uint8_t> exposed;  // outlives the server
+  host::UcxTransport server, member;
+  host::UcxWorker worker;
+  host::UcxEndpoints endpoints{worker, [](ucp_ep_h) {}};
+  std::vector<std::shared_ptr<host::UcxPeer>> silent;
+};
+
 // Endpoints that never give the job proof are closed by the owner after 5 s (the proof deadline,
 // checked about once a second), and while they wait a rank of the job is served at once.
 TEST(UcxJobProof, SilentEndpointsAreClosedAndKeepNoRankOut) {
   constexpr int kSilent = 20;
-  const hal::TransportOptions options = job(6);
-  std::vector<uint8_t> exposed(1 << 16, 0);  // outlives the server
-  host::UcxTransport server(options);
-  host::UcxTransport member(options);
-  server.expose(exposed.data(), exposed.size());
-
-  host::UcxWorker worker;
-  host::UcxEndpoints endpoints(worker, [](ucp_ep_h) {});
-  std::vector<std::shared_ptr<host::UcxPeer>> silent;
-  for (int i = 0; i < kSilent; ++i)
-    silent.push_back(hal_test::connect_as_outsider(endpoints, server.address(), i));
+  SilentEndpointsScene scene(6, 1 << 16);
+  for (int i = 0; i < kSilent; ++i) scene.connect_silent(i);
   // Their connection requests reach the server.
-  worker.progress_until([] { return false; }, Deadline::after(std::chrono::milliseconds(300)));
+  scene.worker.progress_until([] { return false; },
+                              Deadline::after(std::chrono::milliseconds(300)));
 
-  std::vector<uint8_t> data(exposed.size(), 0x5A);
   const auto start = Clock::now();
-  member.transfer(server.address(),
-                  {{Direction::kWrite, address_of(exposed), data.data(), data.size()}}, soon());
+  scene.member_writes(0x5A);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
-  EXPECT_EQ(exposed, data);
+  EXPECT_EQ(scene.exposed, std::vector<uint8_t>(scene.exposed.size(), 0x5A));
 
-  auto closed = [&] {
-    size_t count = 0;
-    for (const auto& peer : silent) count += peer->failed() ? 1 : 0;
-    return count;
-  };
-  EXPECT_EQ(closed(), 0u) << "closed before their proof deadline";
+  EXPECT_EQ(scene.closed(), 0u) << "closed before their proof deadline";
   // The deadline (5 s), the housekeeping period (1 s) and a margin.
-  worker.progress_until([&] { return closed() == silent.size(); },
-                        Deadline::after(std::chrono::seconds(10)));
-  EXPECT_EQ(closed(), silent.size()) << "silent endpoints still open 10 s after they were made";
-  silent.clear();
-  endpoints.close_all();
+  scene.worker.progress_until([&] { return scene.closed() == scene.silent.size(); },
+                              Deadline::after(std::chrono::seconds(10)));
+  EXPECT_EQ(scene.closed(), scene.silent.size())
+      << "silent endpoints still open 10 s after they were made";
 }
 
 // More than kMaxUnproven endpoints waiting for their proof: each one beyond closes the oldest at
@@ -164,44 +183,30 @@ TEST(UcxJobProof, SilentEndpointsAreClosedAndKeepNoRankOut) {
 TEST(UcxJobProof, BeyondTheUnprovenLimitTheOldestWaitingEndpointsAreClosedAtOnce) {
   constexpr size_t kLimit = host::UcxEndpoints::kMaxUnproven;
   constexpr size_t kBeyond = 4;
-  const hal::TransportOptions options = job(7);
-  std::vector<uint8_t> exposed(4096, 0);  // outlives the server
-  host::UcxTransport server(options);
-  host::UcxTransport member(options);
-  server.expose(exposed.data(), exposed.size());
-
-  host::UcxWorker worker;
-  host::UcxEndpoints endpoints(worker, [](ucp_ep_h) {});
-  std::vector<std::shared_ptr<host::UcxPeer>> silent;
+  SilentEndpointsScene scene(7, 4096);
   const auto first_made = Clock::now();
   for (size_t i = 0; i < kLimit + kBeyond; ++i) {
-    silent.push_back(hal_test::connect_as_outsider(endpoints, server.address(), i));
+    scene.connect_silent(i);
     // One at a time reaches the server, so "oldest" is the order they were made in.
-    worker.progress_until([] { return false; }, Deadline::after(std::chrono::milliseconds(2)));
+    scene.worker.progress_until([] { return false; },
+                                Deadline::after(std::chrono::milliseconds(2)));
   }
-  auto closed = [&](size_t from, size_t to) {
-    size_t count = 0;
-    for (size_t i = from; i < to; ++i) count += silent[i]->failed() ? 1 : 0;
-    return count;
-  };
   // Before the first one's proof deadline, only the limit can have closed any.
   const auto deadline_of_the_first =
       first_made + host::UcxEndpoints::kProofTimeout - std::chrono::milliseconds(200);
   if (Clock::now() + std::chrono::seconds(1) > deadline_of_the_first) {
     GTEST_SKIP() << "making the endpoints took nearly the proof deadline: nothing to tell apart";
   }
-  worker.progress_until([&] { return closed(0, kBeyond) == kBeyond; },
-                        Deadline::after(std::chrono::duration_cast<std::chrono::milliseconds>(
-                            deadline_of_the_first - Clock::now())));
-  EXPECT_EQ(closed(0, kBeyond), kBeyond) << "the oldest were not closed once the limit passed";
-  EXPECT_EQ(closed(kBeyond, silent.size()), 0u) << "younger ones closed before their deadline";
+  scene.worker.progress_until([&] { return scene.closed(0, kBeyond) == kBeyond; },
+                              Deadline::after(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  deadline_of_the_first - Clock::now())));
+  EXPECT_EQ(scene.closed(0, kBeyond), kBeyond)
+      << "the oldest were not closed once the limit passed";
+  EXPECT_EQ(scene.closed(kBeyond, scene.silent.size()), 0u)
+      << "younger ones closed before their deadline";
 
-  std::vector<uint8_t> data(exposed.size(), 0x3C);
-  member.transfer(server.address(),
-                  {{Direction::kWrite, address_of(exposed), data.data(), data.size()}}, soon());
-  EXPECT_EQ(exposed, data);
-  silent.clear();
-  endpoints.close_all();
+  scene.member_writes(0x3C);
+  EXPECT_EQ(scene.exposed, std::vector<uint8_t>(scene.exposed.size(), 0x3C));
 }
 
 }  // namespace
