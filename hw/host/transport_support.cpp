@@ -18,7 +18,16 @@ hal::TransportSupport transport_support() {
   support.ucx_rdma = ucx_offers_rdma();
   support.ucx_cuda_memory = ucx_supports_cuda_memory();
   try {
-    support.ucx_data_path = ucx_data_path_name(chosen_ucx_data_path());
+    // Where UCX_TLS leaves only host-local transports, endpoints go without peer error handling
+    // and every request goes on am whatever MEMLOOM_UCX_DATA_PATH asks (UcxTransport::run): the
+    // path shown is the one in effect, with the reason when it is not the one asked for.
+    const UcxDataPath asked = chosen_ucx_data_path();
+    support.ucx_data_path = ucx_data_path_name(asked);
+    if (asked == UcxDataPath::kRma && !found.resources.empty() && !ucx_detects_dead_peers()) {
+      support.ucx_data_path =
+          "am (rma asked for, but UCX_TLS leaves only host-local transports: "
+          "endpoints without peer error handling use am)";
+    }
   } catch (const Error& error) {
     support.ucx_data_path = std::string("error: ") + error.what();
   }
