@@ -2,11 +2,26 @@
 
 #include <utility>
 
+#include "hw/host/host_memory_staging.h"
+
 namespace memloom::host {
 
+namespace {
+
+// Where leases beyond the pool's buffers get their memory: never page-locked (see the header).
+HostMemoryStaging& plain_host_memory() {
+  static HostMemoryStaging plain;
+  return plain;
+}
+
+}  // namespace
+
 std::shared_ptr<StagingBufferPool> StagingBufferPool::create(BufferStaging& staging,
-                                                             size_t buffer_bytes, size_t kept) {
-  return std::shared_ptr<StagingBufferPool>(new StagingBufferPool(staging, buffer_bytes, kept));
+                                                             size_t buffer_bytes, size_t count) {
+  std::shared_ptr<StagingBufferPool> pool(new StagingBufferPool(staging, buffer_bytes));
+  pool->free_.reserve(count);
+  for (size_t i = 0; i < count; ++i) pool->free_.emplace_back(staging, buffer_bytes);
+  return pool;
 }
 
 StagingBufferPool::Lease::~Lease() {
@@ -24,27 +39,22 @@ StagingBufferPool::Lease& StagingBufferPool::Lease::operator=(Lease&& other) noe
 StagingBufferPool::Lease StagingBufferPool::lease(size_t bytes) {
   Lease lease;
   lease.pool_ = shared_from_this();
-  if (bytes > buffer_bytes_) {
-    lease.buffer_ = StagingBuffer(staging_, bytes);
-    return lease;
-  }
-  lease.pooled_ = true;
-  {
+  if (bytes <= buffer_bytes_) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!free_.empty()) {
       lease.buffer_ = std::move(free_.back());
       free_.pop_back();
+      lease.pooled_ = true;
       return lease;
     }
   }
-  lease.buffer_ = StagingBuffer(staging_, buffer_bytes_);  // allocated outside the lock: slow
+  lease.buffer_ = StagingBuffer(plain_host_memory(), bytes);
   return lease;
 }
 
 void StagingBufferPool::give_back(StagingBuffer buffer) noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (free_.size() < kept_) free_.push_back(std::move(buffer));
-  // Otherwise `buffer` is freed on return, after the lock: freeing page-locked memory is slow.
+  free_.push_back(std::move(buffer));
 }
 
 }  // namespace memloom::host

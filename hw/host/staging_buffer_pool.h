@@ -2,6 +2,12 @@
 // messages: on CUDA they are page-locked, and pinning costs far more than a copy through the
 // buffer, so a message borrows one instead of allocating its own.
 //
+// All of them are allocated when the pool is made, and none is freed before the pool goes: on CUDA
+// a page-locked allocation or free synchronizes with the device, and transfers run inside stream
+// host functions (BM's asynchronous copies), whose stream cannot go on until the transfer returns,
+// so an allocation there could wait for itself. A lease that finds none free, or asks for more than
+// a pool buffer, gets plain host memory for itself instead (slower device copies, no such wait).
+//
 // A lease keeps the pool alive (shared_ptr): a UCX request may release its message's buffer after
 // the transport that sent it began to close.
 #pragma once
@@ -26,12 +32,12 @@ struct StagedIovPart {
 
 class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool> {
  public:
-  // `staging` must outlive every lease. Up to `kept` free buffers of `buffer_bytes` are kept.
+  // `staging` must outlive every lease. Allocates `count` buffers of `buffer_bytes` now.
   static std::shared_ptr<StagingBufferPool> create(BufferStaging& staging, size_t buffer_bytes,
-                                                   size_t kept);
+                                                   size_t count);
 
-  // A host buffer of at least `bytes`, back to the pool when destroyed. One larger than the
-  // pool's buffers is allocated for the lease alone and freed with it.
+  // A host buffer of at least `bytes`, back to the pool when destroyed; plain host memory of the
+  // lease's own when no pool buffer is free or `bytes` is larger than one.
   class Lease {
    public:
     Lease() = default;
@@ -52,13 +58,12 @@ class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool>
   size_t buffer_bytes() const { return buffer_bytes_; }
 
  private:
-  StagingBufferPool(BufferStaging& staging, size_t buffer_bytes, size_t kept)
-      : staging_(staging), buffer_bytes_(buffer_bytes), kept_(kept) {}
+  StagingBufferPool(BufferStaging& staging, size_t buffer_bytes)
+      : staging_(staging), buffer_bytes_(buffer_bytes) {}
   void give_back(StagingBuffer buffer) noexcept;
 
   BufferStaging& staging_;
   const size_t buffer_bytes_;
-  const size_t kept_;
   std::mutex mutex_;
   std::vector<StagingBuffer> free_;
 };

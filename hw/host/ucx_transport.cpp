@@ -24,8 +24,8 @@ using Direction = hal::TransferOp::Direction;
 
 constexpr std::string_view kScheme = "ucx://";
 
-// Staging buffers (UcxAmRequests::kChunkBytes each) kept for reuse: a requester's window of
-// messages in flight and a few the serving side stages at once.
+// Staging buffers (UcxAmRequests::kChunkBytes each), allocated with the transport: a requester's
+// window of messages in flight and a few the serving side stages at once.
 constexpr size_t kPooledStagingBuffers = 16;
 // How long a closing transport waits for UCX to hand back the requests of calls that gave up.
 constexpr auto kReleaseAtCloseTimeout = std::chrono::seconds(2);

@@ -2,7 +2,7 @@
 // (the CUDA backend's device memory): its "device memory" is a PROT_NONE mapping that only its
 // copy() opens, for the duration of the copy. A transport that handed such memory to a socket or to
 // UCX, or touched it itself, fails (EFAULT) or faults the process. It counts what tests bound: the
-// largest single copy, the waits for copies, the host bytes allocated.
+// largest single copy, the waits for copies, the host bytes allocated and the frees.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -63,7 +63,11 @@ class ProtectedMemoryStaging : public host::BufferStaging {
     host_bytes_ += bytes;
     return std::malloc(bytes);
   }
-  void free_host(void* buffer) noexcept override { std::free(buffer); }
+  void free_host(void* buffer) noexcept override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++host_frees_;
+    std::free(buffer);
+  }
 
   // What the test itself writes or reads of the "device" memory.
   void fill(size_t offset, const std::vector<std::byte>& data) {
@@ -89,6 +93,10 @@ class ProtectedMemoryStaging : public host::BufferStaging {
     std::lock_guard<std::mutex> lock(mutex_);
     return host_bytes_;
   }
+  size_t host_frees() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return host_frees_;
+  }
 
  private:
   template <typename Copy>
@@ -104,6 +112,7 @@ class ProtectedMemoryStaging : public host::BufferStaging {
   size_t largest_copy_ = 0;
   size_t waits_ = 0;
   size_t host_bytes_ = 0;
+  size_t host_frees_ = 0;
 };
 
 inline std::vector<std::byte> random_bytes(size_t n, uint32_t seed) {

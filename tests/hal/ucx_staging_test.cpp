@@ -56,6 +56,27 @@ TEST_F(UcxStaging, DeviceMemoryOnBothSidesIsByteExactUpTo64MiB) {
   EXPECT_LE(remote_device->host_bytes(), 16 * kChunk);
 }
 
+// On CUDA a page-locked allocation or free waits for the device, and BM runs transfers inside
+// stream host functions: the staging's buffers are all allocated when the transport is made, and
+// traffic (here 64 MiB ops, messages in flight on both sides, a host-to-device op staged by the
+// owner alone) allocates and frees none of them.
+TEST_F(UcxStaging, StagingMemoryIsAllocatedUpFrontAndNeverOnTheDataPath) {
+  const size_t requester_bytes = local_device->host_bytes();
+  const size_t server_bytes = remote_device->host_bytes();
+  EXPECT_GT(requester_bytes, 0u);
+  EXPECT_GT(server_bytes, 0u);
+  ASSERT_NO_FATAL_FAILURE(check_device_round_trips());
+  std::vector<std::byte> host(kBytes, std::byte{5});
+  requester->transfer(
+      server->address(),
+      {Op{Direction::kWrite, remote_device->device_address(0), host.data(), kBytes}}, soon());
+  EXPECT_EQ(remote_device->peek(kBytes - 8, 8), std::vector<std::byte>(8, std::byte{5}));
+  EXPECT_EQ(local_device->host_bytes(), requester_bytes);
+  EXPECT_EQ(remote_device->host_bytes(), server_bytes);
+  EXPECT_EQ(local_device->host_frees(), 0u);
+  EXPECT_EQ(remote_device->host_frees(), 0u);
+}
+
 TEST_F(UcxStaging, HostAndDeviceMemoryMixInOneOrderedBatch) {
   check_mixed_ordered_batch();
 }
