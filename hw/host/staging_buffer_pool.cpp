@@ -47,4 +47,24 @@ void StagingBufferPool::give_back(StagingBuffer buffer) noexcept {
   // Otherwise `buffer` is freed on return, after the lock: freeing page-locked memory is slow.
 }
 
+void StagedParts::add(size_t part, std::byte* device, size_t bytes) {
+  parts_.push_back({part, device, bytes_, bytes});
+  bytes_ += bytes;
+}
+
+void StagedParts::lease(StagingBufferPool& pool, std::vector<ucp_dt_iov_t>& iov) {
+  buffer_ = pool.lease(bytes_);
+  for (const Part& part : parts_) iov[part.part].buffer = buffer_.data() + part.offset;
+}
+
+std::vector<StagingCopy> StagedParts::copies(bool into_buffer) const {
+  std::vector<StagingCopy> copies;
+  for (const Part& part : parts_) {
+    std::byte* buffer = buffer_.data() + part.offset;
+    copies.push_back(into_buffer ? StagingCopy{buffer, part.device, part.bytes}
+                                 : StagingCopy{part.device, buffer, part.bytes});
+  }
+  return copies;
+}
+
 }  // namespace memloom::host

@@ -6,6 +6,8 @@
 // the transport that sent it began to close.
 #pragma once
 
+#include <ucp/api/ucp.h>
+
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -14,15 +16,6 @@
 #include "hw/host/buffer_staging.h"
 
 namespace memloom::host {
-
-// A piece of a UCX message's iov list in memory the CPU cannot touch: UCX gets the message's
-// pooled buffer at `offset` in its place, and the staging copies between the two (the UCX
-// transport's requester, ucx_am_requests.h, and owner, ucx_am_server.h, alike).
-struct StagedIovPart {
-  size_t part;  // index into the message's iov list
-  std::byte* device;
-  size_t offset;  // in the message's pooled buffer
-};
 
 class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool> {
  public:
@@ -61,6 +54,32 @@ class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool>
   const size_t kept_;
   std::mutex mutex_;
   std::vector<StagingBuffer> free_;
+};
+
+// The parts of a UCX message's iov list in memory the CPU cannot touch: UCX gets one leased buffer
+// in their place, and the staging copies between the two (the UCX transport's requester,
+// ucx_am_requests.h, and owner, ucx_am_server.h, alike).
+class StagedParts {
+ public:
+  bool empty() const { return parts_.empty(); }
+  // Entry `part` of the iov list, `bytes` at `device`: the entry gets no buffer until lease().
+  void add(size_t part, std::byte* device, size_t bytes);
+  // Leases one buffer of `pool` for every part and points their entries of `iov` into it.
+  void lease(StagingBufferPool& pool, std::vector<ucp_dt_iov_t>& iov);
+  // The copies between the parts' device memory and the leased buffer, into it or out of it.
+  std::vector<StagingCopy> copies(bool into_buffer) const;
+  void release() { buffer_ = {}; }
+
+ private:
+  struct Part {
+    size_t part;
+    std::byte* device;
+    size_t offset;  // in the leased buffer
+    size_t bytes;
+  };
+  std::vector<Part> parts_;
+  size_t bytes_ = 0;
+  StagingBufferPool::Lease buffer_;
 };
 
 }  // namespace memloom::host

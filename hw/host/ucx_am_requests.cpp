@@ -27,25 +27,15 @@ constexpr auto kReleaseTimeout = std::chrono::seconds(2);
 
 }  // namespace
 
-struct UcxAmRequests::Call {
-  std::atomic<size_t> outstanding{0};  // sends and reply receives UCX has not completed
-  std::atomic<ucs_status_t> first_error{UCS_OK};
-  void fail(ucs_status_t status) {
-    ucs_status_t expected = UCS_OK;
-    first_error.compare_exchange_strong(expected, status);
-  }
-};
-
 struct UcxAmRequests::Message {
   Direction direction = Direction::kWrite;
   std::vector<msg::AmRange> ranges;
   std::vector<ucp_dt_iov_t> local;  // the caller's buffers, in the order of `ranges`
   size_t bytes = 0;
   std::string header;  // AmRequestHeader + ranges: UCX reads it until the send completes
-  std::weak_ptr<UcxAmRequests::Call> call;
-  std::vector<StagedIovPart> staged;  // parts of `local` (ucx_am_requests.h, "Staging")
-  size_t staged_bytes = 0;
-  StagingBufferPool::Lease buffer;  // the staged parts' host memory, from send() until retired
+  std::weak_ptr<Call> call;
+  // Parts of `local` (ucx_am_requests.h, "Staging"); their buffer from send() until retired.
+  StagedParts staged;
   // Guarded by the pending table's lock.
   bool send_done = false;  // UCX completed the send: it no longer reads a write's payload
   bool answered = false;
@@ -95,7 +85,11 @@ void UcxAmRequests::register_handler() {
 }
 
 void UcxAmRequests::sent(void* request, ucs_status_t status, void* user_data) {
-  auto* ticket = static_cast<Ticket*>(user_data);
+  ucp_request_free(request);
+  send_ended(static_cast<Ticket*>(user_data), status);
+}
+
+void UcxAmRequests::send_ended(Ticket* ticket, ucs_status_t status) {
   std::shared_ptr<Call> call = std::move(ticket->call);
   {
     auto lock = ticket->owner->pending_.lock();
@@ -103,7 +97,6 @@ void UcxAmRequests::sent(void* request, ucs_status_t status, void* user_data) {
   }
   delete ticket;
   if (status != UCS_OK) call->fail(status);
-  ucp_request_free(request);
   call->outstanding.fetch_sub(1);
 }
 
@@ -224,10 +217,8 @@ class UcxAmRequests::Run {
     building_->ranges.push_back({remote, op.bytes});
     // A staged part's buffer is filled in by stage(): never the device address itself.
     if (staged) {
-      building_->staged.push_back({building_->local.size(),
-                                   static_cast<std::byte*>(op.local_address),
-                                   building_->staged_bytes});
-      building_->staged_bytes += op.bytes;
+      building_->staged.add(building_->local.size(), static_cast<std::byte*>(op.local_address),
+                            op.bytes);
     }
     building_->local.push_back({staged ? nullptr : op.local_address, op.bytes});
     building_->bytes += op.bytes;
@@ -296,15 +287,8 @@ class UcxAmRequests::Run {
     ucs_status_ptr_t request = ucp_am_send_nbx(peer_->ep(), id, message->header.data(),
                                                message->header.size(), buffer, count, &param);
     sent_.push_back(std::move(message));
-    if (!UCS_PTR_IS_PTR(request)) {  // done at once, or failed at once: no callback comes
-      if (UCS_PTR_IS_ERR(request)) call_->fail(UCS_PTR_STATUS(request));
-      {
-        auto lock = owner_.pending_.lock();
-        ticket->message->send_done = true;
-      }
-      delete ticket;
-      call_->outstanding.fetch_sub(1);
-    }
+    // Done at once, or failed at once: no callback comes.
+    if (!UCS_PTR_IS_PTR(request)) send_ended(ticket, UCS_PTR_STATUS(request));
     while (sent_.size() - oldest_ > kWindow) {
       wait([&] { return answered(oldest_); });
       retire(oldest_ + 1);
@@ -313,16 +297,10 @@ class UcxAmRequests::Run {
 
   // Points the message's staged parts into a buffer of the pool and copies a write's bytes there.
   void stage(Message& message) {
-    message.buffer = owner_.pool_->lease(message.staged_bytes);
-    std::vector<StagingCopy> copies;
-    for (const StagedIovPart& staged : message.staged) {
-      ucp_dt_iov_t& part = message.local[staged.part];
-      part.buffer = message.buffer.data() + staged.offset;
-      if (message.direction == Direction::kWrite) {
-        copies.push_back({part.buffer, staged.device, part.length});
-      }
+    message.staged.lease(*owner_.pool_, message.local);
+    if (message.direction == Direction::kWrite) {
+      owner_.pool_->staging().copy_all(message.staged.copies(/*into_buffer=*/true), deadline_);
     }
-    if (!copies.empty()) owner_.pool_->staging().copy_all(copies, deadline_);
   }
 
   // Answered, and UCX no longer reads the message's payload: its staging buffer may go.
@@ -344,13 +322,11 @@ class UcxAmRequests::Run {
         succeeded = message.status == Status::kSuccess;
       }
       if (!succeeded || message.direction != Direction::kRead) continue;
-      for (const StagedIovPart& staged : message.staged) {
-        const ucp_dt_iov_t& part = message.local[staged.part];
-        copies.push_back({staged.device, part.buffer, part.length});
-      }
+      const std::vector<StagingCopy> out = message.staged.copies(/*into_buffer=*/false);
+      copies.insert(copies.end(), out.begin(), out.end());
     }
     if (!copies.empty()) owner_.pool_->staging().copy_all(copies, deadline_);
-    for (; oldest_ < end; ++oldest_) sent_[oldest_]->buffer = {};
+    for (; oldest_ < end; ++oldest_) sent_[oldest_]->staged.release();
   }
 
   void wait_for_all() {
@@ -375,10 +351,8 @@ class UcxAmRequests::Run {
         UcxWorker::Interruptible::kYes);
     if (!finished) raise(Status::kTimeout, "transfer with " + peer_->address() + " timed out");
     if (done()) return;
-    const ucs_status_t status =
-        call->first_error.load() != UCS_OK ? call->first_error.load() : peer_->failure();
-    raise(Status::kCommunication,
-          ucx_error("transfer with " + peer_->address() + " failed", status));
+    const ucs_status_t error = call->first_error.load();
+    peer_->raise_failed(error != UCS_OK ? error : peer_->failure());
   }
 
   UcxAmRequests& owner_;

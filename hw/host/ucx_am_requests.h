@@ -81,15 +81,17 @@ class UcxAmRequests {
   // UCX 1.13 aborts the process when a worker is destroyed with a request still queued.
   size_t requests_held() const { return requests_held_.load(); }
 
-  // One message in flight and the UCX requests of one run() (defined in the .cpp; public for its
+  // One message in flight and what a UCX callback of it needs (defined in the .cpp; public for its
   // UCX callbacks there).
   struct Message;
-  struct Call;
   struct Ticket;
 
  private:
   class Run;
+  using Call = UcxRequestCount;  // sends and reply receives of one run() UCX has not completed
   static void sent(void* request, ucs_status_t status, void* user_data);
+  // Ends a message's send, by UCX's callback or at once.
+  static void send_ended(Ticket* ticket, ucs_status_t status);
   static void reply_received(void* request, ucs_status_t status, size_t length, void* user_data);
   // Ends a read's rendezvous receive, by UCX's callback or at once: answers its message by
   // `status` and lets go of the ticket (and of the call's count of it).

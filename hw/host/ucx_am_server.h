@@ -26,11 +26,11 @@
 #include <ucp/api/ucp.h>
 
 #include <atomic>
-#include <functional>
 #include <memory>
 #include <string>
 
 #include "hw/host/staging_buffer_pool.h"
+#include "hw/host/ucx_job_gate.h"
 #include "hw/host/ucx_region_registry.h"
 #include "hw/host/ucx_worker.h"
 #include "memloom/error.h"
@@ -39,10 +39,10 @@ namespace memloom::host {
 
 class UcxAmServer {
  public:
-  // `admitted(ep)`: whether the accepted endpoint `ep` proved the job secret. `staging`: null
-  // where every exposed region is host memory.
-  UcxAmServer(UcxWorker& worker, UcxRegionRegistry& regions, std::function<bool(ucp_ep_h)> admitted,
-              std::shared_ptr<StagingBufferPool> staging);
+  // `staging`: null where every exposed region is host memory.
+  UcxAmServer(UcxWorker& worker, UcxRegionRegistry& regions, UcxJobGate& gate,
+              std::shared_ptr<StagingBufferPool> staging)
+      : worker_(worker), regions_(regions), gate_(gate), staging_(std::move(staging)) {}
   UcxAmServer(const UcxAmServer&) = delete;
   UcxAmServer& operator=(const UcxAmServer&) = delete;
 
@@ -64,17 +64,17 @@ class UcxAmServer {
                                size_t length, const ucp_am_recv_param_t* param);
   static ucs_status_t on_read(void* arg, const void* header, size_t header_length, void* data,
                               size_t length, const ucp_am_recv_param_t* param);
-  // Parses and checks a request; false when it was refused (the refusal is sent) or dropped.
-  bool accept(Request& request, const void* header, size_t header_length, size_t payload_bytes,
-              const ucp_am_recv_param_t* param);
-  void refuse(ucp_ep_h reply_ep, uint64_t request_id, Status status, const std::string& why);
-  // Points the request's device ranges into a host buffer of the pool (false: refused, the
-  // refusal is sent); a read's bytes are copied there.
+  // Parses and checks a request of `payload_bytes` (SIZE_MAX: a read); false when it was refused
+  // (the refusal is sent, `request` is gone) or dropped.
+  bool accept(std::unique_ptr<Request>& request, const void* header, size_t header_length,
+              size_t payload_bytes, const ucp_am_recv_param_t* param);
+  // Points the request's device ranges into a host buffer of the pool, and copies a read's bytes
+  // there; false when that failed (the failure is sent, `request` is gone).
   bool stage(std::unique_ptr<Request>& request, bool read);
 
   UcxWorker& worker_;
   UcxRegionRegistry& regions_;
-  std::function<bool(ucp_ep_h)> admitted_;
+  UcxJobGate& gate_;
   const std::shared_ptr<StagingBufferPool> staging_;
   std::string own_address_;
   std::atomic<size_t> requests_held_{0};

@@ -41,6 +41,11 @@ void UcxPeer::mark_failed(ucs_status_t status) {
   failed_ = true;
 }
 
+void UcxPeer::raise_failed(ucs_status_t status) const {
+  if (status == UCS_OK) raise(Status::kTimeout, "transfer with " + address_ + " timed out");
+  raise(Status::kCommunication, ucx_error("transfer with " + address_ + " failed", status));
+}
+
 std::shared_ptr<UcxRemoteKey> UcxPeer::key_for(uint64_t address, uint64_t bytes) {
   std::lock_guard<std::mutex> lock(keys_mutex_);
   const auto* interval = keys_.find_containing(address, bytes);

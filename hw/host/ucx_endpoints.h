@@ -58,6 +58,9 @@ class UcxPeer {
   bool failed() const { return failed_; }
   ucs_status_t failure() const { return failure_; }
   void mark_failed(ucs_status_t status);
+  // Raises why a transfer with this peer failed: kTimeout for UCS_OK (its deadline passed), else
+  // kCommunication with UCX's word for `status`.
+  [[noreturn]] void raise_failed(ucs_status_t status) const;
   // Whether the owner admitted this endpoint after the job proof (ucx_job_gate.h).
   bool proven() const { return proven_; }
   void mark_proven() { proven_ = true; }

@@ -105,7 +105,7 @@ void UcxJobGate::take_hello(const void* data, size_t length, ucp_ep_h reply_ep) 
   msg::send(reply_ep, msg::kChallenge, msg::encode(reply), /*reply=*/false);
 }
 
-void UcxJobGate::take_challenge(const void* data, size_t length) {
+void UcxJobGate::take_challenge(const void* data, size_t length, ucp_ep_h) {
   auto challenge = msg::decode<msg::Challenge>(data, length);
   if (!challenge) return;
   std::shared_ptr<Pending> pending = pending_.find(challenge->hello_id);
@@ -167,7 +167,7 @@ void UcxJobGate::take_proof(const void* data, size_t length, ucp_ep_h reply_ep) 
   msg::send(reply_ep, msg::kVerdict, msg::encode(verdict), /*reply=*/false);
 }
 
-void UcxJobGate::take_verdict(const void* data, size_t length) {
+void UcxJobGate::take_verdict(const void* data, size_t length, ucp_ep_h) {
   auto verdict = msg::decode<msg::Verdict>(data, length);
   if (!verdict) return;
   std::shared_ptr<Pending> pending = pending_.find(verdict->hello_id);

@@ -48,9 +48,9 @@ class UcxJobGate {
 
   // Message handlers (ucx_messages.h), run under the worker's lock.
   void take_hello(const void* data, size_t length, ucp_ep_h reply_ep);
-  void take_challenge(const void* data, size_t length);
+  void take_challenge(const void* data, size_t length, ucp_ep_h);
   void take_proof(const void* data, size_t length, ucp_ep_h reply_ep);
-  void take_verdict(const void* data, size_t length);
+  void take_verdict(const void* data, size_t length, ucp_ep_h);
 
  private:
   // A proof in flight on the requester's side.

@@ -138,8 +138,7 @@ std::shared_ptr<void> UcxRegionRegistry::hold(uint64_t address, uint64_t bytes) 
   return std::shared_ptr<void>(region.get(), [region](void*) { region->copies.fetch_sub(1); });
 }
 
-void UcxRegionRegistry::answer_request(const void* data, size_t length, ucp_ep_h reply_ep,
-                                       bool admitted) {
+void UcxRegionRegistry::answer_request(const void* data, size_t length, ucp_ep_h reply_ep) {
   auto request = msg::decode<msg::RegionRequest>(data, length);
   if (!request || reply_ep == nullptr) {
     MEMLOOM_LOG(kWarn, "transport: dropped a malformed region request");
@@ -147,6 +146,7 @@ void UcxRegionRegistry::answer_request(const void* data, size_t length, ucp_ep_h
   }
   msg::RegionReplyHeader reply{request->request_id, 0, 0, 0, 0};
   std::string tail;
+  const bool admitted = gate_.admitted(reply_ep);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const uint64_t address = request->address, bytes = request->bytes;
@@ -179,7 +179,7 @@ void UcxRegionRegistry::answer_request(const void* data, size_t length, ucp_ep_h
   msg::send(reply_ep, msg::kRegionReply, msg::encode(reply, tail), /*reply=*/false);
 }
 
-void UcxRegionRegistry::take_ack(const void* data, size_t length) {
+void UcxRegionRegistry::take_ack(const void* data, size_t length, ucp_ep_h) {
   auto ack = msg::decode<msg::RevokeAck>(data, length);
   if (!ack) return;
   std::lock_guard<std::mutex> lock(mutex_);

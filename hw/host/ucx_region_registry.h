@@ -28,6 +28,7 @@
 #include <string>
 
 #include "hw/host/buffer_staging.h"
+#include "hw/host/ucx_job_gate.h"
 #include "hw/host/ucx_worker.h"
 #include "src/base/range_map.h"
 
@@ -38,8 +39,9 @@ class UcxRegionRegistry {
   // `serves_keys`: false where the transport's context has no RMA (UcxWorker): every request for
   // a remote key is then refused with kNotSupported, and requesters use the am path instead.
   // `staging`: null where every exposed region is host memory (it must outlive this registry).
-  UcxRegionRegistry(UcxWorker& worker, bool serves_keys, const BufferStaging* staging)
-      : worker_(worker), serves_keys_(serves_keys), staging_(staging) {}
+  UcxRegionRegistry(UcxWorker& worker, UcxJobGate& gate, bool serves_keys,
+                    const BufferStaging* staging)
+      : worker_(worker), gate_(gate), serves_keys_(serves_keys), staging_(staging) {}
   ~UcxRegionRegistry();
   UcxRegionRegistry(const UcxRegionRegistry&) = delete;
   UcxRegionRegistry& operator=(const UcxRegionRegistry&) = delete;
@@ -56,11 +58,11 @@ class UcxRegionRegistry {
   // the returned pointer ends the hold.
   std::shared_ptr<void> hold(uint64_t address, uint64_t bytes);
 
-  // Message handlers (ucx_messages.h), run under the worker's lock.
-  // `admitted`: the requester's endpoint proved the job secret (ucx_job_gate.h); others are
-  // refused, so no remote key leaves for a process outside the job.
-  void answer_request(const void* data, size_t length, ucp_ep_h reply_ep, bool admitted);
-  void take_ack(const void* data, size_t length);
+  // Message handlers (ucx_messages.h), run under the worker's lock. A request from an endpoint
+  // that has not proven the job secret (ucx_job_gate.h) is refused, so no remote key leaves for a
+  // process outside the job.
+  void answer_request(const void* data, size_t length, ucp_ep_h reply_ep);
+  void take_ack(const void* data, size_t length, ucp_ep_h);
   // An accepted endpoint failed: holders behind it no longer need to confirm revocations.
   void forget_holder(ucp_ep_h ep);
 
@@ -77,6 +79,7 @@ class UcxRegionRegistry {
   void insert(uintptr_t start, size_t size, const std::shared_ptr<Region>& region);
 
   UcxWorker& worker_;
+  UcxJobGate& gate_;
   const bool serves_keys_;
   const BufferStaging* const staging_;
   std::string own_address_;

@@ -10,12 +10,6 @@ namespace {
 
 namespace msg = ucx_messages;
 
-// The error a transfer raises for a failed endpoint: the peer is gone or unreachable.
-[[noreturn]] void raise_peer_failed(const UcxPeer& peer) {
-  raise(Status::kCommunication,
-        ucx_error("transfer with " + peer.address() + " failed", peer.failure()));
-}
-
 }  // namespace
 
 std::shared_ptr<UcxRemoteKey> UcxRemoteKeys::key_for(const std::shared_ptr<UcxPeer>& peer,
@@ -37,7 +31,7 @@ std::shared_ptr<UcxRemoteKey> UcxRemoteKeys::key_for(const std::shared_ptr<UcxPe
           "timed out asking " + peer->address() + " for the remote key of " + base::hex(address));
   }
   auto lock = pending_.lock();
-  if (!pending->answered) raise_peer_failed(*peer);
+  if (!pending->answered) peer->raise_failed(peer->failure());
   if (pending->status != Status::kSuccess) raise(pending->status, pending->message);
   const UcxRemoteKey& key = *pending->key;
   if (address < key.base || address - key.base + bytes > key.size) {
@@ -47,7 +41,7 @@ std::shared_ptr<UcxRemoteKey> UcxRemoteKeys::key_for(const std::shared_ptr<UcxPe
   return pending->key;
 }
 
-void UcxRemoteKeys::take_reply(const void* data, size_t length) {
+void UcxRemoteKeys::take_reply(const void* data, size_t length, ucp_ep_h) {
   std::string tail;
   auto reply = msg::decode<msg::RegionReplyHeader>(data, length, &tail);
   if (!reply) return;

@@ -27,8 +27,8 @@ class UcxRemoteKeys {
   std::shared_ptr<UcxRemoteKey> key_for(const std::shared_ptr<UcxPeer>& peer, uint64_t address,
                                         uint64_t bytes, Deadline deadline);
 
-  // Message handlers, run under the worker's lock.
-  void take_reply(const void* data, size_t length);
+  // Message handlers (ucx_messages.h), run under the worker's lock.
+  void take_reply(const void* data, size_t length, ucp_ep_h);
   void take_revoke(const void* data, size_t length, ucp_ep_h reply_ep);
 
  private:

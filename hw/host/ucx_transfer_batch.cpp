@@ -1,6 +1,5 @@
 #include "hw/host/ucx_transfer_batch.h"
 
-#include <atomic>
 #include <chrono>
 
 #include "src/base/log.h"
@@ -14,20 +13,15 @@ constexpr auto kReleaseTimeout = std::chrono::seconds(2);
 
 }  // namespace
 
-struct UcxTransferBatch::Completion {
-  std::atomic<size_t> outstanding{0};
-  std::atomic<ucs_status_t> first_error{UCS_OK};
-  void fail(ucs_status_t status) {
-    ucs_status_t expected = UCS_OK;
-    first_error.compare_exchange_strong(expected, status);
-  }
-};
-
-UcxTransferBatch::UcxTransferBatch(UcxWorker& worker, ucp_ep_h ep)
-    : worker_(worker), ep_(ep), completion_(new Completion) {}
+UcxTransferBatch::UcxTransferBatch(UcxWorker& worker, UcxPeer& peer)
+    : worker_(worker), peer_(peer), ep_(peer.ep()), completion_(new UcxRequestCount) {
+  param_.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param_.cb.send = done;
+  param_.user_data = completion_;
+}
 
 UcxTransferBatch::~UcxTransferBatch() {
-  Completion* completion = completion_;
+  UcxRequestCount* completion = completion_;
   const bool released =
       worker_.progress_until([completion] { return completion->outstanding.load() == 0; },
                              Deadline::after(kReleaseTimeout));
@@ -40,27 +34,21 @@ UcxTransferBatch::~UcxTransferBatch() {
 }
 
 void UcxTransferBatch::done(void* request, ucs_status_t status, void* user_data) {
-  auto* completion = static_cast<Completion*>(user_data);
+  auto* completion = static_cast<UcxRequestCount*>(user_data);
   if (status != UCS_OK) completion->fail(status);
   ucp_request_free(request);
   completion->outstanding.fetch_sub(1);
 }
 
-ucs_status_t UcxTransferBatch::status() const {
-  return completion_->first_error.load();
-}
-
-void UcxTransferBatch::let_moving_requests_end() {
-  Completion* completion = completion_;
-  worker_.progress_while_ending([completion] { return completion->outstanding.load(); });
-}
-
-ucp_request_param_t UcxTransferBatch::param() {
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  param.cb.send = done;
-  param.user_data = completion_;
-  return param;
+ucs_status_t UcxTransferBatch::abandon() {
+  UcxRequestCount* completion = completion_;
+  if (!peer_.failed()) {
+    worker_.progress_while_ending([completion] { return completion->outstanding.load(); });
+  }
+  ucs_status_t why = completion->first_error.load();
+  if (why == UCS_OK && peer_.failed()) why = peer_.failure();
+  peer_.force_close(Deadline::after(kReleaseTimeout));
+  return why;
 }
 
 bool UcxTransferBatch::track(ucs_status_ptr_t request) {
@@ -70,46 +58,34 @@ bool UcxTransferBatch::track(ucs_status_ptr_t request) {
   }
   // A request completes through done(); null means it completed at once.
   if (request != nullptr) completion_->outstanding.fetch_add(1);
-  return status() == UCS_OK;
+  return completion_->first_error.load() == UCS_OK;
 }
 
-bool UcxTransferBatch::order(uint64_t remote, const void* local, size_t bytes, Deadline deadline) {
-  const auto local_start = reinterpret_cast<uintptr_t>(local);
-  if (remote_ranges_.overlapping(remote, bytes) != nullptr ||
-      local_ranges_.overlapping(local_start, bytes) != nullptr) {
+bool UcxTransferBatch::issue(const hal::TransferOp& op, ucp_rkey_h key, Deadline deadline) {
+  // Ordered after the ops before it when it overlaps one of them.
+  const auto local = reinterpret_cast<uintptr_t>(op.local_address);
+  if (remote_ranges_.overlapping(op.remote_address, op.bytes) != nullptr ||
+      local_ranges_.overlapping(local, op.bytes) != nullptr) {
     if (!complete(deadline)) return false;
     remote_ranges_ = {};
     local_ranges_ = {};
   }
-  remote_ranges_.insert(remote, bytes);
-  local_ranges_.insert(local_start, bytes);
-  return true;
-}
-
-bool UcxTransferBatch::put(const void* local, size_t bytes, uint64_t remote, ucp_rkey_h key,
-                           Deadline deadline) {
-  if (!order(remote, local, bytes, deadline)) return false;
-  ucp_request_param_t request_param = param();
-  return track(ucp_put_nbx(ep_, local, bytes, remote, key, &request_param));
-}
-
-bool UcxTransferBatch::get(void* local, size_t bytes, uint64_t remote, ucp_rkey_h key,
-                           Deadline deadline) {
-  if (!order(remote, local, bytes, deadline)) return false;
-  ucp_request_param_t request_param = param();
-  return track(ucp_get_nbx(ep_, local, bytes, remote, key, &request_param));
+  remote_ranges_.insert(op.remote_address, op.bytes);
+  local_ranges_.insert(local, op.bytes);
+  return track(op.direction == hal::TransferOp::Direction::kWrite
+                   ? ucp_put_nbx(ep_, op.local_address, op.bytes, op.remote_address, key, &param_)
+                   : ucp_get_nbx(ep_, op.local_address, op.bytes, op.remote_address, key, &param_));
 }
 
 bool UcxTransferBatch::complete(Deadline deadline) {
-  ucp_request_param_t request_param = param();
-  if (!track(ucp_ep_flush_nbx(ep_, &request_param))) return false;
-  Completion* completion = completion_;
+  if (!track(ucp_ep_flush_nbx(ep_, &param_))) return false;
+  UcxRequestCount* completion = completion_;
   const bool finished = worker_.progress_until(
       [completion] {
         return completion->outstanding.load() == 0 || completion->first_error.load() != UCS_OK;
       },
       deadline, UcxWorker::Interruptible::kYes);
-  return finished && status() == UCS_OK;
+  return finished && completion->first_error.load() == UCS_OK;
 }
 
 }  // namespace memloom::host

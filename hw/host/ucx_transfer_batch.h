@@ -9,9 +9,8 @@
 
 #include <ucp/api/ucp.h>
 
-#include <cstddef>
-#include <cstdint>
-
+#include "hw/hal/transport.h"
+#include "hw/host/ucx_endpoints.h"
 #include "hw/host/ucx_worker.h"
 #include "memloom/deadline.h"
 #include "src/base/range_map.h"
@@ -20,35 +19,32 @@ namespace memloom::host {
 
 class UcxTransferBatch {
  public:
-  UcxTransferBatch(UcxWorker& worker, ucp_ep_h ep);
+  UcxTransferBatch(UcxWorker& worker, UcxPeer& peer);
   // Waits (briefly) for requests still in flight; they are only left behind after a failure.
   ~UcxTransferBatch();
   UcxTransferBatch(const UcxTransferBatch&) = delete;
   UcxTransferBatch& operator=(const UcxTransferBatch&) = delete;
 
-  // Issues one op; false when the batch already failed (see status()) or the deadline passed.
-  bool put(const void* local, size_t bytes, uint64_t remote, ucp_rkey_h key, Deadline deadline);
-  bool get(void* local, size_t bytes, uint64_t remote, ucp_rkey_h key, Deadline deadline);
+  // Issues one op; false when the batch already failed or the deadline passed.
+  bool issue(const hal::TransferOp& op, ucp_rkey_h key, Deadline deadline);
   // Flushes the endpoint and waits for every op; false at the deadline or on a failure.
   bool complete(Deadline deadline);
 
-  // UCS_OK, or the first error an op or flush completed with.
-  ucs_status_t status() const;
-  // After the call gave up on a live peer: lets the requests under way end before the endpoint is
-  // closed by force (UcxWorker::progress_while_ending).
-  void let_moving_requests_end();
+  // After the call gave up: lets a live peer's requests under way end
+  // (UcxWorker::progress_while_ending), then closes the endpoint by force, so the requests let go
+  // of the caller's buffers. Returns why the batch failed: the first error of an op or flush, else
+  // the endpoint's failure, else UCS_OK (a timeout).
+  ucs_status_t abandon();
 
  private:
-  struct Completion;
   static void done(void* request, ucs_status_t status, void* user_data);
-  // Orders the op after those before it when it overlaps one of them.
-  bool order(uint64_t remote, const void* local, size_t bytes, Deadline deadline);
   bool track(ucs_status_ptr_t request);
-  ucp_request_param_t param();
 
   UcxWorker& worker_;
+  UcxPeer& peer_;
   ucp_ep_h ep_;
-  Completion* completion_;  // shared with UCX's callbacks; leaked if they never come
+  UcxRequestCount* completion_;  // shared with UCX's callbacks; leaked if they never come
+  ucp_request_param_t param_{};  // every request's: done() with completion_
   base::RangeMap<> remote_ranges_, local_ranges_;  // what this epoch of the batch touched
 };
 

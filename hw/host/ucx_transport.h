@@ -59,21 +59,24 @@ class UcxTransport : public hal::Transport {
  private:
   void run(const std::shared_ptr<UcxPeer>& peer, const std::vector<const hal::TransferOp*>& work,
            Deadline deadline);
+  // Whether `work` goes on the am path whatever the data path says.
+  bool needs_am(const UcxPeer& peer, const std::vector<const hal::TransferOp*>& work);
 
-  // Whether a transfer must go on the am path whatever the data path: one of its local buffers
-  // needs staging.
-  bool stages_locally(const std::vector<const hal::TransferOp*>& work) const;
+  // The control-message handler (ucx_messages.h) that hands a message to `(this->*object).*take`.
+  template <auto object, auto take>
+  static void dispatch(void* self, const void* data, size_t length, ucp_ep_h reply_ep) {
+    ((static_cast<UcxTransport*>(self)->*object).*take)(data, length, reply_ep);
+  }
 
   // Declared before the worker: UCX requests still in flight when it is destroyed hold buffers of
-  // the pool (null: all memory is host memory).
+  // the pools (null: all memory is host memory).
   const std::unique_ptr<BufferStaging> staging_;
-  const std::shared_ptr<StagingBufferPool> staging_pool_;
   // Where endpoints go without peer error handling, this side's buffers all go through a pool
-  // (ucx_am_requests.h, "Own buffers"): staging_pool_ where there is one (it copies host memory
-  // too), else one of plain host buffers (host_staging_, null where staging_ serves). Created
-  // either way; its buffers only when used.
+  // (ucx_am_requests.h, "Own buffers"): staging_'s where there is one (it copies host memory too),
+  // else one of plain host buffers (host_staging_'s). Created either way; its buffers only when
+  // used.
   const std::unique_ptr<BufferStaging> host_staging_;
-  const std::shared_ptr<StagingBufferPool> requester_pool_;
+  const std::shared_ptr<StagingBufferPool> staging_pool_, requester_pool_;
   // Before UCX starts: a bad MEMLOOM_UCX_DATA_PATH fails the constructor at once.
   const UcxDataPath data_path_;
   // Whether this transport serves rma requesters: only where UCX has an RDMA transport (or rma was

@@ -107,6 +107,17 @@ class UcxWorker {
   std::thread progress_thread_;
 };
 
+// The UCX requests of one call that UCX has not completed, and the first error one completed with;
+// shared with UCX's callbacks.
+struct UcxRequestCount {
+  std::atomic<size_t> outstanding{0};
+  std::atomic<ucs_status_t> first_error{UCS_OK};
+  void fail(ucs_status_t status) {
+    ucs_status_t expected = UCS_OK;
+    first_error.compare_exchange_strong(expected, status);
+  }
+};
+
 // Whether a UCX context here would report CUDA memory support (asked once per process, without
 // creating a worker): the CUDA backend chooses its transport by it.
 bool ucx_supports_cuda_memory();
