@@ -1,12 +1,10 @@
 // How host code reaches buffers the CPU cannot load and store. The CUDA backend serves groups that
-// NCCL cannot (several ranks on one GPU, control-only groups) with the host collectives, and moves
-// data between nodes with the host TCP transport, or the UCX one where UCX cannot register device
-// memory; callers of all pass device buffers, and a BufferStaging moves them through host memory.
-// The emulated backend passes none: its buffers are all host memory.
+// NCCL cannot with the host collectives, and moves data between nodes with the UCX transport where
+// UCX cannot register device memory (cuda_buffer_staging.h); callers of both pass device buffers,
+// and a BufferStaging moves them through host memory. The emulated backend passes none.
 #pragma once
 
 #include <cstddef>
-#include <utility>
 #include <vector>
 
 #include "hw/hal/collectives.h"
@@ -32,32 +30,9 @@ class BufferStaging {
   virtual void copy_all(const std::vector<StagingCopy>& copies, Deadline deadline) {
     for (const StagingCopy& c : copies) copy(c.to, c.from, c.bytes, deadline);
   }
-  // Host memory that copy() moves at full speed (page-locked on CUDA); StagingBuffer owns it.
+  // Host memory that copy() moves at full speed (page-locked on CUDA).
   virtual void* allocate_host(size_t bytes) = 0;
   virtual void free_host(void* buffer) noexcept = 0;
-};
-
-// A host buffer from BufferStaging::allocate_host, freed with it.
-class StagingBuffer {
- public:
-  StagingBuffer() = default;
-  StagingBuffer(BufferStaging& staging, size_t bytes)
-      : staging_(&staging), data_(static_cast<std::byte*>(staging.allocate_host(bytes))) {}
-  ~StagingBuffer() {
-    if (data_ != nullptr) staging_->free_host(data_);
-  }
-  StagingBuffer(StagingBuffer&& other) noexcept
-      : staging_(other.staging_), data_(std::exchange(other.data_, nullptr)) {}
-  StagingBuffer& operator=(StagingBuffer&& other) noexcept {
-    std::swap(staging_, other.staging_);
-    std::swap(data_, other.data_);
-    return *this;
-  }
-  std::byte* data() const { return data_; }
-
- private:
-  BufferStaging* staging_ = nullptr;
-  std::byte* data_ = nullptr;
 };
 
 // One call with its device buffers replaced by host copies: the send buffer is copied in at

@@ -1,7 +1,5 @@
 #include "hw/host/staging_buffer_pool.h"
 
-#include <utility>
-
 namespace memloom::host {
 
 std::shared_ptr<StagingBufferPool> StagingBufferPool::create(BufferStaging& staging,
@@ -9,42 +7,35 @@ std::shared_ptr<StagingBufferPool> StagingBufferPool::create(BufferStaging& stag
   return std::shared_ptr<StagingBufferPool>(new StagingBufferPool(staging, buffer_bytes, kept));
 }
 
-StagingBufferPool::Lease::~Lease() {
-  if (pooled_ && buffer_.data() != nullptr) pool_->give_back(std::move(buffer_));
-}
-
-StagingBufferPool::Lease& StagingBufferPool::Lease::operator=(Lease&& other) noexcept {
-  Lease old(std::move(*this));  // gives back what this lease held
-  pool_ = std::move(other.pool_);
-  buffer_ = std::move(other.buffer_);
-  pooled_ = other.pooled_;
-  return *this;
+StagingBufferPool::~StagingBufferPool() {
+  for (std::byte* buffer : free_) staging_.free_host(buffer);
 }
 
 StagingBufferPool::Lease StagingBufferPool::lease(size_t bytes) {
-  Lease lease;
-  lease.pool_ = shared_from_this();
+  std::shared_ptr<StagingBufferPool> self = shared_from_this();
   if (bytes > buffer_bytes_) {
-    lease.buffer_ = StagingBuffer(staging_, bytes);
-    return lease;
+    return Lease(static_cast<std::byte*>(staging_.allocate_host(bytes)),
+                 [self](std::byte* buffer) { self->staging_.free_host(buffer); });
   }
-  lease.pooled_ = true;
+  std::byte* buffer = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!free_.empty()) {
-      lease.buffer_ = std::move(free_.back());
+      buffer = free_.back();
       free_.pop_back();
-      return lease;
     }
   }
-  lease.buffer_ = StagingBuffer(staging_, buffer_bytes_);  // allocated outside the lock: slow
-  return lease;
+  // Allocated outside the lock: slow.
+  if (buffer == nullptr) buffer = static_cast<std::byte*>(staging_.allocate_host(buffer_bytes_));
+  return Lease(buffer, [self](std::byte* leased) { self->give_back(leased); });
 }
 
-void StagingBufferPool::give_back(StagingBuffer buffer) noexcept {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (free_.size() < kept_) free_.push_back(std::move(buffer));
-  // Otherwise `buffer` is freed on return, after the lock: freeing page-locked memory is slow.
+void StagingBufferPool::give_back(std::byte* buffer) noexcept {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.size() < kept_) return free_.push_back(buffer);
+  }
+  staging_.free_host(buffer);  // after the lock: freeing page-locked memory is slow
 }
 
 void StagedParts::add(size_t part, std::byte* device, size_t bytes) {
@@ -54,13 +45,13 @@ void StagedParts::add(size_t part, std::byte* device, size_t bytes) {
 
 void StagedParts::lease(StagingBufferPool& pool, std::vector<ucp_dt_iov_t>& iov) {
   buffer_ = pool.lease(bytes_);
-  for (const Part& part : parts_) iov[part.part].buffer = buffer_.data() + part.offset;
+  for (const Part& part : parts_) iov[part.part].buffer = buffer_.get() + part.offset;
 }
 
 std::vector<StagingCopy> StagedParts::copies(bool into_buffer) const {
   std::vector<StagingCopy> copies;
   for (const Part& part : parts_) {
-    std::byte* buffer = buffer_.data() + part.offset;
+    std::byte* buffer = buffer_.get() + part.offset;
     copies.push_back(into_buffer ? StagingCopy{buffer, part.device, part.bytes}
                                  : StagingCopy{part.device, buffer, part.bytes});
   }

@@ -1,9 +1,6 @@
 // Host buffers of BufferStaging::allocate_host, kept for reuse by the UCX transport's staged
 // messages: on CUDA they are page-locked, and pinning costs far more than a copy through the
 // buffer, so a message borrows one instead of allocating its own.
-//
-// A lease keeps the pool alive (shared_ptr): a UCX request may release its message's buffer after
-// the transport that sent it began to close.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -22,38 +19,25 @@ class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool>
   // `staging` must outlive every lease. Up to `kept` free buffers of `buffer_bytes` are kept.
   static std::shared_ptr<StagingBufferPool> create(BufferStaging& staging, size_t buffer_bytes,
                                                    size_t kept);
+  ~StagingBufferPool();
 
-  // A host buffer of at least `bytes`, back to the pool when destroyed. One larger than the
-  // pool's buffers is allocated for the lease alone and freed with it.
-  class Lease {
-   public:
-    Lease() = default;
-    ~Lease();
-    Lease(Lease&&) noexcept = default;
-    Lease& operator=(Lease&& other) noexcept;
-    std::byte* data() const { return buffer_.data(); }
-
-   private:
-    friend class StagingBufferPool;
-    std::shared_ptr<StagingBufferPool> pool_;
-    StagingBuffer buffer_;
-    bool pooled_ = false;
-  };
-
+  // A host buffer of at least `bytes`, back to the pool when the last copy of the lease goes (one
+  // larger than the pool's buffers is freed then). A lease keeps the pool alive: a UCX request may
+  // release its message's buffer after the transport that sent it began to close.
+  using Lease = std::shared_ptr<std::byte>;
   Lease lease(size_t bytes);
   BufferStaging& staging() const { return staging_; }
-  size_t buffer_bytes() const { return buffer_bytes_; }
 
  private:
   StagingBufferPool(BufferStaging& staging, size_t buffer_bytes, size_t kept)
       : staging_(staging), buffer_bytes_(buffer_bytes), kept_(kept) {}
-  void give_back(StagingBuffer buffer) noexcept;
+  void give_back(std::byte* buffer) noexcept;
 
   BufferStaging& staging_;
   const size_t buffer_bytes_;
   const size_t kept_;
   std::mutex mutex_;
-  std::vector<StagingBuffer> free_;
+  std::vector<std::byte*> free_;
 };
 
 // The parts of a UCX message's iov list in memory the CPU cannot touch: UCX gets one leased buffer
@@ -68,7 +52,7 @@ class StagedParts {
   void lease(StagingBufferPool& pool, std::vector<ucp_dt_iov_t>& iov);
   // The copies between the parts' device memory and the leased buffer, into it or out of it.
   std::vector<StagingCopy> copies(bool into_buffer) const;
-  void release() { buffer_ = {}; }
+  void release() { buffer_.reset(); }
 
  private:
   struct Part {

@@ -247,7 +247,7 @@ class UcxAmRequests::Run {
       std::shared_ptr<Call> call = call_;
       owner_.worker_.progress_while_ending([&] { return call->outstanding.load(); });
     }
-    peer_->force_close(Deadline::after(kReleaseTimeout));
+    peer_->force_close();
     // UCX holds only the pool's buffers, each kept by its request's ticket.
     if (owner_.staged_ == StagedBuffers::kAll) return;
     std::shared_ptr<Call> call = call_;

@@ -30,13 +30,14 @@ std::vector<std::string> context_resources(ucp_context_h context);
 // transport, not only shared memory, cross-memory attach, self or GPU copies). False for an empty
 // list: UCX found nothing at all, and that fails elsewhere.
 bool offers_peer_failure_detection(const std::vector<std::string>& resources);
-// The same for this process's UCX (ucx_resources()): whether the UCX transport learns of a dead
-// peer from UCX or only at the deadline of the call that waits for it.
-bool ucx_detects_dead_peers();
 
 // An RDMA transport: UCX's rc, dc and ud families (rc_verbs, rc_mlx5, dc_mlx5, ud_verbs, ...).
 bool is_rdma_resource(const std::string& resource);
 bool ucx_offers_rdma();
+
+// Whether a UCX context here would report CUDA memory support (asked once per process): the CUDA
+// backend chooses its transport by it.
+bool ucx_supports_cuda_memory();
 
 // The UCX library's version ("1.13.1").
 std::string ucx_version();

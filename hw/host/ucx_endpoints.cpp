@@ -13,16 +13,16 @@ namespace {
 // torn down (force).
 constexpr auto kCloseTimeout = std::chrono::seconds(2);
 
-}  // namespace
-
-void close_endpoint(UcxWorker& worker, ucp_ep_h ep, bool force, Deadline deadline) {
+// Closes `ep` (flushing it first unless `force`), progressing until done or kCloseTimeout.
+void close_endpoint(UcxWorker& worker, ucp_ep_h ep, bool force) {
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
   ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &param);
   if (!UCS_PTR_IS_PTR(request)) return;
-  const bool closed = worker.progress_until(
-      [&] { return ucp_request_check_status(request) != UCS_INPROGRESS; }, deadline);
+  const bool closed =
+      worker.progress_until([&] { return ucp_request_check_status(request) != UCS_INPROGRESS; },
+                            Deadline::after(kCloseTimeout));
   if (!closed) {
     // UCX still owns the request; cancel it so the endpoint is torn down when UCX gets to it.
     ucp_request_cancel(worker.worker(), request);
@@ -31,9 +31,11 @@ void close_endpoint(UcxWorker& worker, ucp_ep_h ep, bool force, Deadline deadlin
   ucp_request_free(request);
 }
 
+}  // namespace
+
 UcxPeer::~UcxPeer() {
   keys_ = {};  // remote keys go before the endpoint they were unpacked for
-  if (ep_ != nullptr) close_endpoint(worker_, ep_, failed_, Deadline::after(kCloseTimeout));
+  if (ep_ != nullptr) close_endpoint(worker_, ep_, failed_);
 }
 
 void UcxPeer::mark_failed(ucs_status_t status) {
@@ -69,7 +71,7 @@ void UcxPeer::drop_key(uint64_t base) {
   }
 }
 
-void UcxPeer::force_close(Deadline deadline) {
+void UcxPeer::force_close() {
   mark_failed(UCS_ERR_CANCELED);
   {
     // Not held while closing: closing runs callbacks, and a revocation's takes this lock.
@@ -78,7 +80,7 @@ void UcxPeer::force_close(Deadline deadline) {
   }
   ucp_ep_h ep = ep_;
   ep_ = nullptr;
-  if (ep != nullptr) close_endpoint(worker_, ep, /*force=*/true, deadline);
+  if (ep != nullptr) close_endpoint(worker_, ep, /*force=*/true);
 }
 
 UcxEndpoints::UcxEndpoints(UcxWorker& worker, std::function<void(ucp_ep_h)> accepted_failed,
@@ -192,7 +194,7 @@ void UcxEndpoints::close_unproven() {
   }
   for (ucp_ep_h ep : expired) {
     accepted_failed_(ep);
-    close_endpoint(worker_, ep, /*force=*/true, Deadline::after(kCloseTimeout));
+    close_endpoint(worker_, ep, /*force=*/true);
   }
   close_failed_accepted();
 }
@@ -216,8 +218,7 @@ void UcxEndpoints::close_failed_accepted() {
     std::lock_guard<std::mutex> lock(mutex_);
     failed.swap(failed_accepted_);
   }
-  for (ucp_ep_h ep : failed)
-    close_endpoint(worker_, ep, /*force=*/true, Deadline::after(kCloseTimeout));
+  for (ucp_ep_h ep : failed) close_endpoint(worker_, ep, /*force=*/true);
 }
 
 std::shared_ptr<UcxPeer> UcxEndpoints::cached(const std::string& address) {
@@ -287,8 +288,7 @@ void UcxEndpoints::close_all() {
   close_failed_accepted();
   // A peer whose write already landed here must not see the connection cut before its flush
   // completes, so accepted endpoints are flushed, not forced.
-  for (const auto& [ep, since] : accepted)
-    close_endpoint(worker_, ep, /*force=*/false, Deadline::after(kCloseTimeout));
+  for (const auto& [ep, since] : accepted) close_endpoint(worker_, ep, /*force=*/false);
   if (listener_ != nullptr) ucp_listener_destroy(listener_);
   listener_ = nullptr;
 }

@@ -71,9 +71,9 @@ class UcxPeer {
   void cache_key(std::shared_ptr<UcxRemoteKey> key);
   // Drops the key of the region at `base` (the owner withdrew it).
   void drop_key(uint64_t base);
-  // Closes the endpoint now (requests on it complete as canceled), waiting at most until
-  // `deadline`; used when a transfer timed out and its requests must let go of user buffers.
-  void force_close(Deadline deadline);
+  // Closes the endpoint now (requests on it complete as canceled), waiting at most 2 s; used when
+  // a transfer timed out and its requests must let go of user buffers.
+  void force_close();
 
  private:
   friend class UcxEndpoints;
@@ -132,8 +132,5 @@ class UcxEndpoints {
   std::map<ucp_ep_h, std::chrono::steady_clock::time_point> accepted_;  // and when
   std::vector<ucp_ep_h> failed_accepted_;  // to close outside UCX's callbacks
 };
-
-// Closes `ep` (flushing it first unless `force`), progressing until done or `deadline`.
-void close_endpoint(UcxWorker& worker, ucp_ep_h ep, bool force, Deadline deadline);
 
 }  // namespace memloom::host

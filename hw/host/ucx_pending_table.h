@@ -48,9 +48,8 @@ class UcxPendingTable {
 
   // The entry of `id`, or null when its waiter forgot it.
   std::shared_ptr<Entry> find(uint64_t id) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = entries_.find(id);
-    return it == entries_.end() ? nullptr : it->second;
+    auto held = lock();
+    return find_locked(id, held);
   }
 
   // The same, for a caller that holds lock() (`held`) and keeps it while it works on the entry:

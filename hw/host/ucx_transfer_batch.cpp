@@ -47,7 +47,7 @@ ucs_status_t UcxTransferBatch::abandon() {
   }
   ucs_status_t why = completion->first_error.load();
   if (why == UCS_OK && peer_.failed()) why = peer_.failure();
-  peer_.force_close(Deadline::after(kReleaseTimeout));
+  peer_.force_close();
   return why;
 }
 

@@ -224,7 +224,7 @@ void UcxTransport::transfer(const std::string& peer_address,
     // interruption too: the next transfer to this peer gets a new endpoint).
     if (error.status() != Status::kInvalidInput) {
       if (error.status() == Status::kTimeout || error.status() == Status::kInterrupted)
-        peer->force_close(Deadline::after(std::chrono::seconds(2)));
+        peer->force_close();
       endpoints_.drop(peer);
     }
     throw;

@@ -56,27 +56,6 @@ std::string ucx_error(const std::string& what, ucs_status_t status) {
   return what + ": " + ucs_status_string(status);
 }
 
-bool ucx_supports_cuda_memory() {
-  static const bool supported = [] {
-    ucp_config_t* config = nullptr;
-    if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) return false;
-    ucp_params_t params{};
-    params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM;
-    ucp_context_h context = nullptr;
-    const ucs_status_t status = ucp_init(&params, config, &context);
-    ucp_config_release(config);
-    if (status != UCS_OK) return false;
-    ucp_context_attr_t attr{};
-    attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
-    const bool cuda = ucp_context_query(context, &attr) == UCS_OK &&
-                      (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
-    ucp_cleanup(context);
-    return cuda;
-  }();
-  return supported;
-}
-
 UcxWorker::UcxWorker(bool rma, bool ipv6) {
   if (const char* chosen = std::getenv("UCX_TLS")) user_transports_ = chosen;
   ucp_config_t* config = nullptr;

@@ -118,10 +118,6 @@ struct UcxRequestCount {
   }
 };
 
-// Whether a UCX context here would report CUDA memory support (asked once per process, without
-// creating a worker): the CUDA backend chooses its transport by it.
-bool ucx_supports_cuda_memory();
-
 // "what: UCX's description of status".
 std::string ucx_error(const std::string& what, ucs_status_t status);
 
