@@ -142,10 +142,8 @@ ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t heade
     std::shared_ptr<Message> message = self->pending_.find_locked(reply.request_id, lock);
     if (message == nullptr) return UCS_OK;
     if (reply.status != 0) {
-      // A refused range is the caller's error; anything else (an unproven endpoint) the link's.
-      const Status status = reply.status == static_cast<uint32_t>(Status::kCommunication)
-                                ? Status::kCommunication
-                                : Status::kInvalidInput;
+      // An unproven endpoint, or a failed staging copy, is the link's fault.
+      const Status status = msg::refusal_status(reply.status, {Status::kCommunication});
       message->answer(status, rendezvous ? std::string("refused by the peer")
                                          : std::string(static_cast<const char*>(data), length));
       return UCS_OK;

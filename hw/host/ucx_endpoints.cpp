@@ -2,12 +2,16 @@
 
 #include <chrono>
 
+#include "hw/host/ucx_messages.h"
 #include "memloom/error.h"
+#include "src/base/hex.h"
 #include "src/base/log.h"
 #include "src/base/tcp_address.h"
 
 namespace memloom::host {
 namespace {
+
+namespace msg = ucx_messages;
 
 // A closing endpoint gets this long to flush what is in flight (an orderly shutdown), or to be
 // torn down (force).
@@ -221,12 +225,6 @@ void UcxEndpoints::close_failed_accepted() {
   for (ucp_ep_h ep : failed) close_endpoint(worker_, ep, /*force=*/true);
 }
 
-std::shared_ptr<UcxPeer> UcxEndpoints::cached(const std::string& address) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = peers_.find(address);
-  return it == peers_.end() ? nullptr : it->second;
-}
-
 std::shared_ptr<UcxPeer> UcxEndpoints::peer(const std::string& address, const std::string& host,
                                             uint16_t port) {
   close_failed_accepted();
@@ -291,6 +289,83 @@ void UcxEndpoints::close_all() {
   for (const auto& [ep, since] : accepted) close_endpoint(worker_, ep, /*force=*/false);
   if (listener_ != nullptr) ucp_listener_destroy(listener_);
   listener_ = nullptr;
+}
+
+std::shared_ptr<UcxRemoteKey> UcxEndpoints::key_for(const std::shared_ptr<UcxPeer>& peer,
+                                                    uint64_t address, uint64_t bytes,
+                                                    Deadline deadline) {
+  if (auto key = peer->key_for(address, bytes)) return key;
+  auto pending = std::make_shared<KeyRequest>();
+  pending->peer = peer;
+  const auto registration = key_requests_.add(pending);
+  const uint64_t id = registration.id();
+  msg::send(peer->ep(), msg::kRegionRequest, msg::encode(msg::RegionRequest{id, address, bytes}),
+            /*reply=*/true);
+  auto answered = [&] {
+    auto lock = key_requests_.lock();
+    return pending->answered || peer->failed();
+  };
+  if (!worker_.progress_until(answered, deadline, UcxWorker::Interruptible::kYes)) {
+    raise(Status::kTimeout,
+          "timed out asking " + peer->address() + " for the remote key of " + base::hex(address));
+  }
+  auto lock = key_requests_.lock();
+  if (!pending->answered) peer->raise_failed(peer->failure());
+  if (pending->status != Status::kSuccess) raise(pending->status, pending->message);
+  const UcxRemoteKey& key = *pending->key;
+  if (address < key.base || address - key.base + bytes > key.size) {
+    raise(Status::kCommunication,
+          peer->address() + " answered with a region that does not hold " + base::hex(address));
+  }
+  return pending->key;
+}
+
+void UcxEndpoints::take_region_reply(const void* data, size_t length, ucp_ep_h) {
+  std::string tail;
+  auto reply = msg::decode<msg::RegionReplyHeader>(data, length, &tail);
+  if (!reply) return;
+  std::shared_ptr<KeyRequest> pending = key_requests_.find(reply->request_id);
+  if (!pending) return;  // the requester timed out meanwhile
+  Status status = Status::kSuccess;
+  std::string message = std::move(tail);  // a refusal's, else the packed key
+  std::shared_ptr<UcxRemoteKey> key;
+  if (reply->status != 0) {
+    // A peer that serves no remote keys says so (kNotSupported: the requester moves to the am
+    // path); an unproven endpoint is the link's fault.
+    status = msg::refusal_status(reply->status, {Status::kCommunication, Status::kNotSupported});
+  } else {
+    ucp_rkey_h unpacked = nullptr;
+    ucs_status_t unpack = ucp_ep_rkey_unpack(pending->peer->ep(), message.data(), &unpacked);
+    if (unpack == UCS_OK) {
+      key = std::make_shared<UcxRemoteKey>(unpacked, reply->base, reply->size);
+      pending->peer->cache_key(key);
+    } else {
+      status = Status::kCommunication;
+      message = ucx_error("the remote key from " + pending->peer->address(), unpack);
+    }
+  }
+  auto lock = key_requests_.lock();
+  pending->status = status;
+  pending->message = std::move(message);
+  pending->key = std::move(key);
+  pending->answered = true;
+}
+
+void UcxEndpoints::take_revoke(const void* data, size_t length, ucp_ep_h reply_ep) {
+  std::string owner;
+  auto revoke = msg::decode<msg::RevokeHeader>(data, length, &owner);
+  if (!revoke) return;
+  std::shared_ptr<UcxPeer> peer;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = peers_.find(owner);
+    if (it != peers_.end()) peer = it->second;
+  }
+  if (peer != nullptr) peer->drop_key(revoke->base);
+  if (reply_ep != nullptr) {
+    msg::send(reply_ep, msg::kRevokeAck, msg::encode(msg::RevokeAck{revoke->revoke_id}),
+              /*reply=*/false);
+  }
 }
 
 }  // namespace memloom::host

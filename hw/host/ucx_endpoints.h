@@ -1,6 +1,8 @@
 // The UCX transport's endpoints: the listener and the endpoints it accepted (the owner's side),
 // and one endpoint per peer address this process transfers to (the requester's side), each with
-// the remote keys it obtained.
+// the remote keys it obtained: asked for on demand (kRegionRequest, answered by
+// ucx_region_registry.h), dropped when the owner revokes them. A refusal (the range is not exposed
+// there) is kInvalidInput with the owner's message.
 //
 // Endpoints use UCP_ERR_HANDLING_MODE_PEER: when a peer dies or its link breaks, UCX completes the
 // endpoint's requests with an error and calls the error callback, which marks the endpoint failed.
@@ -28,8 +30,10 @@
 #include <string>
 #include <vector>
 
+#include "hw/host/ucx_pending_table.h"
 #include "hw/host/ucx_worker.h"
 #include "memloom/deadline.h"
+#include "memloom/error.h"
 #include "src/base/range_map.h"
 
 namespace memloom::host {
@@ -104,8 +108,13 @@ class UcxEndpoints {
   std::shared_ptr<UcxPeer> peer(const std::string& address, const std::string& host, uint16_t port);
   // Forgets `peer` if it is still the one cached for its address.
   void drop(const std::shared_ptr<UcxPeer>& peer);
-  // The cached peer for `address`, without creating one (null if none).
-  std::shared_ptr<UcxPeer> cached(const std::string& address);
+
+  // The key of `peer`'s region that holds [address, +bytes), cached or asked for.
+  std::shared_ptr<UcxRemoteKey> key_for(const std::shared_ptr<UcxPeer>& peer, uint64_t address,
+                                        uint64_t bytes, Deadline deadline);
+  // Message handlers (ucx_messages.h), run under the worker's lock.
+  void take_region_reply(const void* data, size_t length, ucp_ep_h);
+  void take_revoke(const void* data, size_t length, ucp_ep_h reply_ep);
 
   // Closes accepted endpoints that did not pass the job proof within kProofTimeout; run
   // periodically by the worker's progress thread.
@@ -123,6 +132,16 @@ class UcxEndpoints {
   static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
   void close_failed_accepted();
 
+  // A remote-key request in flight. The reply's key is unpacked and cached by the handler itself,
+  // under the worker's lock: a revocation that follows the reply on the wire then always finds it.
+  struct KeyRequest {
+    std::shared_ptr<UcxPeer> peer;
+    bool answered = false;
+    Status status = Status::kSuccess;
+    std::string message;  // a refusal, or why the key could not be used
+    std::shared_ptr<UcxRemoteKey> key;
+  };
+
   UcxWorker& worker_;
   std::function<void(ucp_ep_h)> accepted_failed_;
   std::function<bool(ucp_ep_h)> admitted_;
@@ -130,7 +149,8 @@ class UcxEndpoints {
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<UcxPeer>> peers_;
   std::map<ucp_ep_h, std::chrono::steady_clock::time_point> accepted_;  // and when
-  std::vector<ucp_ep_h> failed_accepted_;  // to close outside UCX's callbacks
+  std::vector<ucp_ep_h> failed_accepted_;     // to close outside UCX's callbacks
+  UcxPendingTable<KeyRequest> key_requests_;  // its lock guards the entries' fields
 };
 
 }  // namespace memloom::host

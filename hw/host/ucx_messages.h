@@ -25,9 +25,12 @@
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "memloom/error.h"
 
 namespace memloom::host::ucx_messages {
 
@@ -128,6 +131,15 @@ std::optional<Header> decode(const void* data, size_t length, std::string* tail 
   if (tail != nullptr)
     tail->assign(static_cast<const char*>(data) + sizeof(Header), length - sizeof(Header));
   return header;
+}
+
+// The Status a refusal's wire status (not 0) names, if it is one of `known`; anything else reads as
+// kInvalidInput, a range the owner refused.
+inline Status refusal_status(uint32_t wire, std::initializer_list<Status> known) {
+  for (Status status : known) {
+    if (wire == static_cast<uint32_t>(status)) return status;
+  }
+  return Status::kInvalidInput;
 }
 
 // A payload of `parts` as ucp_am_send_nbx / ucp_am_recv_data_nbx take it: one part as a contiguous

@@ -1,5 +1,5 @@
 // Requests a UCX transport sent and waits to hear back about, by id: the requester's side of the
-// job proof (ucx_job_gate.h), of remote-key requests (ucx_remote_keys.h) and of active-message
+// job proof (ucx_job_gate.h), of remote-key requests (ucx_endpoints.h) and of active-message
 // transfers (ucx_am_requests.h). The waiter adds an entry and forgets it when it stops waiting,
 // whatever the outcome; a message handler finds the entry by the id its reply carries, and a reply
 // for an id no longer here (the waiter timed out) is dropped by the handler.

@@ -24,15 +24,14 @@ using Direction = hal::TransferOp::Direction;
 
 constexpr std::string_view kScheme = "ucx://";
 
-// Staging buffers (UcxAmRequests::kChunkBytes each) kept for reuse: a requester's window of
+// Pooled buffers (UcxAmRequests::kChunkBytes each) kept for reuse: a requester's window of
 // messages in flight and a few the serving side stages at once.
 constexpr size_t kPooledStagingBuffers = 16;
 // How long a closing transport waits for UCX to hand back the requests of calls that gave up.
 constexpr auto kReleaseAtCloseTimeout = std::chrono::seconds(2);
 
-// Plain host buffers and memcpy: what fills and empties the requester's own buffers where there is
-// no device staging (ucx_am_requests.h, "Own buffers"). Cache-line aligned, as the device
-// staging's page-locked buffers are page aligned.
+// Plain host buffers (cache-line aligned) and memcpy: the requester's own buffers where there is no
+// device staging (ucx_am_requests.h, "Own buffers").
 class HostMemoryStaging : public BufferStaging {
  public:
   bool needs_staging(const void*) const override { return false; }
@@ -53,12 +52,7 @@ UcxAmRequests::StagedBuffers requester_staging(const UcxWorker& worker, bool dev
                         : UcxAmRequests::StagedBuffers::kNone;
 }
 
-struct UcxAddress {
-  std::string host;
-  uint16_t port = 0;
-};
-
-UcxAddress parse_address(const std::string& text) {
+base::TcpAddress parse_address(const std::string& text) {
   MEMLOOM_CHECK_ARG(text.rfind(kScheme, 0) == 0,
                     "transport address '" + text + "' is not ucx://IP:PORT");
   base::TcpAddressRules rules;
@@ -68,7 +62,7 @@ UcxAddress parse_address(const std::string& text) {
       base::parse_tcp_address(std::string_view(text).substr(kScheme.size()), rules);
   MEMLOOM_CHECK_ARG(parsed.fault == base::TcpAddressFault::kNone,
                     "transport address '" + text + "' is not ucx://IP:PORT");
-  return {parsed.address.host, parsed.address.port};
+  return parsed.address;
 }
 
 std::string format_address(const std::string& host, uint16_t port) {
@@ -145,12 +139,11 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options,
             gate_.forget(ep);
             regions_.forget_holder(ep);
           },
-          [this](ucp_ep_h ep) { return gate_.admitted(ep); }),
-      remote_keys_(worker_, endpoints_) {
+          [this](ucp_ep_h ep) { return gate_.admitted(ep); }) {
   const std::pair<unsigned, msg::Handler> taken[] = {
       {msg::kRegionRequest, dispatch<&UcxTransport::regions_, &UcxRegionRegistry::answer_request>},
-      {msg::kRegionReply, dispatch<&UcxTransport::remote_keys_, &UcxRemoteKeys::take_reply>},
-      {msg::kRevoke, dispatch<&UcxTransport::remote_keys_, &UcxRemoteKeys::take_revoke>},
+      {msg::kRegionReply, dispatch<&UcxTransport::endpoints_, &UcxEndpoints::take_region_reply>},
+      {msg::kRevoke, dispatch<&UcxTransport::endpoints_, &UcxEndpoints::take_revoke>},
       {msg::kRevokeAck, dispatch<&UcxTransport::regions_, &UcxRegionRegistry::take_ack>},
       {msg::kHello, dispatch<&UcxTransport::gate_, &UcxJobGate::take_hello>},
       {msg::kChallenge, dispatch<&UcxTransport::gate_, &UcxJobGate::take_challenge>},
@@ -193,14 +186,6 @@ UcxTransport::~UcxTransport() {
   }
 }
 
-void UcxTransport::expose(void* address, size_t size) {
-  regions_.expose(address, size);
-}
-
-void UcxTransport::withdraw(void* address) {
-  regions_.withdraw(address);
-}
-
 void UcxTransport::transfer(const std::string& peer_address,
                             const std::vector<hal::TransferOp>& ops, Deadline deadline) {
   std::vector<const hal::TransferOp*> work;
@@ -214,7 +199,8 @@ void UcxTransport::transfer(const std::string& peer_address,
                       "transfer: the remote range wraps around the address space");
     if (op.bytes > 0) work.push_back(&op);
   }
-  const UcxAddress where = parse_address(peer_address);  // a malformed address is the caller's
+  const base::TcpAddress where =
+      parse_address(peer_address);  // a malformed address is the caller's
   if (work.empty()) return;
   std::shared_ptr<UcxPeer> peer = endpoints_.peer(peer_address, where.host, where.port);
   try {
@@ -252,7 +238,7 @@ void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
   std::vector<std::shared_ptr<UcxRemoteKey>> keys;
   try {
     for (const hal::TransferOp* op : work) {
-      keys.push_back(remote_keys_.key_for(peer, op->remote_address, op->bytes, deadline));
+      keys.push_back(endpoints_.key_for(peer, op->remote_address, op->bytes, deadline));
     }
   } catch (const Error& error) {
     if (error.status() != Status::kNotSupported) throw;
