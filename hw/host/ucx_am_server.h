@@ -1,26 +1,21 @@
 // The owner's side of the UCX transport's active-message data path (kAmWrite, kAmRead in
-// ucx_messages.h): memloom, not UCX's software RMA, moves the bytes, after checking that every
-// range of a request lies inside one exposed region (ucx_region_registry.h) and that the request
-// came over an endpoint that proved the job secret (ucx_job_gate.h). Anything else is refused with
-// a kAmReply carrying a status and a message, and no byte moves.
+// ucx_messages.h), served whatever data path this process's own transfers use. memloom, not UCX's
+// software RMA, moves the bytes once every range of a request lies inside one exposed region
+// (ucx_region_registry.h) and the request came over an endpoint that proved the job secret
+// (ucx_job_gate.h); else a kAmReply refuses it with a status and a message, and no byte moves.
 //
-// Writes: eager data is copied in place inside the handler; rendezvous data is received by
-// ucp_am_recv_data_nbx straight into the region (an IOV receive when the request has several
-// ranges). Reads: the reply carries the region's bytes as an IOV send. The reply to a write goes
-// once its data is in place, so the requester's completion means the bytes landed.
+// Writes: eager data is copied in place inside the handler; rendezvous data is received straight
+// into the region (an IOV receive for several ranges). The reply goes once the data is in place, so
+// the requester's completion means the bytes landed. Reads: the reply sends the region's bytes.
 //
-// Device memory (a transport given a BufferStaging, ucx_transport.h): a range the CPU cannot touch
-// is never handed to UCX nor touched here; it goes through a host buffer of the staging pool, by
-// the staging's copies: an eager write's bytes are copied from UCX's buffer to the range, a
-// rendezvous write is received into the host buffer and copied on, a read's ranges are copied into
-// the host buffer before the reply is sent from it. memloom's requesters with staging send at most
-// UcxAmRequests::kChunkBytes a message, so one pooled buffer serves it; a larger message (from a
-// requester without staging) gets a host buffer of its own size, freed with the request.
+// Device memory (ucx_data_path.h): a range the CPU cannot touch is never handed to UCX nor touched
+// here; the staging copies it: an eager write's bytes from UCX's buffer, a rendezvous write's from
+// the pooled host buffer it was received into, a read's into the host buffer the reply is sent
+// from. A requester with staging sends at most UcxAmRequests::kChunkBytes a message, so one pooled
+// buffer serves it; a larger message gets a host buffer of its own size.
 //
 // Every copy holds its regions (UcxRegionRegistry::hold) until it ends, so withdraw() does not
 // unmap memory a copy is still using, and a request that arrives after withdraw() is refused.
-//
-// Served always, whatever data path this process's own transfers use: the requester chooses.
 #pragma once
 
 #include <ucp/api/ucp.h>

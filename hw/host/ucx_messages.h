@@ -1,7 +1,5 @@
-// The active messages UCX transports exchange: remote keys on request, and their revocation when
-// memory is withdrawn (the RMA data path: data moves by ucp_put_nbx/ucp_get_nbx); the job proof;
-// and the active-message data path (ucx_am_requests.h, ucx_am_server.h), where memloom moves the
-// bytes itself and checks every range.
+// The active messages UCX transports exchange: remote keys and their revocation (the rma data
+// path), the job proof, and the am data path, where memloom moves the bytes itself.
 //
 //   kRegionRequest  requester -> owner   "which exposed region holds [address, +bytes)?"
 //   kRegionReply    owner -> requester   that region's base, size and packed rkey, or a refusal
@@ -15,10 +13,9 @@
 //                                        (reads) the ranges' bytes back to back
 //
 // Every control message is one little-endian struct, then (replies, revocations) variable bytes,
-// all in the message's data. They go eagerly (UCP_AM_SEND_FLAG_EAGER), so handlers always get
-// their bytes in place. The data path's messages carry their descriptors in the active-message
-// header instead (so the owner knows where rendezvous data goes before it arrives) and leave the
-// protocol to UCX (eager for small, rendezvous for large payloads).
+// all in the message's data, sent eagerly, so handlers always get their bytes in place. The data
+// path's messages carry their descriptors in the active-message header instead (so the owner knows
+// where rendezvous data goes before it arrives) and leave the protocol to UCX.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -108,8 +105,7 @@ struct AmRange {
 
 struct AmReplyHeader {
   uint64_t request_id;
-  uint32_t
-      status;  // 0: done (reads: the bytes follow); else a memloom::Status, the message follows
+  uint32_t status;  // 0: done (reads: the bytes follow); else a Status, the message follows
   uint32_t reserved;
 };
 
@@ -157,13 +153,11 @@ inline void describe_payload(std::vector<ucp_dt_iov_t>& parts, ucp_request_param
   *count = parts.size();
 }
 
-// Sends `bytes` as message `id` on `ep` and forgets it: the copy is freed when UCX is done with it.
-// `reply` asks UCX to give the receiver an endpoint back to us (UCP_AM_SEND_FLAG_REPLY). A send
-// that fails shows up as the endpoint's error (its error callback), so nothing is returned.
+// Sends `bytes` as message `id` on `ep` and forgets it (a failed send shows up as the endpoint's
+// error). `reply` asks UCX to give the receiver an endpoint back to us (UCP_AM_SEND_FLAG_REPLY).
 void send(ucp_ep_h ep, unsigned id, std::string bytes, bool reply);
 
-// A handler of received messages: handler(arg, data, length, reply_ep), run under the worker's
-// lock by whichever thread progresses it.
+// A handler of received messages, run under the worker's lock by whichever thread progresses it.
 using Handler = void (*)(void* arg, const void* data, size_t length, ucp_ep_h reply_ep);
 struct Registration {
   Handler handler;
@@ -171,7 +165,7 @@ struct Registration {
 };
 // Registers `registration` (which must outlive the worker) for message `id` on `worker`.
 void set_handler(ucp_worker_h worker, unsigned id, const Registration* registration);
-// Registers UCX's own kind of handler (header, eager data or a rendezvous descriptor), for the data
+// Registers UCX's own kind of handler (header, data or a rendezvous descriptor), for the data
 // path's messages; `arg` must outlive the worker.
 void set_data_handler(ucp_worker_h worker, unsigned id, ucp_am_recv_callback_t handler, void* arg);
 

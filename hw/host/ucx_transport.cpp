@@ -252,19 +252,7 @@ void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
     }
     return am_requests_.run(peer, work, deadline);
   }
-  UcxTransferBatch batch(worker_, *peer);
-  bool completed = false;
-  try {
-    bool issued = true;
-    for (size_t i = 0; i < work.size() && issued; ++i) {
-      issued = batch.issue(*work[i], keys[i]->key, deadline);
-    }
-    completed = issued && batch.complete(deadline);
-  } catch (const Error&) {
-    batch.abandon();  // interrupted by the caller: nothing else throws here
-    throw;
-  }
-  if (!completed) peer->raise_failed(batch.abandon());
+  run_transfer_batch(worker_, *peer, work, keys, deadline);
 }
 
 }  // namespace memloom::host

@@ -22,8 +22,7 @@ namespace {
 constexpr int kSpinsBeforeSleep = 200;
 // A sleeping waiter re-checks at least this often (a wake-up consumed by another thread).
 constexpr int kSleepSliceMs = 1;
-// progress_while_ending(): how long without a request ending stops it, and how long it lasts at
-// most.
+// progress_while_ending(): the stall that stops it, and its limit.
 constexpr auto kEndingStall = std::chrono::milliseconds(20);
 constexpr auto kEndingLimit = std::chrono::seconds(2);
 
@@ -166,7 +165,7 @@ void UcxWorker::progress_loop() {
   while (!stopping_) {
     while (ucp_worker_progress(worker_) != 0) {
     }
-    if (housekeeping_ && std::chrono::steady_clock::now() >= next_housekeeping) {
+    if (std::chrono::steady_clock::now() >= next_housekeeping) {
       housekeeping_();
       next_housekeeping = std::chrono::steady_clock::now() + kHousekeepingPeriod;
     }
@@ -179,7 +178,7 @@ void UcxWorker::progress_loop() {
     }
     // BUSY: events arrived since the last progress; progress again before sleeping.
     if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
-    wait_for_events(housekeeping_ ? 1000 : -1);
+    wait_for_events(1000);
   }
 }
 
