@@ -78,9 +78,6 @@ UcxAmRequests::UcxAmRequests(UcxWorker& worker, std::shared_ptr<StagingBufferPoo
   const size_t fits =
       (header_room - std::min(header_room, sizeof(msg::AmRequestHeader))) / sizeof(msg::AmRange);
   max_ops_per_message_ = std::max<size_t>(1, std::min(fits, kMaxOpsPerMessage));
-}
-
-void UcxAmRequests::register_handler() {
   msg::set_data_handler(worker_.worker(), msg::kAmReply, on_reply, this);
 }
 
@@ -188,7 +185,7 @@ ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t heade
   return UCS_OK;
 }
 
-// One run(): builds messages from the ops, sends them, waits for their answers.
+// Builds messages from the ops, sends them, waits for their answers.
 class UcxAmRequests::Run {
  public:
   Run(UcxAmRequests& owner, const std::shared_ptr<UcxPeer>& peer, Deadline deadline)

@@ -118,7 +118,9 @@ void write_received(void* ucx_request, ucs_status_t status, size_t length, void*
 
 }  // namespace
 
-void UcxAmServer::register_handlers() {
+UcxAmServer::UcxAmServer(UcxWorker& worker, UcxRegionRegistry& regions, UcxJobGate& gate,
+                         std::shared_ptr<StagingBufferPool> staging)
+    : worker_(worker), regions_(regions), gate_(gate), staging_(std::move(staging)) {
   msg::set_data_handler(worker_.worker(), msg::kAmWrite, on_write, this);
   msg::set_data_handler(worker_.worker(), msg::kAmRead, on_read, this);
 }

@@ -34,15 +34,12 @@ namespace memloom::host {
 
 class UcxAmServer {
  public:
-  // `staging`: null where every exposed region is host memory.
+  // Registers the handlers on `worker`. `staging`: null where all memory is host memory.
   UcxAmServer(UcxWorker& worker, UcxRegionRegistry& regions, UcxJobGate& gate,
-              std::shared_ptr<StagingBufferPool> staging)
-      : worker_(worker), regions_(regions), gate_(gate), staging_(std::move(staging)) {}
+              std::shared_ptr<StagingBufferPool> staging);
   UcxAmServer(const UcxAmServer&) = delete;
   UcxAmServer& operator=(const UcxAmServer&) = delete;
 
-  // Registers the handlers on the worker (this object must outlive it).
-  void register_handlers();
   // The owner's address, named in refusals (set once the listener is up).
   void set_own_address(const std::string& address) { own_address_ = address; }
 

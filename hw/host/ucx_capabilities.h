@@ -27,7 +27,7 @@ std::vector<std::string> parse_ucx_resources(const std::string& print_info);
 std::vector<std::string> context_resources(ucp_context_h context);
 
 // Whether some resource can serve an endpoint with peer error handling (UCX_TLS left it a network
-// transport, not only shared memory, cross-memory attach, self or GPU copies). False for an empty
+// transport, not only shared memory, cross-memory attach, self or GPU copies). True for an empty
 // list: UCX found nothing at all, and that fails elsewhere.
 bool offers_peer_failure_detection(const std::vector<std::string>& resources);
 

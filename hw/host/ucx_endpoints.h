@@ -1,17 +1,14 @@
 // The UCX transport's endpoints: the listener and the endpoints it accepted (the owner's side),
-// and one endpoint per peer address this process transfers to (the requester's side), each with
-// the remote keys it obtained: asked for on demand (kRegionRequest, answered by
-// ucx_region_registry.h), dropped when the owner revokes them. A refusal (the range is not exposed
-// there) is kInvalidInput with the owner's message.
+// and one endpoint per peer address this process transfers to (the requester's side), with the
+// remote keys it asked for (kRegionRequest, answered by ucx_region_registry.h) until the owner
+// revokes them.
 //
-// Endpoints use UCP_ERR_HANDLING_MODE_PEER: when a peer dies or its link breaks, UCX completes the
-// endpoint's requests with an error and calls the error callback, which marks the endpoint failed.
-// A failed endpoint is dropped from the cache; the next transfer to that address creates a fresh
-// one, so a peer restarted at the same address is reached again without a stale-endpoint error.
+// Endpoints use UCP_ERR_HANDLING_MODE_PEER: when a peer dies or its link breaks, UCX fails the
+// endpoint's requests and calls its error callback, which marks it failed; the next transfer to
+// that address creates a fresh one, so a peer restarted at the same address is reached again.
 // Where UCX_TLS leaves only shared-memory transports, which UCX 1.13 cannot run with PEER, both
-// sides use UCP_ERR_HANDLING_MODE_NONE (UcxWorker::error_mode): a dead peer then shows as a call
-// that reaches its deadline, and the timed-out call force-closes the endpoint, so the next call
-// creates a fresh one all the same.
+// sides go without (UcxWorker::error_mode): a dead peer then shows as a call that reaches its
+// deadline, and that call force-closes the endpoint, so the next one creates a fresh one too.
 //
 // An accepted endpoint that has not passed the job proof (ucx_job_gate.h) within 5 s is closed, and
 // at most 256 wait at once (a new one closes the oldest), so silent or hostile connections neither
@@ -62,8 +59,7 @@ class UcxPeer {
   bool failed() const { return failed_; }
   ucs_status_t failure() const { return failure_; }
   void mark_failed(ucs_status_t status);
-  // Raises why a transfer with this peer failed: kTimeout for UCS_OK (its deadline passed), else
-  // kCommunication with UCX's word for `status`.
+  // Raises kTimeout for UCS_OK (a transfer's deadline passed), else kCommunication with `status`.
   [[noreturn]] void raise_failed(ucs_status_t status) const;
   // Whether the owner admitted this endpoint after the job proof (ucx_job_gate.h).
   bool proven() const { return proven_; }
@@ -75,8 +71,8 @@ class UcxPeer {
   void cache_key(std::shared_ptr<UcxRemoteKey> key);
   // Drops the key of the region at `base` (the owner withdrew it).
   void drop_key(uint64_t base);
-  // Closes the endpoint now (requests on it complete as canceled), waiting at most 2 s; used when
-  // a transfer timed out and its requests must let go of user buffers.
+  // Closes the endpoint now (requests on it complete as canceled, letting go of user buffers),
+  // waiting at most 2 s.
   void force_close();
 
  private:

@@ -1,14 +1,13 @@
-// The job proof (job_proof.h) of the UCX transport, in active messages on a fresh endpoint before
-// it asks for any remote key:
+// The job proof (job_proof.h) in active messages, on a fresh endpoint before its first request:
 //
 //   kHello      requester -> owner   hello id, requester nonce            (reply endpoint asked)
 //   kChallenge  owner -> requester   hello id, owner nonce, owner proof
 //   kProof      requester -> owner   hello id, requester proof            (reply endpoint asked)
 //   kVerdict    owner -> requester   hello id, status (0: admitted)
 //
-// The owner admits the accepted endpoint the proof arrived on; region requests (and so remote
-// keys, and with them every put and get of an RDMA transport) from any other endpoint are
-// refused. The requester goes on only once the owner proved it knows the secret too.
+// The owner admits the accepted endpoint the proof arrived on; requests (for remote keys, and so
+// every put and get of an RDMA transport, or of the am path) from any other endpoint are refused.
+// The requester goes on only once the owner proved it knows the secret too.
 #pragma once
 
 #include <ucp/api/ucp.h>

@@ -1,12 +1,9 @@
 // Requests a UCX transport sent and waits to hear back about, by id: the requester's side of the
-// job proof (ucx_job_gate.h), of remote-key requests (ucx_endpoints.h) and of active-message
-// transfers (ucx_am_requests.h). The waiter adds an entry and forgets it when it stops waiting,
-// whatever the outcome; a message handler finds the entry by the id its reply carries, and a reply
-// for an id no longer here (the waiter timed out) is dropped by the handler.
-//
-// Entries are shared: a handler keeps the one it found while it fills it in outside the table's
-// lock, and the waiter reads it after the handler let go. The fields of an entry are guarded by
-// whatever its owner says (most take the table's mutex, through lock()).
+// job proof (ucx_job_gate.h), of remote-key requests (ucx_endpoints.h) and of am transfers
+// (ucx_am_requests.h). The waiter adds an entry and forgets it when it stops waiting, whatever the
+// outcome; a reply handler finds the entry by the id the reply carries, and drops a reply for an
+// id no longer here (the waiter timed out). Entries are shared, so a handler may fill one in
+// outside the table's lock; their fields are guarded by the table's mutex (lock()).
 #pragma once
 
 #include <cstdint>
@@ -27,11 +24,8 @@ class UcxPendingTable {
     ~Registration() {
       if (table_ != nullptr) table_->forget(id_);
     }
-    Registration(Registration&& other) noexcept
+    Registration(Registration&& other) noexcept  // (no copies, no assignment)
         : table_(std::exchange(other.table_, nullptr)), id_(other.id_) {}
-    Registration(const Registration&) = delete;
-    Registration& operator=(const Registration&) = delete;
-    Registration& operator=(Registration&&) = delete;
     uint64_t id() const { return id_; }
 
    private:
@@ -69,7 +63,7 @@ class UcxPendingTable {
     entries_.erase(it);
   }
 
-  // The mutex that guards the entries' own fields where their owner chose so.
+  // The mutex that guards the entries' fields.
   std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mutex_); }
 
  private:

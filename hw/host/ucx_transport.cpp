@@ -154,8 +154,6 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options,
     handlers_[i] = {taken[i].second, this};
     msg::set_handler(worker_.worker(), taken[i].first, &handlers_[i]);
   }
-  am_server_.register_handlers();  // served whatever data_path_ is: the requester chooses
-  am_requests_.register_handler();
   warn_if_transport_variable_set();
   if (is_ipv6_literal(host_)) check_ipv6_host(host_);
   address_ = format_address(host_, endpoints_.listen(host_));
