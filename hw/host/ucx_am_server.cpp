@@ -22,8 +22,7 @@ constexpr auto kStagingTimeout = std::chrono::seconds(10);
 
 }  // namespace
 
-// One request being served: its ranges, the holds on their regions, and what a reply or a receive
-// in flight needs until UCX is done with it.
+// One request being served, with what its reply or receive needs until UCX is done with it.
 struct UcxAmServer::Request {
   explicit Request(UcxAmServer& server) : server(server) { server.requests_held_.fetch_add(1); }
   ~Request() { server.requests_held_.fetch_sub(1); }
@@ -39,8 +38,7 @@ struct UcxAmServer::Request {
   std::vector<msg::AmRange> ranges;
   std::vector<std::shared_ptr<void>> holds;
   std::vector<ucp_dt_iov_t> iov;  // the ranges' memory, in order
-  // Device ranges (ucx_am_server.h, "Device memory"); their host buffer lives until the reply's
-  // send completed or the write's bytes were copied on.
+  // Device ranges; their host buffer lives until the reply's send or the write's copy completed.
   StagedParts staged;
   msg::AmReplyHeader reply{};  // must live until the reply's send completes
   std::string message;
@@ -57,8 +55,7 @@ void reply_sent(void* ucx_request, ucs_status_t status, void* user_data) {
   delete static_cast<UcxAmServer::Request*>(user_data);
 }
 
-// Sends `request`'s reply (header, then its message or, for a read, its ranges' bytes) and hands
-// the request to the send's completion.
+// Sends the reply (its message or, for a read, its ranges' bytes); the send's completion frees it.
 void send_reply(std::unique_ptr<UcxAmServer::Request> request, bool with_data) {
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -203,8 +200,7 @@ ucs_status_t UcxAmServer::on_write(void* arg, const void* header, size_t header_
   // learns of the refusal from the reply.
   if (!self->accept(request, header, header_length, length, param)) return UCS_OK;
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
-    // Device ranges (no buffer yet) straight from UCX's buffer, by the staging's copies; the rest
-    // by memcpy.
+    // Device ranges (no buffer yet) by the staging's copies straight from UCX's buffer.
     const char* from = static_cast<const char*>(data);
     std::vector<StagingCopy> staged;
     for (size_t i = 0; i < request->iov.size(); ++i) {

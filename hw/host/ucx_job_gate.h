@@ -1,4 +1,7 @@
-// The job proof (job_proof.h) in active messages, on a fresh endpoint before its first request:
+// The job proof, in active messages on a fresh endpoint before its first request: both ends show
+// they know the job's secret (hal::TransportOptions::job_secret) by an HMAC over fresh nonces of
+// both sides and the serving endpoint's address, so a proof seen on one connection is worth nothing
+// on another, and neither side's proof can be reflected as the other's.
 //
 //   kHello      requester -> owner   hello id, requester nonce            (reply endpoint asked)
 //   kChallenge  owner -> requester   hello id, owner nonce, owner proof
@@ -12,6 +15,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -21,7 +25,6 @@
 #include <utility>
 
 #include "hw/hal/transport.h"
-#include "hw/host/job_proof.h"
 #include "hw/host/ucx_endpoints.h"
 #include "hw/host/ucx_pending_table.h"
 #include "hw/host/ucx_worker.h"
@@ -52,6 +55,7 @@ class UcxJobGate {
   void take_verdict(const void* data, size_t length, ucp_ep_h);
 
  private:
+  using Nonce = std::array<uint8_t, 32>;
   // A proof in flight on the requester's side.
   struct Pending {
     std::shared_ptr<UcxPeer> peer;
