@@ -2,11 +2,6 @@
 
 namespace memloom::host {
 
-std::shared_ptr<StagingBufferPool> StagingBufferPool::create(BufferStaging& staging,
-                                                             size_t buffer_bytes, size_t kept) {
-  return std::shared_ptr<StagingBufferPool>(new StagingBufferPool(staging, buffer_bytes, kept));
-}
-
 StagingBufferPool::~StagingBufferPool() {
   for (std::byte* buffer : free_) staging_.free_host(buffer);
 }

@@ -16,9 +16,10 @@ namespace memloom::host {
 
 class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool> {
  public:
-  // `staging` must outlive every lease. Up to `kept` free buffers of `buffer_bytes` are kept.
-  static std::shared_ptr<StagingBufferPool> create(BufferStaging& staging, size_t buffer_bytes,
-                                                   size_t kept);
+  // Made by std::make_shared (leases keep it alive). `staging` must outlive every lease. Up to
+  // `kept` free buffers of `buffer_bytes` are kept.
+  StagingBufferPool(BufferStaging& staging, size_t buffer_bytes, size_t kept)
+      : staging_(staging), buffer_bytes_(buffer_bytes), kept_(kept) {}
   ~StagingBufferPool();
 
   // A host buffer of at least `bytes`, back to the pool when the last copy of the lease goes (one
@@ -29,8 +30,6 @@ class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool>
   BufferStaging& staging() const { return staging_; }
 
  private:
-  StagingBufferPool(BufferStaging& staging, size_t buffer_bytes, size_t kept)
-      : staging_(staging), buffer_bytes_(buffer_bytes), kept_(kept) {}
   void give_back(std::byte* buffer) noexcept;
 
   BufferStaging& staging_;

@@ -21,8 +21,8 @@ using Direction = hal::TransferOp::Direction;
 constexpr size_t kMaxOpsPerMessage = 512;
 // Messages in flight to one peer per call before the oldest must be answered.
 constexpr size_t kWindow = 8;
-// After a failure (the endpoint was closed by force), how long to wait for UCX to hand back the
-// requests that still reference the caller's buffers before leaving them to it.
+// After a failure (the endpoint closed by force), how long UCX gets to hand back the requests that
+// still reference the caller's buffers.
 constexpr auto kReleaseTimeout = std::chrono::seconds(2);
 
 }  // namespace
@@ -231,9 +231,7 @@ class UcxAmRequests::Run {
     }
   }
 
-  // After a timeout, an interruption or a failed endpoint: lets the requests already moving
-  // finish, closes the endpoint by force, so UCX completes what is left, and waits (bounded)
-  // until it let go of the caller's buffers.
+  // After a timeout, an interruption or a failed endpoint (ucx_am_requests.h, "Failures").
   void abandon() {
     // First, so that no reply handler starts on the caller's buffers from here on (on_reply).
     registrations_.clear();
@@ -304,9 +302,8 @@ class UcxAmRequests::Run {
     return sent_[index]->answered && sent_[index]->send_done;
   }
 
-  // Ends sent_[oldest_ .. end), all answered: their staged read bytes to the caller's buffers (in
-  // order, in one copy_all), their buffers back to the pool. A refused or failed message moves
-  // nothing (finish() raises its status).
+  // Ends sent_[oldest_ .. end), all answered: their staged read bytes to the caller's buffers in
+  // one copy_all (a refused or failed message's not), their buffers back to the pool.
   void retire(size_t end) {
     std::vector<StagingCopy> copies;
     for (size_t i = oldest_; i < end; ++i) {

@@ -42,11 +42,6 @@ UcxPeer::~UcxPeer() {
   if (ep_ != nullptr) close_endpoint(worker_, ep_, failed_);
 }
 
-void UcxPeer::mark_failed(ucs_status_t status) {
-  failure_ = status;
-  failed_ = true;
-}
-
 void UcxPeer::raise_failed(ucs_status_t status) const {
   if (status == UCS_OK) raise(Status::kTimeout, "transfer with " + address_ + " timed out");
   raise(Status::kCommunication, ucx_error("transfer with " + address_ + " failed", status));
@@ -85,16 +80,6 @@ void UcxPeer::force_close() {
   ucp_ep_h ep = ep_;
   ep_ = nullptr;
   if (ep != nullptr) close_endpoint(worker_, ep, /*force=*/true);
-}
-
-UcxEndpoints::UcxEndpoints(UcxWorker& worker, std::function<void(ucp_ep_h)> accepted_failed,
-                           std::function<bool(ucp_ep_h)> admitted)
-    : worker_(worker),
-      accepted_failed_(std::move(accepted_failed)),
-      admitted_(std::move(admitted)) {}
-
-UcxEndpoints::~UcxEndpoints() {
-  close_all();
 }
 
 uint16_t UcxEndpoints::listen(const std::string& host) {

@@ -58,7 +58,10 @@ class UcxPeer {
   ucp_ep_h ep() const { return ep_; }
   bool failed() const { return failed_; }
   ucs_status_t failure() const { return failure_; }
-  void mark_failed(ucs_status_t status);
+  void mark_failed(ucs_status_t status) {
+    failure_ = status;
+    failed_ = true;
+  }
   // Raises kTimeout for UCS_OK (a transfer's deadline passed), else kCommunication with `status`.
   [[noreturn]] void raise_failed(ucs_status_t status) const;
   // Whether the owner admitted this endpoint after the job proof (ucx_job_gate.h).
@@ -92,8 +95,11 @@ class UcxEndpoints {
   // `accepted_failed(ep)` is told when an accepted endpoint fails or is dropped (before it is
   // closed); `admitted(ep)` says whether it passed the job proof (null: no proof is asked).
   UcxEndpoints(UcxWorker& worker, std::function<void(ucp_ep_h)> accepted_failed,
-               std::function<bool(ucp_ep_h)> admitted = nullptr);
-  ~UcxEndpoints();
+               std::function<bool(ucp_ep_h)> admitted = nullptr)
+      : worker_(worker),
+        accepted_failed_(std::move(accepted_failed)),
+        admitted_(std::move(admitted)) {}
+  ~UcxEndpoints() { close_all(); }
   UcxEndpoints(const UcxEndpoints&) = delete;
   UcxEndpoints& operator=(const UcxEndpoints&) = delete;
 

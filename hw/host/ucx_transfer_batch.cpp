@@ -11,8 +11,7 @@
 namespace memloom::host {
 namespace {
 
-// After a failure (the endpoint was closed by force), how long to wait for UCX to hand back the
-// requests still in flight before leaving them to it.
+// After a failure (the endpoint closed by force), how long UCX gets to hand back the requests.
 constexpr auto kReleaseTimeout = std::chrono::seconds(2);
 
 class TransferBatch {
@@ -67,9 +66,8 @@ class TransferBatch {
     return finished && completion->first_error.load() == UCS_OK;
   }
 
-  // After the call gave up: lets the requests end, closes the endpoint by force and returns why
-  // the batch failed: the first error of an op or flush, else the endpoint's, else UCS_OK (a
-  // timeout).
+  // After the call gave up (ucx_transfer_batch.h): why it failed, the first error of an op or
+  // flush, else the endpoint's, else UCS_OK (a timeout).
   ucs_status_t abandon() {
     UcxRequestCount* completion = completion_;
     if (!peer_.failed()) {

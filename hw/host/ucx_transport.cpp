@@ -113,8 +113,8 @@ void warn_if_transport_variable_set() {
 
 std::shared_ptr<StagingBufferPool> pool_of(BufferStaging* staging) {
   return staging == nullptr ? nullptr
-                            : StagingBufferPool::create(*staging, UcxAmRequests::kChunkBytes,
-                                                        kPooledStagingBuffers);
+                            : std::make_shared<StagingBufferPool>(
+                                  *staging, UcxAmRequests::kChunkBytes, kPooledStagingBuffers);
 }
 
 }  // namespace
@@ -240,9 +240,8 @@ void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
     }
   } catch (const Error& error) {
     if (error.status() != Status::kNotSupported) throw;
-    // The peer's UCX has no RDMA transport, so it serves only am (see serves_rma_), or the range
-    // is device memory its UCX cannot register (it stages it): so be it, for this call and the
-    // next ones; no byte has moved yet.
+    // The peer serves only am (its UCX has no RDMA transport), or stages the range: so be it, for
+    // this call and the next ones; no byte has moved yet.
     MEMLOOM_LOG(kInfo, "transport " << address_ << ": " << error.what() << "; using am for it");
     {
       std::lock_guard<std::mutex> lock(am_only_mutex_);

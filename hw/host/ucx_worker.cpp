@@ -51,10 +51,6 @@ void warn_of_deadline_only_failures(const std::string& transports) {
 
 }  // namespace
 
-std::string ucx_error(const std::string& what, ucs_status_t status) {
-  return what + ": " + ucs_status_string(status);
-}
-
 UcxWorker::UcxWorker(bool rma, bool ipv6) {
   if (const char* chosen = std::getenv("UCX_TLS")) user_transports_ = chosen;
   ucp_config_t* config = nullptr;

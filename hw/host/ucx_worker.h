@@ -114,6 +114,8 @@ struct UcxRequestCount {
 };
 
 // "what: UCX's description of status".
-std::string ucx_error(const std::string& what, ucs_status_t status);
+inline std::string ucx_error(const std::string& what, ucs_status_t status) {
+  return what + ": " + ucs_status_string(status);
+}
 
 }  // namespace memloom::host
