@@ -43,9 +43,7 @@ class UcxAmServer {
   // The owner's address, named in refusals (set once the listener is up).
   void set_own_address(const std::string& address) { own_address_ = address; }
 
-  // Requests being served that UCX has not handed back (a reply's send, a write's receive):
-  // the transport leaves its worker open at destruction while there are any (UcxAmRequests::
-  // requests_held says why).
+  // Requests being served that UCX has not handed back, as UcxAmRequests::requests_held().
   size_t requests_held() const { return requests_held_.load(); }
 
   // One request being served (defined in the .cpp; public for its UCX callbacks there).

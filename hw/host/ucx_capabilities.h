@@ -1,6 +1,6 @@
-// What the UCX found at run time offers: its version and the transports ("tl/device") a UCP
-// context with memloom's features would use, as UCX itself lists them (ucp_context_print_info),
-// so UCX_TLS, UCX_NET_DEVICES and the NICs present all count.
+// What the UCX found at run time offers: its version and the transports ("tl/device") a UCP context
+// with memloom's features would use, as ucp_context_print_info lists them (so UCX_TLS,
+// UCX_NET_DEVICES and the NICs present all count).
 #pragma once
 
 #include <ucp/api/ucp.h>

@@ -47,22 +47,21 @@ void UcxPeer::raise_failed(ucs_status_t status) const {
   raise(Status::kCommunication, ucx_error("transfer with " + address_ + " failed", status));
 }
 
-std::shared_ptr<UcxRemoteKey> UcxPeer::key_for(uint64_t address, uint64_t bytes) {
+UcxRemoteKey UcxPeer::key_for(uint64_t address, uint64_t bytes) {
   std::lock_guard<std::mutex> lock(keys_mutex_);
   const auto* interval = keys_.find_containing(address, bytes);
   return interval == nullptr ? nullptr : interval->payload;
 }
 
-void UcxPeer::cache_key(std::shared_ptr<UcxRemoteKey> key) {
+void UcxPeer::cache_key(uint64_t base, uint64_t size, UcxRemoteKey key) {
   std::lock_guard<std::mutex> lock(keys_mutex_);
   // A region the owner withdrew and exposed again may come back with another size.
-  const uint64_t base = key->base, size = key->size;
   while (const auto* stale = keys_.overlapping(base, size)) keys_.erase(stale->start);
   keys_.insert(base, size, std::move(key));
 }
 
 void UcxPeer::drop_key(uint64_t base) {
-  std::shared_ptr<UcxRemoteKey> dropped;  // destroyed outside the lock
+  UcxRemoteKey dropped;  // destroyed outside the lock
   std::lock_guard<std::mutex> lock(keys_mutex_);
   if (const auto* interval = keys_.find(base)) {
     dropped = interval->payload;
@@ -276,9 +275,8 @@ void UcxEndpoints::close_all() {
   listener_ = nullptr;
 }
 
-std::shared_ptr<UcxRemoteKey> UcxEndpoints::key_for(const std::shared_ptr<UcxPeer>& peer,
-                                                    uint64_t address, uint64_t bytes,
-                                                    Deadline deadline) {
+UcxRemoteKey UcxEndpoints::key_for(const std::shared_ptr<UcxPeer>& peer, uint64_t address,
+                                   uint64_t bytes, Deadline deadline) {
   if (auto key = peer->key_for(address, bytes)) return key;
   auto pending = std::make_shared<KeyRequest>();
   pending->peer = peer;
@@ -297,8 +295,7 @@ std::shared_ptr<UcxRemoteKey> UcxEndpoints::key_for(const std::shared_ptr<UcxPee
   auto lock = key_requests_.lock();
   if (!pending->answered) peer->raise_failed(peer->failure());
   if (pending->status != Status::kSuccess) raise(pending->status, pending->message);
-  const UcxRemoteKey& key = *pending->key;
-  if (address < key.base || address - key.base + bytes > key.size) {
+  if (address < pending->base || address - pending->base + bytes > pending->size) {
     raise(Status::kCommunication,
           peer->address() + " answered with a region that does not hold " + base::hex(address));
   }
@@ -313,7 +310,7 @@ void UcxEndpoints::take_region_reply(const void* data, size_t length, ucp_ep_h) 
   if (!pending) return;  // the requester timed out meanwhile
   Status status = Status::kSuccess;
   std::string message = std::move(tail);  // a refusal's, else the packed key
-  std::shared_ptr<UcxRemoteKey> key;
+  UcxRemoteKey key;
   if (reply->status != 0) {
     // A peer that serves no remote keys says so (kNotSupported: the requester moves to the am
     // path); an unproven endpoint is the link's fault.
@@ -322,8 +319,8 @@ void UcxEndpoints::take_region_reply(const void* data, size_t length, ucp_ep_h) 
     ucp_rkey_h unpacked = nullptr;
     ucs_status_t unpack = ucp_ep_rkey_unpack(pending->peer->ep(), message.data(), &unpacked);
     if (unpack == UCS_OK) {
-      key = std::make_shared<UcxRemoteKey>(unpacked, reply->base, reply->size);
-      pending->peer->cache_key(key);
+      key = UcxRemoteKey(unpacked, ucp_rkey_destroy);
+      pending->peer->cache_key(reply->base, reply->size, key);
     } else {
       status = Status::kCommunication;
       message = ucx_error("the remote key from " + pending->peer->address(), unpack);
@@ -333,6 +330,8 @@ void UcxEndpoints::take_region_reply(const void* data, size_t length, ucp_ep_h) 
   pending->status = status;
   pending->message = std::move(message);
   pending->key = std::move(key);
+  pending->base = reply->base;
+  pending->size = reply->size;
   pending->answered = true;
 }
 

@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "hw/host/ucx_pending_table.h"
@@ -35,15 +36,9 @@
 
 namespace memloom::host {
 
-// A remote key of one region of a peer, unpacked for the endpoint it came over.
-struct UcxRemoteKey {
-  UcxRemoteKey(ucp_rkey_h key, uint64_t base, uint64_t size) : key(key), base(base), size(size) {}
-  ~UcxRemoteKey() { ucp_rkey_destroy(key); }
-  UcxRemoteKey(const UcxRemoteKey&) = delete;
-  UcxRemoteKey& operator=(const UcxRemoteKey&) = delete;
-  const ucp_rkey_h key;
-  const uint64_t base, size;
-};
+// A remote key of one region of a peer, unpacked for the endpoint it came over; destroyed with its
+// last copy.
+using UcxRemoteKey = std::shared_ptr<std::remove_pointer_t<ucp_rkey_h>>;
 
 // An endpoint to one peer address. Transfers hold it (shared) while they run, so a peer dropped
 // from the cache stays valid for them; the last holder closes the endpoint.
@@ -69,9 +64,9 @@ class UcxPeer {
   void mark_proven() { proven_ = true; }
 
   // The cached key whose region holds [address, +bytes), or null.
-  std::shared_ptr<UcxRemoteKey> key_for(uint64_t address, uint64_t bytes);
-  // Caches a key (a region the owner named); replaces one of the same base.
-  void cache_key(std::shared_ptr<UcxRemoteKey> key);
+  UcxRemoteKey key_for(uint64_t address, uint64_t bytes);
+  // Caches the key of the region [base, +size) the owner named, replacing any it overlaps.
+  void cache_key(uint64_t base, uint64_t size, UcxRemoteKey key);
   // Drops the key of the region at `base` (the owner withdrew it).
   void drop_key(uint64_t base);
   // Closes the endpoint now (requests on it complete as canceled, letting go of user buffers),
@@ -87,7 +82,7 @@ class UcxPeer {
   std::atomic<ucs_status_t> failure_{UCS_OK};
   std::atomic<bool> proven_{false};
   std::mutex keys_mutex_;
-  base::RangeMap<std::shared_ptr<UcxRemoteKey>> keys_;
+  base::RangeMap<UcxRemoteKey> keys_;
 };
 
 class UcxEndpoints {
@@ -112,8 +107,8 @@ class UcxEndpoints {
   void drop(const std::shared_ptr<UcxPeer>& peer);
 
   // The key of `peer`'s region that holds [address, +bytes), cached or asked for.
-  std::shared_ptr<UcxRemoteKey> key_for(const std::shared_ptr<UcxPeer>& peer, uint64_t address,
-                                        uint64_t bytes, Deadline deadline);
+  UcxRemoteKey key_for(const std::shared_ptr<UcxPeer>& peer, uint64_t address, uint64_t bytes,
+                       Deadline deadline);
   // Message handlers (ucx_messages.h), run under the worker's lock.
   void take_region_reply(const void* data, size_t length, ucp_ep_h);
   void take_revoke(const void* data, size_t length, ucp_ep_h reply_ep);
@@ -141,7 +136,8 @@ class UcxEndpoints {
     bool answered = false;
     Status status = Status::kSuccess;
     std::string message;  // a refusal, or why the key could not be used
-    std::shared_ptr<UcxRemoteKey> key;
+    UcxRemoteKey key;
+    uint64_t base = 0, size = 0;  // the key's region
   };
 
   UcxWorker& worker_;

@@ -109,13 +109,13 @@ class TransferBatch {
 
 void run_transfer_batch(UcxWorker& worker, UcxPeer& peer,
                         const std::vector<const hal::TransferOp*>& work,
-                        const std::vector<std::shared_ptr<UcxRemoteKey>>& keys, Deadline deadline) {
+                        const std::vector<UcxRemoteKey>& keys, Deadline deadline) {
   TransferBatch batch(worker, peer);
   bool completed = false;
   try {
     bool issued = true;
     for (size_t i = 0; i < work.size() && issued; ++i) {
-      issued = batch.issue(*work[i], keys[i]->key, deadline);
+      issued = batch.issue(*work[i], keys[i].get(), deadline);
     }
     completed = issued && batch.complete(deadline);
   } catch (const Error&) {

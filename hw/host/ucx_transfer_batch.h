@@ -24,6 +24,6 @@ namespace memloom::host {
 // caller's buffers, before it raises.
 void run_transfer_batch(UcxWorker& worker, UcxPeer& peer,
                         const std::vector<const hal::TransferOp*>& work,
-                        const std::vector<std::shared_ptr<UcxRemoteKey>>& keys, Deadline deadline);
+                        const std::vector<UcxRemoteKey>& keys, Deadline deadline);
 
 }  // namespace memloom::host

@@ -233,7 +233,7 @@ void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
   gate_.prove_to(peer, deadline);
   if (needs_am(*peer, work)) return am_requests_.run(peer, work, deadline);
   // Every key first: a range the peer refuses fails the call before any byte moves.
-  std::vector<std::shared_ptr<UcxRemoteKey>> keys;
+  std::vector<UcxRemoteKey> keys;
   try {
     for (const hal::TransferOp* op : work) {
       keys.push_back(endpoints_.key_for(peer, op->remote_address, op->bytes, deadline));
