@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "hw/hal/transport.h"
-#include "hw/host/staging_buffer_pool.h"
+#include "hw/host/buffer_staging.h"
 #include "hw/host/ucx_endpoints.h"
 #include "hw/host/ucx_pending_table.h"
 #include "hw/host/ucx_worker.h"

@@ -24,7 +24,7 @@
 #include <memory>
 #include <string>
 
-#include "hw/host/staging_buffer_pool.h"
+#include "hw/host/buffer_staging.h"
 #include "hw/host/ucx_job_gate.h"
 #include "hw/host/ucx_region_registry.h"
 #include "hw/host/ucx_worker.h"

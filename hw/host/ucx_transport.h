@@ -17,7 +17,6 @@
 
 #include "hw/hal/transport.h"
 #include "hw/host/buffer_staging.h"
-#include "hw/host/staging_buffer_pool.h"
 #include "hw/host/ucx_am_requests.h"
 #include "hw/host/ucx_am_server.h"
 #include "hw/host/ucx_data_path.h"
