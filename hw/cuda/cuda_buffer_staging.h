@@ -20,7 +20,6 @@ class CudaBufferStaging : public host::BufferStaging {
 
   bool needs_staging(const void* pointer) const override;
   // Thread-safe: the transport's serving thread and its requesting threads share one staging.
-  void copy(void* to, const void* from, size_t bytes, Deadline deadline) override;
   void copy_all(const std::vector<host::StagingCopy>& copies, Deadline deadline) override;
   void* allocate_host(size_t bytes) override;
   void free_host(void* buffer) noexcept override;

@@ -26,12 +26,12 @@ class BufferStaging {
   // True when the CPU cannot touch `pointer` directly (device memory).
   virtual bool needs_staging(const void* pointer) const = 0;
   // Copies between host and device memory; throws kTimeout at the deadline.
-  virtual void copy(void* to, const void* from, size_t bytes, Deadline deadline) = 0;
+  virtual void copy(void* to, const void* from, size_t bytes, Deadline deadline) {
+    copy_all({StagingCopy{to, from, bytes}}, deadline);
+  }
   // Several copies, run in order (a later one sees an earlier one's bytes), all done on return.
   // The CUDA staging queues them all and waits once: a batch of small ops pays one wait.
-  virtual void copy_all(const std::vector<StagingCopy>& copies, Deadline deadline) {
-    for (const StagingCopy& c : copies) copy(c.to, c.from, c.bytes, deadline);
-  }
+  virtual void copy_all(const std::vector<StagingCopy>& copies, Deadline deadline) = 0;
   // Host memory that copy() moves at full speed (page-locked on CUDA).
   virtual void* allocate_host(size_t bytes) = 0;
   virtual void free_host(void* buffer) noexcept = 0;

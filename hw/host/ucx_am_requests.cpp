@@ -51,13 +51,18 @@ struct UcxAmRequests::Message {
 };
 
 // What a UCX callback of one message needs; freed by the callback. It keeps the message, and with
-// it the message's pooled buffer, as long as UCX holds the request.
+// it the message's pooled buffer, as long as UCX holds the request, and counts in the call's
+// outstanding requests and in requests_held_.
 struct UcxAmRequests::Ticket {
   Ticket(UcxAmRequests* owner, std::shared_ptr<Call> call, std::shared_ptr<Message> message)
       : owner(owner), call(std::move(call)), message(std::move(message)) {
     owner->requests_held_.fetch_add(1);
+    this->call->outstanding.fetch_add(1);
   }
-  ~Ticket() { owner->requests_held_.fetch_sub(1); }
+  ~Ticket() {
+    owner->requests_held_.fetch_sub(1);
+    call->outstanding.fetch_sub(1);
+  }
   Ticket(const Ticket&) = delete;
   Ticket& operator=(const Ticket&) = delete;
 
@@ -87,14 +92,12 @@ void UcxAmRequests::sent(void* request, ucs_status_t status, void* user_data) {
 }
 
 void UcxAmRequests::send_ended(Ticket* ticket, ucs_status_t status) {
-  std::shared_ptr<Call> call = std::move(ticket->call);
   {
     auto lock = ticket->owner->pending_.lock();
     ticket->message->send_done = true;
   }
+  if (status != UCS_OK) ticket->call->fail(status);
   delete ticket;
-  if (status != UCS_OK) call->fail(status);
-  call->outstanding.fetch_sub(1);
 }
 
 void UcxAmRequests::reply_received(void* request, ucs_status_t status, size_t length,
@@ -107,7 +110,6 @@ void UcxAmRequests::reply_received(void* request, ucs_status_t status, size_t le
 }
 
 void UcxAmRequests::receive_ended(Ticket* ticket, ucs_status_t status) {
-  std::shared_ptr<Call> call = std::move(ticket->call);
   {
     auto lock = ticket->owner->pending_.lock();
     if (status == UCS_OK) {
@@ -118,7 +120,6 @@ void UcxAmRequests::receive_ended(Ticket* ticket, ucs_status_t status) {
     }
   }
   delete ticket;
-  call->outstanding.fetch_sub(1);
 }
 
 ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t header_length,
@@ -168,7 +169,6 @@ ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t heade
     // The call waits for this receive (through `outstanding`) even when it gives up.
     std::shared_ptr<Call> call = message->call.lock();
     if (call == nullptr) return UCS_OK;
-    call->outstanding.fetch_add(1);
     ticket = new Ticket(self, std::move(call), std::move(message));
   }
   ucp_request_param_t receive{};
@@ -237,14 +237,12 @@ class UcxAmRequests::Run {
     registrations_.clear();
     // A live peer's transfers under way end first (UcxWorker::progress_while_ending says why).
     if (!peer_->failed()) {
-      std::shared_ptr<Call> call = call_;
-      owner_.worker_.progress_while_ending([&] { return call->outstanding.load(); });
+      owner_.worker_.progress_while_ending([this] { return call_->outstanding.load(); });
     }
     peer_->force_close();
     // UCX holds only the pool's buffers, each kept by its request's ticket.
     if (owner_.staged_ == StagedBuffers::kAll) return;
-    std::shared_ptr<Call> call = call_;
-    if (!owner_.worker_.progress_until([call] { return call->outstanding.load() == 0; },
+    if (!owner_.worker_.progress_until([this] { return call_->outstanding.load() == 0; },
                                        Deadline::after(kReleaseTimeout))) {
       MEMLOOM_LOG(kError, "transport: UCX did not release a failed transfer's requests");
     }
@@ -276,7 +274,6 @@ class UcxAmRequests::Run {
     }
     auto* ticket = new Ticket(&owner_, call_, message);
     param.user_data = ticket;
-    call_->outstanding.fetch_add(1);
     ucs_status_ptr_t request = ucp_am_send_nbx(peer_->ep(), id, message->header.data(),
                                                message->header.size(), buffer, count, &param);
     sent_.push_back(std::move(message));
@@ -322,11 +319,10 @@ class UcxAmRequests::Run {
   }
 
   void wait_for_all() {
-    std::shared_ptr<Call> call = call_;
     size_t seen = oldest_;
     wait([&] {
       while (seen < sent_.size() && answered(seen)) ++seen;
-      return seen == sent_.size() && call->outstanding.load() == 0;
+      return seen == sent_.size() && call_->outstanding.load() == 0;
     });
     retire(sent_.size());
     remote_ranges_ = {};
@@ -337,13 +333,12 @@ class UcxAmRequests::Run {
   // or request, and (from the worker) on an interruption.
   template <typename Done>
   void wait(Done done) {
-    std::shared_ptr<Call> call = call_;
     const bool finished = owner_.worker_.progress_until(
-        [&] { return done() || peer_->failed() || call->first_error.load() != UCS_OK; }, deadline_,
+        [&] { return done() || peer_->failed() || call_->first_error.load() != UCS_OK; }, deadline_,
         UcxWorker::Interruptible::kYes);
     if (!finished) raise(Status::kTimeout, "transfer with " + peer_->address() + " timed out");
     if (done()) return;
-    const ucs_status_t error = call->first_error.load();
+    const ucs_status_t error = call_->first_error.load();
     peer_->raise_failed(error != UCS_OK ? error : peer_->failure());
   }
 

@@ -28,7 +28,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "hw/host/ucx_pending_table.h"
+#include "hw/host/ucx_messages.h"
 #include "hw/host/ucx_worker.h"
 #include "memloom/deadline.h"
 #include "memloom/error.h"

@@ -26,7 +26,7 @@
 
 #include "hw/hal/transport.h"
 #include "hw/host/ucx_endpoints.h"
-#include "hw/host/ucx_pending_table.h"
+#include "hw/host/ucx_messages.h"
 #include "hw/host/ucx_worker.h"
 #include "memloom/deadline.h"
 

@@ -25,12 +25,10 @@ class TransferBatch {
 
   // Waits (briefly) for requests still in flight; they are only left behind after a failure.
   ~TransferBatch() {
-    UcxRequestCount* completion = completion_;
-    const bool released =
-        worker_.progress_until([completion] { return completion->outstanding.load() == 0; },
-                               Deadline::after(kReleaseTimeout));
+    const bool released = worker_.progress_until(
+        [this] { return completion_->outstanding.load() == 0; }, Deadline::after(kReleaseTimeout));
     if (released) {
-      delete completion;
+      delete completion_;
     } else {
       // UCX may still call back into it: leaking a few bytes beats a use after free.
       MEMLOOM_LOG(kError, "transport: UCX did not release a failed transfer's requests");
@@ -57,23 +55,21 @@ class TransferBatch {
   // Flushes the endpoint and waits for every op; false at the deadline or on a failure.
   bool complete(Deadline deadline) {
     if (!track(ucp_ep_flush_nbx(ep_, &param_))) return false;
-    UcxRequestCount* completion = completion_;
     const bool finished = worker_.progress_until(
-        [completion] {
-          return completion->outstanding.load() == 0 || completion->first_error.load() != UCS_OK;
+        [this] {
+          return completion_->outstanding.load() == 0 || completion_->first_error.load() != UCS_OK;
         },
         deadline, UcxWorker::Interruptible::kYes);
-    return finished && completion->first_error.load() == UCS_OK;
+    return finished && completion_->first_error.load() == UCS_OK;
   }
 
   // After the call gave up (ucx_transfer_batch.h): why it failed, the first error of an op or
   // flush, else the endpoint's, else UCS_OK (a timeout).
   ucs_status_t abandon() {
-    UcxRequestCount* completion = completion_;
     if (!peer_.failed()) {
-      worker_.progress_while_ending([completion] { return completion->outstanding.load(); });
+      worker_.progress_while_ending([this] { return completion_->outstanding.load(); });
     }
-    ucs_status_t why = completion->first_error.load();
+    ucs_status_t why = completion_->first_error.load();
     if (why == UCS_OK && peer_.failed()) why = peer_.failure();
     peer_.force_close();
     return why;

@@ -35,8 +35,8 @@ constexpr auto kReleaseAtCloseTimeout = std::chrono::seconds(2);
 class HostMemoryStaging : public BufferStaging {
  public:
   bool needs_staging(const void*) const override { return false; }
-  void copy(void* to, const void* from, size_t bytes, Deadline) override {
-    std::memcpy(to, from, bytes);
+  void copy_all(const std::vector<StagingCopy>& copies, Deadline) override {
+    for (const StagingCopy& c : copies) std::memcpy(c.to, c.from, c.bytes);
   }
   void* allocate_host(size_t bytes) override { return ::operator new(bytes, kAlignment); }
   void free_host(void* buffer) noexcept override { ::operator delete(buffer, kAlignment); }
