@@ -18,10 +18,6 @@ bool CudaBufferStaging::needs_staging(const void* pointer) const {
   return is_device_pointer(pointer);
 }
 
-void CudaBufferStaging::copy(void* to, const void* from, size_t bytes, Deadline deadline) {
-  copy_all({host::StagingCopy{to, from, bytes}}, deadline);
-}
-
 void CudaBufferStaging::copy_all(const std::vector<host::StagingCopy>& copies, Deadline deadline) {
   if (copies.empty()) return;
   DeviceGuard guard(device_);

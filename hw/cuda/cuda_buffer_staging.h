@@ -1,9 +1,8 @@
 // Device memory staged through host memory, for the host code that serves the CUDA backend: the
 // host collectives (groups with several ranks on one GPU, which NCCL refuses, and control-only
-// groups, which need no communicator of their own) and the host TCP and UCX transports (device
-// memory exposed to, or moved to and from, ranks on other nodes; UCX only where it has no CUDA
-// support). It tells device pointers apart and copies them on a stream of its own, bounded by the
-// deadline; its host buffers are page-locked.
+// groups, which need no communicator of their own) and the UCX transport where its UCX has no CUDA
+// support. It copies on a stream of its own, bounded by the deadline; its host buffers are
+// page-locked.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -21,7 +20,6 @@ class CudaBufferStaging : public host::BufferStaging {
 
   bool needs_staging(const void* pointer) const override;
   // Thread-safe: the transport's serving thread and its requesting threads share one staging.
-  void copy(void* to, const void* from, size_t bytes, Deadline deadline) override;
   void copy_all(const std::vector<host::StagingCopy>& copies, Deadline deadline) override;
   void* allocate_host(size_t bytes) override;
   void free_host(void* buffer) noexcept override;

@@ -1,5 +1,7 @@
 #include "hw/host/buffer_staging.h"
 
+#include <new>
+
 #include "hw/host/collective_header.h"
 
 namespace memloom::host {
@@ -22,6 +24,54 @@ StagedCall::StagedCall(BufferStaging& staging, const hal::CollectiveCall& call, 
 
 void StagedCall::finish(Deadline deadline) {
   if (!recv_host_.empty()) staging_.copy(user_call_.recv, recv_host_.data(), recv_bytes_, deadline);
+}
+
+namespace {
+
+// Plain host memory for leases the pool's buffers cannot serve (never page-locked: see the header).
+constexpr std::align_val_t kPlainAlignment{64};
+
+}  // namespace
+
+StagingBufferPool::StagingBufferPool(BufferStaging& staging, size_t buffer_bytes, size_t count)
+    : staging_(staging), buffer_bytes_(buffer_bytes) {
+  free_.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    free_.push_back(static_cast<std::byte*>(staging_.allocate_host(buffer_bytes_)));
+  }
+}
+
+StagingBufferPool::~StagingBufferPool() {
+  for (std::byte* buffer : free_) staging_.free_host(buffer);
+}
+
+StagingBufferPool::Lease StagingBufferPool::lease(size_t bytes) {
+  if (bytes <= buffer_bytes_) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!free_.empty()) {
+      std::byte* buffer = free_.back();
+      free_.pop_back();
+      return Lease(buffer,
+                   [self = shared_from_this()](std::byte* leased) { self->give_back(leased); });
+    }
+  }
+  return Lease(static_cast<std::byte*>(::operator new(bytes, kPlainAlignment)),
+               [](std::byte* plain) { ::operator delete(plain, kPlainAlignment); });
+}
+
+void StagingBufferPool::give_back(std::byte* buffer) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_.push_back(buffer);
+}
+
+std::vector<StagingCopy> StagedParts::copies(bool into_buffer) const {
+  std::vector<StagingCopy> copies;
+  for (const Part& part : parts_) {
+    std::byte* buffer = buffer_.get() + part.offset;
+    copies.push_back(into_buffer ? StagingCopy{buffer, part.device, part.bytes}
+                                 : StagingCopy{part.device, buffer, part.bytes});
+  }
+  return copies;
 }
 
 }  // namespace memloom::host

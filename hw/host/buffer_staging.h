@@ -1,12 +1,12 @@
 // How host code reaches buffers the CPU cannot load and store. The CUDA backend serves groups that
-// NCCL cannot (several ranks on one GPU, control-only groups) with the host collectives, and moves
-// data between nodes with the host TCP transport, or the UCX one where UCX cannot register device
-// memory; callers of all pass device buffers, and a BufferStaging moves them through host memory.
-// The emulated backend passes none: its buffers are all host memory.
+// NCCL cannot with the host collectives, and moves data between nodes with the UCX transport where
+// UCX cannot register device memory (cuda_buffer_staging.h); callers of both pass device buffers,
+// and a BufferStaging moves them through host memory. The emulated backend passes none.
 #pragma once
 
 #include <cstddef>
-#include <utility>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "hw/hal/collectives.h"
@@ -26,38 +26,15 @@ class BufferStaging {
   // True when the CPU cannot touch `pointer` directly (device memory).
   virtual bool needs_staging(const void* pointer) const = 0;
   // Copies between host and device memory; throws kTimeout at the deadline.
-  virtual void copy(void* to, const void* from, size_t bytes, Deadline deadline) = 0;
+  virtual void copy(void* to, const void* from, size_t bytes, Deadline deadline) {
+    copy_all({StagingCopy{to, from, bytes}}, deadline);
+  }
   // Several copies, run in order (a later one sees an earlier one's bytes), all done on return.
   // The CUDA staging queues them all and waits once: a batch of small ops pays one wait.
-  virtual void copy_all(const std::vector<StagingCopy>& copies, Deadline deadline) {
-    for (const StagingCopy& c : copies) copy(c.to, c.from, c.bytes, deadline);
-  }
-  // Host memory that copy() moves at full speed (page-locked on CUDA); StagingBuffer owns it.
+  virtual void copy_all(const std::vector<StagingCopy>& copies, Deadline deadline) = 0;
+  // Host memory that copy() moves at full speed (page-locked on CUDA).
   virtual void* allocate_host(size_t bytes) = 0;
   virtual void free_host(void* buffer) noexcept = 0;
-};
-
-// A host buffer from BufferStaging::allocate_host, freed with it.
-class StagingBuffer {
- public:
-  StagingBuffer() = default;
-  StagingBuffer(BufferStaging& staging, size_t bytes)
-      : staging_(&staging), data_(static_cast<std::byte*>(staging.allocate_host(bytes))) {}
-  ~StagingBuffer() {
-    if (data_ != nullptr) staging_->free_host(data_);
-  }
-  StagingBuffer(StagingBuffer&& other) noexcept
-      : staging_(other.staging_), data_(std::exchange(other.data_, nullptr)) {}
-  StagingBuffer& operator=(StagingBuffer&& other) noexcept {
-    std::swap(staging_, other.staging_);
-    std::swap(data_, other.data_);
-    return *this;
-  }
-  std::byte* data() const { return data_; }
-
- private:
-  BufferStaging* staging_ = nullptr;
-  std::byte* data_ = nullptr;
 };
 
 // One call with its device buffers replaced by host copies: the send buffer is copied in at
@@ -77,6 +54,71 @@ class StagedCall {
   hal::CollectiveCall host_call_;
   size_t recv_bytes_ = 0;
   std::vector<char> send_host_, recv_host_;
+};
+
+// Host buffers of BufferStaging::allocate_host, kept for reuse by the UCX transport's staged
+// messages: on CUDA they are page-locked, and pinning costs far more than a copy through the
+// buffer, so a message borrows one instead of allocating its own.
+//
+// All of them are allocated with the pool and none is freed before it goes: on CUDA a page-locked
+// allocation or free synchronizes with the device, and transfers run inside stream host functions
+// (BM's asynchronous copies), whose stream cannot go on until the transfer returns, so an
+// allocation there could wait for itself. A lease that finds none free, or asks for more than a
+// pool buffer, gets plain host memory of its own instead (slower device copies, no such wait).
+class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool> {
+ public:
+  // Made by std::make_shared (leases keep it alive). `staging` must outlive every lease. Allocates
+  // `count` buffers of `buffer_bytes`.
+  StagingBufferPool(BufferStaging& staging, size_t buffer_bytes, size_t count);
+  ~StagingBufferPool();
+
+  // A host buffer of at least `bytes`, back to the pool when the last copy of the lease goes. A
+  // lease keeps the pool alive: a UCX request may release its message's buffer after the transport
+  // that sent it began to close.
+  using Lease = std::shared_ptr<std::byte>;
+  Lease lease(size_t bytes);
+  BufferStaging& staging() const { return staging_; }
+
+ private:
+  void give_back(std::byte* buffer) noexcept;
+
+  BufferStaging& staging_;
+  const size_t buffer_bytes_;
+  std::mutex mutex_;
+  std::vector<std::byte*> free_;
+};
+
+// The parts of a UCX message's iov list in memory the CPU cannot touch: UCX gets one leased buffer
+// in their place, and the staging copies between the two (the UCX transport's requester,
+// ucx_am_requests.h, and owner, ucx_am_server.h, alike).
+class StagedParts {
+ public:
+  bool empty() const { return parts_.empty(); }
+  // Entry `part` of the iov list, `bytes` at `device`: the entry gets no buffer until lease().
+  void add(size_t part, std::byte* device, size_t bytes) {
+    parts_.push_back({part, device, bytes_, bytes});
+    bytes_ += bytes;
+  }
+  // Leases one buffer of `pool` for every part and points their entries of `iov` into it.
+  template <typename Iov>
+  void lease(StagingBufferPool& pool, std::vector<Iov>& iov) {
+    buffer_ = pool.lease(bytes_);
+    for (const Part& part : parts_) iov[part.part].buffer = buffer_.get() + part.offset;
+  }
+  // The copies between the parts' device memory and the leased buffer, into it or out of it.
+  std::vector<StagingCopy> copies(bool into_buffer) const;
+  void release() { buffer_.reset(); }
+
+ private:
+  struct Part {
+    size_t part;
+    std::byte* device;
+    size_t offset;  // in the leased buffer
+    size_t bytes;
+  };
+  std::vector<Part> parts_;
+  size_t bytes_ = 0;
+  StagingBufferPool::Lease buffer_;
 };
 
 }  // namespace memloom::host

@@ -21,20 +21,11 @@ using Direction = hal::TransferOp::Direction;
 constexpr size_t kMaxOpsPerMessage = 512;
 // Messages in flight to one peer per call before the oldest must be answered.
 constexpr size_t kWindow = 8;
-// After a failure (the endpoint was closed by force), how long to wait for UCX to hand back the
-// requests that still reference the caller's buffers before leaving them to it.
+// After a failure (the endpoint closed by force), how long UCX gets to hand back the requests that
+// still reference the caller's buffers.
 constexpr auto kReleaseTimeout = std::chrono::seconds(2);
 
 }  // namespace
-
-struct UcxAmRequests::Call {
-  std::atomic<size_t> outstanding{0};  // sends and reply receives UCX has not completed
-  std::atomic<ucs_status_t> first_error{UCS_OK};
-  void fail(ucs_status_t status) {
-    ucs_status_t expected = UCS_OK;
-    first_error.compare_exchange_strong(expected, status);
-  }
-};
 
 struct UcxAmRequests::Message {
   Direction direction = Direction::kWrite;
@@ -42,10 +33,9 @@ struct UcxAmRequests::Message {
   std::vector<ucp_dt_iov_t> local;  // the caller's buffers, in the order of `ranges`
   size_t bytes = 0;
   std::string header;  // AmRequestHeader + ranges: UCX reads it until the send completes
-  std::weak_ptr<UcxAmRequests::Call> call;
-  std::vector<StagedIovPart> staged;  // parts of `local` (ucx_am_requests.h, "Staging")
-  size_t staged_bytes = 0;
-  StagingBufferPool::Lease buffer;  // the staged parts' host memory, from send() until retired
+  std::weak_ptr<Call> call;
+  // Parts of `local` (ucx_am_requests.h, "Staging"); their buffer from send() until retired.
+  StagedParts staged;
   // Guarded by the pending table's lock.
   bool send_done = false;  // UCX completed the send: it no longer reads a write's payload
   bool answered = false;
@@ -61,13 +51,18 @@ struct UcxAmRequests::Message {
 };
 
 // What a UCX callback of one message needs; freed by the callback. It keeps the message, and with
-// it the message's pooled buffer, as long as UCX holds the request.
+// it the message's pooled buffer, as long as UCX holds the request, and counts in the call's
+// outstanding requests and in requests_held_.
 struct UcxAmRequests::Ticket {
   Ticket(UcxAmRequests* owner, std::shared_ptr<Call> call, std::shared_ptr<Message> message)
       : owner(owner), call(std::move(call)), message(std::move(message)) {
     owner->requests_held_.fetch_add(1);
+    this->call->outstanding.fetch_add(1);
   }
-  ~Ticket() { owner->requests_held_.fetch_sub(1); }
+  ~Ticket() {
+    owner->requests_held_.fetch_sub(1);
+    call->outstanding.fetch_sub(1);
+  }
   Ticket(const Ticket&) = delete;
   Ticket& operator=(const Ticket&) = delete;
 
@@ -88,23 +83,21 @@ UcxAmRequests::UcxAmRequests(UcxWorker& worker, std::shared_ptr<StagingBufferPoo
   const size_t fits =
       (header_room - std::min(header_room, sizeof(msg::AmRequestHeader))) / sizeof(msg::AmRange);
   max_ops_per_message_ = std::max<size_t>(1, std::min(fits, kMaxOpsPerMessage));
-}
-
-void UcxAmRequests::register_handler() {
   msg::set_data_handler(worker_.worker(), msg::kAmReply, on_reply, this);
 }
 
 void UcxAmRequests::sent(void* request, ucs_status_t status, void* user_data) {
-  auto* ticket = static_cast<Ticket*>(user_data);
-  std::shared_ptr<Call> call = std::move(ticket->call);
+  ucp_request_free(request);
+  send_ended(static_cast<Ticket*>(user_data), status);
+}
+
+void UcxAmRequests::send_ended(Ticket* ticket, ucs_status_t status) {
   {
     auto lock = ticket->owner->pending_.lock();
     ticket->message->send_done = true;
   }
+  if (status != UCS_OK) ticket->call->fail(status);
   delete ticket;
-  if (status != UCS_OK) call->fail(status);
-  ucp_request_free(request);
-  call->outstanding.fetch_sub(1);
 }
 
 void UcxAmRequests::reply_received(void* request, ucs_status_t status, size_t length,
@@ -117,7 +110,6 @@ void UcxAmRequests::reply_received(void* request, ucs_status_t status, size_t le
 }
 
 void UcxAmRequests::receive_ended(Ticket* ticket, ucs_status_t status) {
-  std::shared_ptr<Call> call = std::move(ticket->call);
   {
     auto lock = ticket->owner->pending_.lock();
     if (status == UCS_OK) {
@@ -128,7 +120,6 @@ void UcxAmRequests::receive_ended(Ticket* ticket, ucs_status_t status) {
     }
   }
   delete ticket;
-  call->outstanding.fetch_sub(1);
 }
 
 ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t header_length,
@@ -149,10 +140,8 @@ ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t heade
     std::shared_ptr<Message> message = self->pending_.find_locked(reply.request_id, lock);
     if (message == nullptr) return UCS_OK;
     if (reply.status != 0) {
-      // A refused range is the caller's error; anything else (an unproven endpoint) the link's.
-      const Status status = reply.status == static_cast<uint32_t>(Status::kCommunication)
-                                ? Status::kCommunication
-                                : Status::kInvalidInput;
+      // An unproven endpoint, or a failed staging copy, is the link's fault.
+      const Status status = msg::refusal_status(reply.status, {Status::kCommunication});
       message->answer(status, rendezvous ? std::string("refused by the peer")
                                          : std::string(static_cast<const char*>(data), length));
       return UCS_OK;
@@ -180,7 +169,6 @@ ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t heade
     // The call waits for this receive (through `outstanding`) even when it gives up.
     std::shared_ptr<Call> call = message->call.lock();
     if (call == nullptr) return UCS_OK;
-    call->outstanding.fetch_add(1);
     ticket = new Ticket(self, std::move(call), std::move(message));
   }
   ucp_request_param_t receive{};
@@ -197,7 +185,7 @@ ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t heade
   return UCS_OK;
 }
 
-// One run(): builds messages from the ops, sends them, waits for their answers.
+// Builds messages from the ops, sends them, waits for their answers.
 class UcxAmRequests::Run {
  public:
   Run(UcxAmRequests& owner, const std::shared_ptr<UcxPeer>& peer, Deadline deadline)
@@ -224,10 +212,8 @@ class UcxAmRequests::Run {
     building_->ranges.push_back({remote, op.bytes});
     // A staged part's buffer is filled in by stage(): never the device address itself.
     if (staged) {
-      building_->staged.push_back({building_->local.size(),
-                                   static_cast<std::byte*>(op.local_address),
-                                   building_->staged_bytes});
-      building_->staged_bytes += op.bytes;
+      building_->staged.add(building_->local.size(), static_cast<std::byte*>(op.local_address),
+                            op.bytes);
     }
     building_->local.push_back({staged ? nullptr : op.local_address, op.bytes});
     building_->bytes += op.bytes;
@@ -245,22 +231,18 @@ class UcxAmRequests::Run {
     }
   }
 
-  // After a timeout, an interruption or a failed endpoint: lets the requests already moving
-  // finish, closes the endpoint by force, so UCX completes what is left, and waits (bounded)
-  // until it let go of the caller's buffers.
+  // After a timeout, an interruption or a failed endpoint (ucx_am_requests.h, "Failures").
   void abandon() {
     // First, so that no reply handler starts on the caller's buffers from here on (on_reply).
     registrations_.clear();
     // A live peer's transfers under way end first (UcxWorker::progress_while_ending says why).
     if (!peer_->failed()) {
-      std::shared_ptr<Call> call = call_;
-      owner_.worker_.progress_while_ending([&] { return call->outstanding.load(); });
+      owner_.worker_.progress_while_ending([this] { return call_->outstanding.load(); });
     }
-    peer_->force_close(Deadline::after(kReleaseTimeout));
+    peer_->force_close();
     // UCX holds only the pool's buffers, each kept by its request's ticket.
     if (owner_.staged_ == StagedBuffers::kAll) return;
-    std::shared_ptr<Call> call = call_;
-    if (!owner_.worker_.progress_until([call] { return call->outstanding.load() == 0; },
+    if (!owner_.worker_.progress_until([this] { return call_->outstanding.load() == 0; },
                                        Deadline::after(kReleaseTimeout))) {
       MEMLOOM_LOG(kError, "transport: UCX did not release a failed transfer's requests");
     }
@@ -292,19 +274,11 @@ class UcxAmRequests::Run {
     }
     auto* ticket = new Ticket(&owner_, call_, message);
     param.user_data = ticket;
-    call_->outstanding.fetch_add(1);
     ucs_status_ptr_t request = ucp_am_send_nbx(peer_->ep(), id, message->header.data(),
                                                message->header.size(), buffer, count, &param);
     sent_.push_back(std::move(message));
-    if (!UCS_PTR_IS_PTR(request)) {  // done at once, or failed at once: no callback comes
-      if (UCS_PTR_IS_ERR(request)) call_->fail(UCS_PTR_STATUS(request));
-      {
-        auto lock = owner_.pending_.lock();
-        ticket->message->send_done = true;
-      }
-      delete ticket;
-      call_->outstanding.fetch_sub(1);
-    }
+    // Done at once, or failed at once: no callback comes.
+    if (!UCS_PTR_IS_PTR(request)) send_ended(ticket, UCS_PTR_STATUS(request));
     while (sent_.size() - oldest_ > kWindow) {
       wait([&] { return answered(oldest_); });
       retire(oldest_ + 1);
@@ -313,16 +287,10 @@ class UcxAmRequests::Run {
 
   // Points the message's staged parts into a buffer of the pool and copies a write's bytes there.
   void stage(Message& message) {
-    message.buffer = owner_.pool_->lease(message.staged_bytes);
-    std::vector<StagingCopy> copies;
-    for (const StagedIovPart& staged : message.staged) {
-      ucp_dt_iov_t& part = message.local[staged.part];
-      part.buffer = message.buffer.data() + staged.offset;
-      if (message.direction == Direction::kWrite) {
-        copies.push_back({part.buffer, staged.device, part.length});
-      }
+    message.staged.lease(*owner_.pool_, message.local);
+    if (message.direction == Direction::kWrite) {
+      owner_.pool_->staging().copy_all(message.staged.copies(/*into_buffer=*/true), deadline_);
     }
-    if (!copies.empty()) owner_.pool_->staging().copy_all(copies, deadline_);
   }
 
   // Answered, and UCX no longer reads the message's payload: its staging buffer may go.
@@ -331,9 +299,8 @@ class UcxAmRequests::Run {
     return sent_[index]->answered && sent_[index]->send_done;
   }
 
-  // Ends sent_[oldest_ .. end), all answered: their staged read bytes to the caller's buffers (in
-  // order, in one copy_all), their buffers back to the pool. A refused or failed message moves
-  // nothing (finish() raises its status).
+  // Ends sent_[oldest_ .. end), all answered: their staged read bytes to the caller's buffers in
+  // one copy_all (a refused or failed message's not), their buffers back to the pool.
   void retire(size_t end) {
     std::vector<StagingCopy> copies;
     for (size_t i = oldest_; i < end; ++i) {
@@ -344,21 +311,18 @@ class UcxAmRequests::Run {
         succeeded = message.status == Status::kSuccess;
       }
       if (!succeeded || message.direction != Direction::kRead) continue;
-      for (const StagedIovPart& staged : message.staged) {
-        const ucp_dt_iov_t& part = message.local[staged.part];
-        copies.push_back({staged.device, part.buffer, part.length});
-      }
+      const std::vector<StagingCopy> out = message.staged.copies(/*into_buffer=*/false);
+      copies.insert(copies.end(), out.begin(), out.end());
     }
     if (!copies.empty()) owner_.pool_->staging().copy_all(copies, deadline_);
-    for (; oldest_ < end; ++oldest_) sent_[oldest_]->buffer = {};
+    for (; oldest_ < end; ++oldest_) sent_[oldest_]->staged.release();
   }
 
   void wait_for_all() {
-    std::shared_ptr<Call> call = call_;
     size_t seen = oldest_;
     wait([&] {
       while (seen < sent_.size() && answered(seen)) ++seen;
-      return seen == sent_.size() && call->outstanding.load() == 0;
+      return seen == sent_.size() && call_->outstanding.load() == 0;
     });
     retire(sent_.size());
     remote_ranges_ = {};
@@ -369,16 +333,13 @@ class UcxAmRequests::Run {
   // or request, and (from the worker) on an interruption.
   template <typename Done>
   void wait(Done done) {
-    std::shared_ptr<Call> call = call_;
     const bool finished = owner_.worker_.progress_until(
-        [&] { return done() || peer_->failed() || call->first_error.load() != UCS_OK; }, deadline_,
+        [&] { return done() || peer_->failed() || call_->first_error.load() != UCS_OK; }, deadline_,
         UcxWorker::Interruptible::kYes);
     if (!finished) raise(Status::kTimeout, "transfer with " + peer_->address() + " timed out");
     if (done()) return;
-    const ucs_status_t status =
-        call->first_error.load() != UCS_OK ? call->first_error.load() : peer_->failure();
-    raise(Status::kCommunication,
-          ucx_error("transfer with " + peer_->address() + " failed", status));
+    const ucs_status_t error = call_->first_error.load();
+    peer_->raise_failed(error != UCS_OK ? error : peer_->failure());
   }
 
   UcxAmRequests& owner_;

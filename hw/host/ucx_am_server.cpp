@@ -22,28 +22,26 @@ constexpr auto kStagingTimeout = std::chrono::seconds(10);
 
 }  // namespace
 
-// One request being served: its ranges, the holds on their regions, and what a reply or a receive
-// in flight needs until UCX is done with it.
+// One request being served, with what its reply or receive needs until UCX is done with it.
 struct UcxAmServer::Request {
-  explicit Request(std::atomic<size_t>& held) : held_count(held) { held_count.fetch_add(1); }
-  ~Request() { held_count.fetch_sub(1); }
+  explicit Request(UcxAmServer& server) : server(server) { server.requests_held_.fetch_add(1); }
+  ~Request() { server.requests_held_.fetch_sub(1); }
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
+  void copy(const std::vector<StagingCopy>& copies) {
+    server.staging_->staging().copy_all(copies, Deadline::after(kStagingTimeout));
+  }
 
-  std::atomic<size_t>& held_count;  // the server's requests_held_
+  UcxAmServer& server;
   ucp_ep_h reply_ep = nullptr;
   uint64_t request_id = 0;
   std::vector<msg::AmRange> ranges;
   std::vector<std::shared_ptr<void>> holds;
   std::vector<ucp_dt_iov_t> iov;  // the ranges' memory, in order
-  msg::AmReplyHeader reply{};     // must live until the reply's send completes
+  // Device ranges; their host buffer lives until the reply's send or the write's copy completed.
+  StagedParts staged;
+  msg::AmReplyHeader reply{};  // must live until the reply's send completes
   std::string message;
-  // Device ranges (ucx_am_server.h, "Device memory"); their host buffer lives until the reply's
-  // send completed or the write's bytes were copied on.
-  BufferStaging* staging = nullptr;
-  std::vector<StagedIovPart> staged;
-  size_t staged_bytes = 0;
-  StagingBufferPool::Lease buffer;
 };
 
 namespace {
@@ -57,8 +55,7 @@ void reply_sent(void* ucx_request, ucs_status_t status, void* user_data) {
   delete static_cast<UcxAmServer::Request*>(user_data);
 }
 
-// Sends `request`'s reply (header, then its message or, for a read, its ranges' bytes) and hands
-// the request to the send's completion.
+// Sends the reply (its message or, for a read, its ranges' bytes); the send's completion frees it.
 void send_reply(std::unique_ptr<UcxAmServer::Request> request, bool with_data) {
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -83,31 +80,15 @@ void send_reply(std::unique_ptr<UcxAmServer::Request> request, bool with_data) {
   }
 }
 
-void acknowledge(std::unique_ptr<UcxAmServer::Request> request) {
-  request->holds.clear();  // the bytes are in place
-  request->buffer = {};
-  request->reply = {request->request_id, 0, 0};
-  send_reply(std::move(request), /*with_data=*/false);
-}
-
-// A staging copy failed: the requester learns it as a failure of the link (kCommunication), not
-// of its ranges.
-void fail(std::unique_ptr<UcxAmServer::Request> request, const std::string& why) {
+// Answers `request` without data, its holds and host buffer ended first: a write's acknowledgement
+// (kSuccess, once its bytes are in place) or a refusal. A failed staging copy is refused as
+// kCommunication: the requester learns it as a failure of the link, not of its ranges.
+void answer(std::unique_ptr<UcxAmServer::Request> request, Status status, std::string why = {}) {
   request->holds.clear();
-  request->buffer = {};
-  request->reply = {request->request_id, static_cast<uint32_t>(Status::kCommunication), 0};
-  request->message = why;
+  request->staged.release();
+  request->reply = {request->request_id, static_cast<uint32_t>(status), 0};
+  request->message = std::move(why);
   send_reply(std::move(request), /*with_data=*/false);
-}
-
-// A write's staged bytes, now in the request's host buffer, on to the device ranges.
-void copy_staged_write(UcxAmServer::Request& request) {
-  std::vector<StagingCopy> copies;
-  for (const StagedIovPart& staged : request.staged) {
-    copies.push_back(
-        {staged.device, request.buffer.data() + staged.offset, request.iov[staged.part].length});
-  }
-  request.staging->copy_all(copies, Deadline::after(kStagingTimeout));
 }
 
 void write_received(void* ucx_request, ucs_status_t status, size_t length, void* user_data) {
@@ -121,118 +102,92 @@ void write_received(void* ucx_request, ucs_status_t status, size_t length, void*
   }
   if (!request->staged.empty()) {
     try {
-      copy_staged_write(*request);
+      // The bytes, now in the request's host buffer, on to the device ranges.
+      request->copy(request->staged.copies(/*into_buffer=*/false));
     } catch (const std::exception& error) {
-      fail(std::move(request),
-           std::string("staging a write into device memory failed: ") + error.what());
+      answer(std::move(request), Status::kCommunication,
+             std::string("staging a write into device memory failed: ") + error.what());
       return;
     }
   }
-  acknowledge(std::move(request));
+  answer(std::move(request), Status::kSuccess);
 }
 
 }  // namespace
 
-UcxAmServer::UcxAmServer(UcxWorker& worker, UcxRegionRegistry& regions,
-                         std::function<bool(ucp_ep_h)> admitted,
+UcxAmServer::UcxAmServer(UcxWorker& worker, UcxRegionRegistry& regions, UcxJobGate& gate,
                          std::shared_ptr<StagingBufferPool> staging)
-    : worker_(worker),
-      regions_(regions),
-      admitted_(std::move(admitted)),
-      staging_(std::move(staging)) {}
-
-void UcxAmServer::register_handlers() {
+    : worker_(worker), regions_(regions), gate_(gate), staging_(std::move(staging)) {
   msg::set_data_handler(worker_.worker(), msg::kAmWrite, on_write, this);
   msg::set_data_handler(worker_.worker(), msg::kAmRead, on_read, this);
 }
 
-void UcxAmServer::refuse(ucp_ep_h reply_ep, uint64_t request_id, Status status,
-                         const std::string& why) {
-  auto request = std::make_unique<Request>(requests_held_);
-  request->reply_ep = reply_ep;
-  request->reply = {request_id, static_cast<uint32_t>(status), 0};
-  request->message = why;
-  send_reply(std::move(request), /*with_data=*/false);
-}
-
-bool UcxAmServer::accept(Request& request, const void* header, size_t header_length,
-                         size_t payload_bytes, const ucp_am_recv_param_t* param) {
+bool UcxAmServer::accept(std::unique_ptr<Request>& request, const void* header,
+                         size_t header_length, size_t payload_bytes,
+                         const ucp_am_recv_param_t* param) {
   msg::AmRequestHeader head{};
   if (header_length < sizeof(head)) {
     MEMLOOM_LOG(kWarn, "transport: dropped a data request without its header");
     return false;
   }
   std::memcpy(&head, header, sizeof(head));
-  request.request_id = head.request_id;
-  request.reply_ep =
+  request->request_id = head.request_id;
+  request->reply_ep =
       (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) != 0 ? param->reply_ep : nullptr;
-  if (request.reply_ep == nullptr) {
+  if (request->reply_ep == nullptr) {
     MEMLOOM_LOG(kWarn, "transport: dropped a data request that asked for no reply");
     return false;
   }
-  if (!admitted_(request.reply_ep)) {
-    refuse(request.reply_ep, head.request_id, Status::kCommunication,
+  if (!gate_.admitted(request->reply_ep)) {
+    answer(std::move(request), Status::kCommunication,
            "refused by " + own_address_ + ": the endpoint has not proven the job secret");
     return false;
   }
   const size_t count = head.op_count;
   if (count == 0 || header_length != sizeof(head) + count * sizeof(msg::AmRange)) {
-    refuse(request.reply_ep, head.request_id, Status::kInvalidInput,
+    answer(std::move(request), Status::kInvalidInput,
            "a data request to " + own_address_ + " is malformed");
     return false;
   }
-  request.ranges.resize(count);
-  std::memcpy(request.ranges.data(), static_cast<const char*>(header) + sizeof(head),
+  request->ranges.resize(count);
+  std::memcpy(request->ranges.data(), static_cast<const char*>(header) + sizeof(head),
               count * sizeof(msg::AmRange));
   uint64_t total = 0;
-  request.holds.reserve(count);
-  request.iov.reserve(count);
-  for (const msg::AmRange& range : request.ranges) {
+  for (const msg::AmRange& range : request->ranges) {
     std::shared_ptr<void> hold =
         range.bytes == 0 ? nullptr : regions_.hold(range.address, range.bytes);
     if (hold == nullptr) {
-      request.holds.clear();
-      refuse(request.reply_ep, head.request_id, Status::kInvalidInput,
+      answer(std::move(request), Status::kInvalidInput,
              "[" + base::hex(range.address) + ", +" + std::to_string(range.bytes) +
                  ") refused: the range is not inside memory exposed by " + own_address_);
       return false;
     }
-    request.holds.push_back(std::move(hold));
+    request->holds.push_back(std::move(hold));
     auto* memory = reinterpret_cast<std::byte*>(range.address);
     if (staging_ != nullptr && staging_->staging().needs_staging(memory)) {
-      // Filled in by stage(): never the device address itself.
-      request.staged.push_back({request.iov.size(), memory, request.staged_bytes});
-      request.staged_bytes += range.bytes;
-      memory = nullptr;
+      request->staged.add(request->iov.size(), memory, range.bytes);
+      memory = nullptr;  // filled in by stage(): never the device address itself
     }
-    request.iov.push_back({memory, range.bytes});
+    request->iov.push_back({memory, range.bytes});
     total += range.bytes;
   }
   if (payload_bytes != SIZE_MAX && total != payload_bytes) {
-    request.holds.clear();
-    refuse(request.reply_ep, head.request_id, Status::kInvalidInput,
+    answer(std::move(request), Status::kInvalidInput,
            "a write to " + own_address_ + " carries " + std::to_string(payload_bytes) +
                " bytes for ranges of " + std::to_string(total));
     return false;
   }
-  if (!request.staged.empty()) request.staging = &staging_->staging();
   return true;
 }
 
 bool UcxAmServer::stage(std::unique_ptr<Request>& request, bool read) {
   try {
-    request->buffer = staging_->lease(request->staged_bytes);
-    std::vector<StagingCopy> copies;
-    for (const StagedIovPart& staged : request->staged) {
-      ucp_dt_iov_t& part = request->iov[staged.part];
-      part.buffer = request->buffer.data() + staged.offset;
-      if (read) copies.push_back({part.buffer, staged.device, part.length});
-    }
-    if (!copies.empty()) request->staging->copy_all(copies, Deadline::after(kStagingTimeout));
+    request->staged.lease(*staging_, request->iov);
+    if (read) request->copy(request->staged.copies(/*into_buffer=*/true));
     return true;
   } catch (const std::exception& error) {
-    fail(std::move(request),
-         "staging device memory at " + own_address_ + " failed: " + std::string(error.what()));
+    answer(std::move(request), Status::kCommunication,
+           "staging device memory at " + own_address_ + " failed: " + std::string(error.what()));
     return false;
   }
 }
@@ -240,19 +195,18 @@ bool UcxAmServer::stage(std::unique_ptr<Request>& request, bool read) {
 ucs_status_t UcxAmServer::on_write(void* arg, const void* header, size_t header_length, void* data,
                                    size_t length, const ucp_am_recv_param_t* param) {
   auto* self = static_cast<UcxAmServer*>(arg);
-  auto request = std::make_unique<Request>(self->requests_held_);
+  auto request = std::make_unique<Request>(*self);
   // A refused rendezvous is dropped without receiving: the sender's send completes, and it
   // learns of the refusal from the reply.
-  if (!self->accept(*request, header, header_length, length, param)) return UCS_OK;
+  if (!self->accept(request, header, header_length, length, param)) return UCS_OK;
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
-    // Device ranges straight from UCX's buffer, by the staging's copies; the rest by memcpy.
+    // Device ranges (no buffer yet) by the staging's copies straight from UCX's buffer.
     const char* from = static_cast<const char*>(data);
     std::vector<StagingCopy> staged;
-    size_t next = 0;  // the next of request->staged
     for (size_t i = 0; i < request->iov.size(); ++i) {
       const ucp_dt_iov_t& part = request->iov[i];
-      if (next < request->staged.size() && request->staged[next].part == i) {
-        staged.push_back({request->staged[next++].device, from, part.length});
+      if (part.buffer == nullptr) {
+        staged.push_back({reinterpret_cast<void*>(request->ranges[i].address), from, part.length});
       } else {
         std::memcpy(part.buffer, from, part.length);
       }
@@ -260,14 +214,15 @@ ucs_status_t UcxAmServer::on_write(void* arg, const void* header, size_t header_
     }
     if (!staged.empty()) {
       try {
-        request->staging->copy_all(staged, Deadline::after(kStagingTimeout));
+        request->copy(staged);
       } catch (const std::exception& error) {
-        fail(std::move(request), "staging a write into device memory at " + self->own_address_ +
-                                     " failed: " + std::string(error.what()));
+        answer(std::move(request), Status::kCommunication,
+               "staging a write into device memory at " + self->own_address_ +
+                   " failed: " + std::string(error.what()));
         return UCS_OK;
       }
     }
-    acknowledge(std::move(request));
+    answer(std::move(request), Status::kSuccess);
     return UCS_OK;
   }
   if (!request->staged.empty() && !self->stage(request, /*read=*/false)) return UCS_OK;
@@ -285,7 +240,7 @@ ucs_status_t UcxAmServer::on_write(void* arg, const void* header, size_t header_
   } else if (UCS_PTR_IS_ERR(received)) {
     MEMLOOM_LOG(kDebug, ucx_error("transport: receiving a write's data", UCS_PTR_STATUS(received)));
   } else {
-    acknowledge(std::move(request));  // received at once
+    answer(std::move(request), Status::kSuccess);  // received at once
   }
   return UCS_OK;
 }
@@ -298,8 +253,8 @@ ucs_status_t UcxAmServer::on_read(void* arg, const void* header, size_t header_l
     MEMLOOM_LOG(kWarn, "transport: dropped a read request that carried data");
     return UCS_OK;
   }
-  auto request = std::make_unique<Request>(self->requests_held_);
-  if (!self->accept(*request, header, header_length, SIZE_MAX, param)) return UCS_OK;
+  auto request = std::make_unique<Request>(*self);
+  if (!self->accept(request, header, header_length, SIZE_MAX, param)) return UCS_OK;
   if (!request->staged.empty() && !self->stage(request, /*read=*/true)) return UCS_OK;
   request->reply = {request->request_id, 0, 0};
   // The holds end when the send completes: the bytes have left the region.

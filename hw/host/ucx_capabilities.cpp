@@ -9,27 +9,48 @@
 #include "hw/host/ucx_worker.h"
 
 namespace memloom::host {
+namespace {
+
+// A UCP context with `features`, for asking what UCX offers (no worker); null, `error` set, when
+// UCX fails.
+ucp_context_h open_context(uint64_t features, std::string* error) {
+  ucp_config_t* config = nullptr;
+  ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
+  if (status != UCS_OK) {
+    *error = ucx_error("UCX configuration", status);
+    return nullptr;
+  }
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = features;
+  ucp_context_h context = nullptr;
+  status = ucp_init(&params, config, &context);
+  ucp_config_release(config);
+  if (status == UCS_OK) return context;
+  *error = ucx_error("UCX context", status);
+  return nullptr;
+}
+
+// A transport that reaches only processes of this host: shared memory (posix, sysv, knem, xpmem),
+// cross-memory attach (cma), loopback (self) and GPU copies (cuda_*, rocm_*, gdr_copy). UCX 1.13
+// serves no endpoint with peer error handling over any of them.
+bool is_host_local_resource(const std::string& resource) {
+  const std::string transport = resource.substr(0, resource.find('/'));
+  for (const char* local : {"self", "posix", "sysv", "cma", "knem", "xpmem", "gdr_copy"}) {
+    if (transport == local) return true;
+  }
+  return transport.rfind("cuda_", 0) == 0 || transport.rfind("rocm_", 0) == 0;
+}
+
+}  // namespace
 
 // What ucp_context_print_info writes for a context with the worker's features: the features
 // decide which transports UCX keeps (RMA needs put/get, WAKEUP an event fd).
 UcxResources ask_ucx_resources() {
   UcxResources answer;
-  ucp_config_t* config = nullptr;
-  ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
-  if (status != UCS_OK) {
-    answer.error = ucx_error("UCX configuration", status);
-    return answer;
-  }
-  ucp_params_t params{};
-  params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
-  ucp_context_h context = nullptr;
-  status = ucp_init(&params, config, &context);
-  ucp_config_release(config);
-  if (status != UCS_OK) {
-    answer.error = ucx_error("UCX context", status);
-    return answer;
-  }
+  ucp_context_h context =
+      open_context(UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP, &answer.error);
+  if (context == nullptr) return answer;
   answer.resources = context_resources(context);
   ucp_cleanup(context);
   return answer;
@@ -47,30 +68,11 @@ std::vector<std::string> context_resources(ucp_context_h context) {
   return resources;
 }
 
-namespace {
-
-// A transport that reaches only processes of this host: shared memory (posix, sysv, knem, xpmem),
-// cross-memory attach (cma), loopback (self) and GPU copies (cuda_*, rocm_*, gdr_copy). UCX 1.13
-// serves no endpoint with peer error handling over any of them.
-bool is_host_local_resource(const std::string& resource) {
-  const std::string transport = resource.substr(0, resource.find('/'));
-  for (const char* local : {"self", "posix", "sysv", "cma", "knem", "xpmem", "gdr_copy"}) {
-    if (transport == local) return true;
-  }
-  return transport.rfind("cuda_", 0) == 0 || transport.rfind("rocm_", 0) == 0;
-}
-
-}  // namespace
-
 bool offers_peer_failure_detection(const std::vector<std::string>& resources) {
   for (const auto& resource : resources) {
     if (!is_host_local_resource(resource)) return true;
   }
   return resources.empty();
-}
-
-bool ucx_detects_dead_peers() {
-  return offers_peer_failure_detection(ucx_resources().resources);
 }
 
 std::vector<std::string> parse_ucx_resources(const std::string& print_info) {
@@ -107,6 +109,21 @@ bool ucx_offers_rdma() {
     if (is_rdma_resource(resource)) return true;
   }
   return false;
+}
+
+bool ucx_supports_cuda_memory() {
+  static const bool supported = [] {
+    std::string error;
+    ucp_context_h context = open_context(UCP_FEATURE_RMA | UCP_FEATURE_AM, &error);
+    if (context == nullptr) return false;
+    ucp_context_attr_t attr{};
+    attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    const bool cuda = ucp_context_query(context, &attr) == UCS_OK &&
+                      (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+    ucp_cleanup(context);
+    return cuda;
+  }();
+  return supported;
 }
 
 std::string ucx_version() {

@@ -1,6 +1,6 @@
-// What the UCX found at run time offers: its version and the transports ("tl/device") a UCP
-// context with memloom's features would use, as UCX itself lists them (ucp_context_print_info),
-// so UCX_TLS, UCX_NET_DEVICES and the NICs present all count.
+// What the UCX found at run time offers: its version and the transports ("tl/device") a UCP context
+// with memloom's features would use, as ucp_context_print_info lists them (so UCX_TLS,
+// UCX_NET_DEVICES and the NICs present all count).
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -27,16 +27,17 @@ std::vector<std::string> parse_ucx_resources(const std::string& print_info);
 std::vector<std::string> context_resources(ucp_context_h context);
 
 // Whether some resource can serve an endpoint with peer error handling (UCX_TLS left it a network
-// transport, not only shared memory, cross-memory attach, self or GPU copies). False for an empty
+// transport, not only shared memory, cross-memory attach, self or GPU copies). True for an empty
 // list: UCX found nothing at all, and that fails elsewhere.
 bool offers_peer_failure_detection(const std::vector<std::string>& resources);
-// The same for this process's UCX (ucx_resources()): whether the UCX transport learns of a dead
-// peer from UCX or only at the deadline of the call that waits for it.
-bool ucx_detects_dead_peers();
 
 // An RDMA transport: UCX's rc, dc and ud families (rc_verbs, rc_mlx5, dc_mlx5, ud_verbs, ...).
 bool is_rdma_resource(const std::string& resource);
 bool ucx_offers_rdma();
+
+// Whether a UCX context here would report CUDA memory support (asked once per process): the CUDA
+// backend chooses its transport by it.
+bool ucx_supports_cuda_memory();
 
 // The UCX library's version ("1.13.1").
 std::string ucx_version();

@@ -9,10 +9,9 @@
 //   auto (the default) rma where UCX offers an RDMA transport (ucx_capabilities.h), else am.
 //
 // The requester chooses. Every UCX transport serves am; rma only where UCX has an RDMA transport or
-// rma was asked for (UcxTransport::serves_rma_), and an rma requester moves to am for a peer that
-// refuses remote keys. Device memory that a transport stages (its UCX has no CUDA support,
-// ucx_transport.h) moves on am only: a requester's own goes on am whatever the path, and an owner
-// refuses remote keys for its own, which moves rma requesters to am for it.
+// rma was asked for, and an rma requester moves to am for a peer that refuses remote keys. Device
+// memory that a transport stages (its UCX has no CUDA support) moves on am only, through pooled
+// host buffers: a requester's own whatever the path, and an owner refuses remote keys for its own.
 #pragma once
 
 namespace memloom::host {

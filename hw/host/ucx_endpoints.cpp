@@ -2,27 +2,31 @@
 
 #include <chrono>
 
+#include "hw/host/ucx_messages.h"
 #include "memloom/error.h"
+#include "src/base/hex.h"
 #include "src/base/log.h"
 #include "src/base/tcp_address.h"
 
 namespace memloom::host {
 namespace {
 
+namespace msg = ucx_messages;
+
 // A closing endpoint gets this long to flush what is in flight (an orderly shutdown), or to be
 // torn down (force).
 constexpr auto kCloseTimeout = std::chrono::seconds(2);
 
-}  // namespace
-
-void close_endpoint(UcxWorker& worker, ucp_ep_h ep, bool force, Deadline deadline) {
+// Closes `ep` (flushing it first unless `force`), progressing until done or kCloseTimeout.
+void close_endpoint(UcxWorker& worker, ucp_ep_h ep, bool force) {
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
   ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &param);
   if (!UCS_PTR_IS_PTR(request)) return;
-  const bool closed = worker.progress_until(
-      [&] { return ucp_request_check_status(request) != UCS_INPROGRESS; }, deadline);
+  const bool closed =
+      worker.progress_until([&] { return ucp_request_check_status(request) != UCS_INPROGRESS; },
+                            Deadline::after(kCloseTimeout));
   if (!closed) {
     // UCX still owns the request; cancel it so the endpoint is torn down when UCX gets to it.
     ucp_request_cancel(worker.worker(), request);
@@ -31,32 +35,33 @@ void close_endpoint(UcxWorker& worker, ucp_ep_h ep, bool force, Deadline deadlin
   ucp_request_free(request);
 }
 
+}  // namespace
+
 UcxPeer::~UcxPeer() {
   keys_ = {};  // remote keys go before the endpoint they were unpacked for
-  if (ep_ != nullptr) close_endpoint(worker_, ep_, failed_, Deadline::after(kCloseTimeout));
+  if (ep_ != nullptr) close_endpoint(worker_, ep_, failed_);
 }
 
-void UcxPeer::mark_failed(ucs_status_t status) {
-  failure_ = status;
-  failed_ = true;
+void UcxPeer::raise_failed(ucs_status_t status) const {
+  if (status == UCS_OK) raise(Status::kTimeout, "transfer with " + address_ + " timed out");
+  raise(Status::kCommunication, ucx_error("transfer with " + address_ + " failed", status));
 }
 
-std::shared_ptr<UcxRemoteKey> UcxPeer::key_for(uint64_t address, uint64_t bytes) {
+UcxRemoteKey UcxPeer::key_for(uint64_t address, uint64_t bytes) {
   std::lock_guard<std::mutex> lock(keys_mutex_);
   const auto* interval = keys_.find_containing(address, bytes);
   return interval == nullptr ? nullptr : interval->payload;
 }
 
-void UcxPeer::cache_key(std::shared_ptr<UcxRemoteKey> key) {
+void UcxPeer::cache_key(uint64_t base, uint64_t size, UcxRemoteKey key) {
   std::lock_guard<std::mutex> lock(keys_mutex_);
   // A region the owner withdrew and exposed again may come back with another size.
-  const uint64_t base = key->base, size = key->size;
   while (const auto* stale = keys_.overlapping(base, size)) keys_.erase(stale->start);
   keys_.insert(base, size, std::move(key));
 }
 
 void UcxPeer::drop_key(uint64_t base) {
-  std::shared_ptr<UcxRemoteKey> dropped;  // destroyed outside the lock
+  UcxRemoteKey dropped;  // destroyed outside the lock
   std::lock_guard<std::mutex> lock(keys_mutex_);
   if (const auto* interval = keys_.find(base)) {
     dropped = interval->payload;
@@ -64,7 +69,7 @@ void UcxPeer::drop_key(uint64_t base) {
   }
 }
 
-void UcxPeer::force_close(Deadline deadline) {
+void UcxPeer::force_close() {
   mark_failed(UCS_ERR_CANCELED);
   {
     // Not held while closing: closing runs callbacks, and a revocation's takes this lock.
@@ -73,17 +78,7 @@ void UcxPeer::force_close(Deadline deadline) {
   }
   ucp_ep_h ep = ep_;
   ep_ = nullptr;
-  if (ep != nullptr) close_endpoint(worker_, ep, /*force=*/true, deadline);
-}
-
-UcxEndpoints::UcxEndpoints(UcxWorker& worker, std::function<void(ucp_ep_h)> accepted_failed,
-                           std::function<bool(ucp_ep_h)> admitted)
-    : worker_(worker),
-      accepted_failed_(std::move(accepted_failed)),
-      admitted_(std::move(admitted)) {}
-
-UcxEndpoints::~UcxEndpoints() {
-  close_all();
+  if (ep != nullptr) close_endpoint(worker_, ep, /*force=*/true);
 }
 
 uint16_t UcxEndpoints::listen(const std::string& host) {
@@ -187,7 +182,7 @@ void UcxEndpoints::close_unproven() {
   }
   for (ucp_ep_h ep : expired) {
     accepted_failed_(ep);
-    close_endpoint(worker_, ep, /*force=*/true, Deadline::after(kCloseTimeout));
+    close_endpoint(worker_, ep, /*force=*/true);
   }
   close_failed_accepted();
 }
@@ -211,14 +206,7 @@ void UcxEndpoints::close_failed_accepted() {
     std::lock_guard<std::mutex> lock(mutex_);
     failed.swap(failed_accepted_);
   }
-  for (ucp_ep_h ep : failed)
-    close_endpoint(worker_, ep, /*force=*/true, Deadline::after(kCloseTimeout));
-}
-
-std::shared_ptr<UcxPeer> UcxEndpoints::cached(const std::string& address) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = peers_.find(address);
-  return it == peers_.end() ? nullptr : it->second;
+  for (ucp_ep_h ep : failed) close_endpoint(worker_, ep, /*force=*/true);
 }
 
 std::shared_ptr<UcxPeer> UcxEndpoints::peer(const std::string& address, const std::string& host,
@@ -282,10 +270,86 @@ void UcxEndpoints::close_all() {
   close_failed_accepted();
   // A peer whose write already landed here must not see the connection cut before its flush
   // completes, so accepted endpoints are flushed, not forced.
-  for (const auto& [ep, since] : accepted)
-    close_endpoint(worker_, ep, /*force=*/false, Deadline::after(kCloseTimeout));
+  for (const auto& [ep, since] : accepted) close_endpoint(worker_, ep, /*force=*/false);
   if (listener_ != nullptr) ucp_listener_destroy(listener_);
   listener_ = nullptr;
+}
+
+UcxRemoteKey UcxEndpoints::key_for(const std::shared_ptr<UcxPeer>& peer, uint64_t address,
+                                   uint64_t bytes, Deadline deadline) {
+  if (auto key = peer->key_for(address, bytes)) return key;
+  auto pending = std::make_shared<KeyRequest>();
+  pending->peer = peer;
+  const auto registration = key_requests_.add(pending);
+  const uint64_t id = registration.id();
+  msg::send(peer->ep(), msg::kRegionRequest, msg::encode(msg::RegionRequest{id, address, bytes}),
+            /*reply=*/true);
+  auto answered = [&] {
+    auto lock = key_requests_.lock();
+    return pending->answered || peer->failed();
+  };
+  if (!worker_.progress_until(answered, deadline, UcxWorker::Interruptible::kYes)) {
+    raise(Status::kTimeout,
+          "timed out asking " + peer->address() + " for the remote key of " + base::hex(address));
+  }
+  auto lock = key_requests_.lock();
+  if (!pending->answered) peer->raise_failed(peer->failure());
+  if (pending->status != Status::kSuccess) raise(pending->status, pending->message);
+  if (address < pending->base || address - pending->base + bytes > pending->size) {
+    raise(Status::kCommunication,
+          peer->address() + " answered with a region that does not hold " + base::hex(address));
+  }
+  return pending->key;
+}
+
+void UcxEndpoints::take_region_reply(const void* data, size_t length, ucp_ep_h) {
+  std::string tail;
+  auto reply = msg::decode<msg::RegionReplyHeader>(data, length, &tail);
+  if (!reply) return;
+  std::shared_ptr<KeyRequest> pending = key_requests_.find(reply->request_id);
+  if (!pending) return;  // the requester timed out meanwhile
+  Status status = Status::kSuccess;
+  std::string message = std::move(tail);  // a refusal's, else the packed key
+  UcxRemoteKey key;
+  if (reply->status != 0) {
+    // A peer that serves no remote keys says so (kNotSupported: the requester moves to the am
+    // path); an unproven endpoint is the link's fault.
+    status = msg::refusal_status(reply->status, {Status::kCommunication, Status::kNotSupported});
+  } else {
+    ucp_rkey_h unpacked = nullptr;
+    ucs_status_t unpack = ucp_ep_rkey_unpack(pending->peer->ep(), message.data(), &unpacked);
+    if (unpack == UCS_OK) {
+      key = UcxRemoteKey(unpacked, ucp_rkey_destroy);
+      pending->peer->cache_key(reply->base, reply->size, key);
+    } else {
+      status = Status::kCommunication;
+      message = ucx_error("the remote key from " + pending->peer->address(), unpack);
+    }
+  }
+  auto lock = key_requests_.lock();
+  pending->status = status;
+  pending->message = std::move(message);
+  pending->key = std::move(key);
+  pending->base = reply->base;
+  pending->size = reply->size;
+  pending->answered = true;
+}
+
+void UcxEndpoints::take_revoke(const void* data, size_t length, ucp_ep_h reply_ep) {
+  std::string owner;
+  auto revoke = msg::decode<msg::RevokeHeader>(data, length, &owner);
+  if (!revoke) return;
+  std::shared_ptr<UcxPeer> peer;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = peers_.find(owner);
+    if (it != peers_.end()) peer = it->second;
+  }
+  if (peer != nullptr) peer->drop_key(revoke->base);
+  if (reply_ep != nullptr) {
+    msg::send(reply_ep, msg::kRevokeAck, msg::encode(msg::RevokeAck{revoke->revoke_id}),
+              /*reply=*/false);
+  }
 }
 
 }  // namespace memloom::host

@@ -1,15 +1,14 @@
 // The UCX transport's endpoints: the listener and the endpoints it accepted (the owner's side),
-// and one endpoint per peer address this process transfers to (the requester's side), each with
-// the remote keys it obtained.
+// and one endpoint per peer address this process transfers to (the requester's side), with the
+// remote keys it asked for (kRegionRequest, answered by ucx_region_registry.h) until the owner
+// revokes them.
 //
-// Endpoints use UCP_ERR_HANDLING_MODE_PEER: when a peer dies or its link breaks, UCX completes the
-// endpoint's requests with an error and calls the error callback, which marks the endpoint failed.
-// A failed endpoint is dropped from the cache; the next transfer to that address creates a fresh
-// one, so a peer restarted at the same address is reached again without a stale-endpoint error.
+// Endpoints use UCP_ERR_HANDLING_MODE_PEER: when a peer dies or its link breaks, UCX fails the
+// endpoint's requests and calls its error callback, which marks it failed; the next transfer to
+// that address creates a fresh one, so a peer restarted at the same address is reached again.
 // Where UCX_TLS leaves only shared-memory transports, which UCX 1.13 cannot run with PEER, both
-// sides use UCP_ERR_HANDLING_MODE_NONE (UcxWorker::error_mode): a dead peer then shows as a call
-// that reaches its deadline, and the timed-out call force-closes the endpoint, so the next call
-// creates a fresh one all the same.
+// sides go without (UcxWorker::error_mode): a dead peer then shows as a call that reaches its
+// deadline, and that call force-closes the endpoint, so the next one creates a fresh one too.
 //
 // An accepted endpoint that has not passed the job proof (ucx_job_gate.h) within 5 s is closed, and
 // at most 256 wait at once (a new one closes the oldest), so silent or hostile connections neither
@@ -26,23 +25,20 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "hw/host/ucx_messages.h"
 #include "hw/host/ucx_worker.h"
 #include "memloom/deadline.h"
+#include "memloom/error.h"
 #include "src/base/range_map.h"
 
 namespace memloom::host {
 
-// A remote key of one region of a peer, unpacked for the endpoint it came over.
-struct UcxRemoteKey {
-  UcxRemoteKey(ucp_rkey_h key, uint64_t base, uint64_t size) : key(key), base(base), size(size) {}
-  ~UcxRemoteKey() { ucp_rkey_destroy(key); }
-  UcxRemoteKey(const UcxRemoteKey&) = delete;
-  UcxRemoteKey& operator=(const UcxRemoteKey&) = delete;
-  const ucp_rkey_h key;
-  const uint64_t base, size;
-};
+// A remote key of one region of a peer, unpacked for the endpoint it came over; destroyed with its
+// last copy.
+using UcxRemoteKey = std::shared_ptr<std::remove_pointer_t<ucp_rkey_h>>;
 
 // An endpoint to one peer address. Transfers hold it (shared) while they run, so a peer dropped
 // from the cache stays valid for them; the last holder closes the endpoint.
@@ -57,20 +53,25 @@ class UcxPeer {
   ucp_ep_h ep() const { return ep_; }
   bool failed() const { return failed_; }
   ucs_status_t failure() const { return failure_; }
-  void mark_failed(ucs_status_t status);
+  void mark_failed(ucs_status_t status) {
+    failure_ = status;
+    failed_ = true;
+  }
+  // Raises kTimeout for UCS_OK (a transfer's deadline passed), else kCommunication with `status`.
+  [[noreturn]] void raise_failed(ucs_status_t status) const;
   // Whether the owner admitted this endpoint after the job proof (ucx_job_gate.h).
   bool proven() const { return proven_; }
   void mark_proven() { proven_ = true; }
 
   // The cached key whose region holds [address, +bytes), or null.
-  std::shared_ptr<UcxRemoteKey> key_for(uint64_t address, uint64_t bytes);
-  // Caches a key (a region the owner named); replaces one of the same base.
-  void cache_key(std::shared_ptr<UcxRemoteKey> key);
+  UcxRemoteKey key_for(uint64_t address, uint64_t bytes);
+  // Caches the key of the region [base, +size) the owner named, replacing any it overlaps.
+  void cache_key(uint64_t base, uint64_t size, UcxRemoteKey key);
   // Drops the key of the region at `base` (the owner withdrew it).
   void drop_key(uint64_t base);
-  // Closes the endpoint now (requests on it complete as canceled), waiting at most until
-  // `deadline`; used when a transfer timed out and its requests must let go of user buffers.
-  void force_close(Deadline deadline);
+  // Closes the endpoint now (requests on it complete as canceled, letting go of user buffers),
+  // waiting at most 2 s.
+  void force_close();
 
  private:
   friend class UcxEndpoints;
@@ -81,7 +82,7 @@ class UcxPeer {
   std::atomic<ucs_status_t> failure_{UCS_OK};
   std::atomic<bool> proven_{false};
   std::mutex keys_mutex_;
-  base::RangeMap<std::shared_ptr<UcxRemoteKey>> keys_;
+  base::RangeMap<UcxRemoteKey> keys_;
 };
 
 class UcxEndpoints {
@@ -89,8 +90,11 @@ class UcxEndpoints {
   // `accepted_failed(ep)` is told when an accepted endpoint fails or is dropped (before it is
   // closed); `admitted(ep)` says whether it passed the job proof (null: no proof is asked).
   UcxEndpoints(UcxWorker& worker, std::function<void(ucp_ep_h)> accepted_failed,
-               std::function<bool(ucp_ep_h)> admitted = nullptr);
-  ~UcxEndpoints();
+               std::function<bool(ucp_ep_h)> admitted = nullptr)
+      : worker_(worker),
+        accepted_failed_(std::move(accepted_failed)),
+        admitted_(std::move(admitted)) {}
+  ~UcxEndpoints() { close_all(); }
   UcxEndpoints(const UcxEndpoints&) = delete;
   UcxEndpoints& operator=(const UcxEndpoints&) = delete;
 
@@ -101,8 +105,13 @@ class UcxEndpoints {
   std::shared_ptr<UcxPeer> peer(const std::string& address, const std::string& host, uint16_t port);
   // Forgets `peer` if it is still the one cached for its address.
   void drop(const std::shared_ptr<UcxPeer>& peer);
-  // The cached peer for `address`, without creating one (null if none).
-  std::shared_ptr<UcxPeer> cached(const std::string& address);
+
+  // The key of `peer`'s region that holds [address, +bytes), cached or asked for.
+  UcxRemoteKey key_for(const std::shared_ptr<UcxPeer>& peer, uint64_t address, uint64_t bytes,
+                       Deadline deadline);
+  // Message handlers (ucx_messages.h), run under the worker's lock.
+  void take_region_reply(const void* data, size_t length, ucp_ep_h);
+  void take_revoke(const void* data, size_t length, ucp_ep_h reply_ep);
 
   // Closes accepted endpoints that did not pass the job proof within kProofTimeout; run
   // periodically by the worker's progress thread.
@@ -120,6 +129,17 @@ class UcxEndpoints {
   static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
   void close_failed_accepted();
 
+  // A remote-key request in flight. The reply's key is unpacked and cached by the handler itself,
+  // under the worker's lock: a revocation that follows the reply on the wire then always finds it.
+  struct KeyRequest {
+    std::shared_ptr<UcxPeer> peer;
+    bool answered = false;
+    Status status = Status::kSuccess;
+    std::string message;  // a refusal, or why the key could not be used
+    UcxRemoteKey key;
+    uint64_t base = 0, size = 0;  // the key's region
+  };
+
   UcxWorker& worker_;
   std::function<void(ucp_ep_h)> accepted_failed_;
   std::function<bool(ucp_ep_h)> admitted_;
@@ -127,10 +147,8 @@ class UcxEndpoints {
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<UcxPeer>> peers_;
   std::map<ucp_ep_h, std::chrono::steady_clock::time_point> accepted_;  // and when
-  std::vector<ucp_ep_h> failed_accepted_;  // to close outside UCX's callbacks
+  std::vector<ucp_ep_h> failed_accepted_;     // to close outside UCX's callbacks
+  UcxPendingTable<KeyRequest> key_requests_;  // its lock guards the entries' fields
 };
-
-// Closes `ep` (flushing it first unless `force`), progressing until done or `deadline`.
-void close_endpoint(UcxWorker& worker, ucp_ep_h ep, bool force, Deadline deadline);
 
 }  // namespace memloom::host

@@ -1,7 +1,13 @@
 #include "hw/host/ucx_job_gate.h"
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "hw/host/ucx_messages.h"
 #include "memloom/error.h"
@@ -16,10 +22,52 @@ namespace msg = ucx_messages;
 // of growing without bound.
 constexpr size_t kMaxChallenges = 1024;
 
+using Nonce = std::array<uint8_t, 32>;
+using Proof = std::array<uint8_t, 32>;  // HMAC-SHA256
+
 Nonce nonce_of(const uint8_t* bytes) {
   Nonce nonce{};
   std::memcpy(nonce.data(), bytes, nonce.size());
   return nonce;
+}
+
+// Fresh random bytes from the CSPRNG (throws kSystem when it fails).
+Nonce random_nonce() {
+  Nonce nonce{};
+  if (RAND_bytes(nonce.data(), static_cast<int>(nonce.size())) != 1) {
+    raise(Status::kSystem, "the system's random generator (OpenSSL RAND_bytes) failed");
+  }
+  return nonce;
+}
+
+// Which side proves: the two sides' proofs differ.
+enum class ProofRole { kServer, kRequester };
+
+// HMAC-SHA256(secret, role label || length-prefixed server address || requester nonce || server
+// nonce): fixed-size fields around one length-prefixed text, so no two transcripts encode alike.
+Proof prove(const hal::JobSecret& secret, ProofRole role, const std::string& server_address,
+            const Nonce& requester_nonce, const Nonce& server_nonce) {
+  const char* label =
+      role == ProofRole::kServer ? "memloom-transport-v1 server" : "memloom-transport-v1 requester";
+  std::vector<uint8_t> message(label, label + std::strlen(label) + 1);
+  const auto length = static_cast<uint32_t>(server_address.size());
+  for (int shift = 24; shift >= 0; shift -= 8) message.push_back((length >> shift) & 0xff);
+  message.insert(message.end(), server_address.begin(), server_address.end());
+  message.insert(message.end(), requester_nonce.begin(), requester_nonce.end());
+  message.insert(message.end(), server_nonce.begin(), server_nonce.end());
+  Proof proof{};
+  unsigned int proof_length = 0;
+  if (HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()), message.data(),
+           message.size(), proof.data(), &proof_length) == nullptr ||
+      proof_length != proof.size()) {
+    raise(Status::kSystem, "HMAC-SHA256 (OpenSSL) failed");
+  }
+  return proof;
+}
+
+// Constant-time comparison of a received proof with the expected one.
+bool proof_matches(const Proof& expected, const uint8_t* received) {
+  return CRYPTO_memcmp(expected.data(), received, expected.size()) == 0;
 }
 
 // What a requester's endpoint fails with when the owner's UCX refuses the connection: seen as
@@ -105,7 +153,7 @@ void UcxJobGate::take_hello(const void* data, size_t length, ucp_ep_h reply_ep) 
   msg::send(reply_ep, msg::kChallenge, msg::encode(reply), /*reply=*/false);
 }
 
-void UcxJobGate::take_challenge(const void* data, size_t length) {
+void UcxJobGate::take_challenge(const void* data, size_t length, ucp_ep_h) {
   auto challenge = msg::decode<msg::Challenge>(data, length);
   if (!challenge) return;
   std::shared_ptr<Pending> pending = pending_.find(challenge->hello_id);
@@ -167,7 +215,7 @@ void UcxJobGate::take_proof(const void* data, size_t length, ucp_ep_h reply_ep) 
   msg::send(reply_ep, msg::kVerdict, msg::encode(verdict), /*reply=*/false);
 }
 
-void UcxJobGate::take_verdict(const void* data, size_t length) {
+void UcxJobGate::take_verdict(const void* data, size_t length, ucp_ep_h) {
   auto verdict = msg::decode<msg::Verdict>(data, length);
   if (!verdict) return;
   std::shared_ptr<Pending> pending = pending_.find(verdict->hello_id);

@@ -1,18 +1,21 @@
-// The job proof (job_proof.h) of the UCX transport, in active messages on a fresh endpoint before
-// it asks for any remote key:
+// The job proof, in active messages on a fresh endpoint before its first request: both ends show
+// they know the job's secret (hal::TransportOptions::job_secret) by an HMAC over fresh nonces of
+// both sides and the serving endpoint's address, so a proof seen on one connection is worth nothing
+// on another, and neither side's proof can be reflected as the other's.
 //
 //   kHello      requester -> owner   hello id, requester nonce            (reply endpoint asked)
 //   kChallenge  owner -> requester   hello id, owner nonce, owner proof
 //   kProof      requester -> owner   hello id, requester proof            (reply endpoint asked)
 //   kVerdict    owner -> requester   hello id, status (0: admitted)
 //
-// The owner admits the accepted endpoint the proof arrived on; region requests (and so remote
-// keys, and with them every put and get of an RDMA transport) from any other endpoint are
-// refused. The requester goes on only once the owner proved it knows the secret too.
+// The owner admits the accepted endpoint the proof arrived on; requests (for remote keys, and so
+// every put and get of an RDMA transport, or of the am path) from any other endpoint are refused.
+// The requester goes on only once the owner proved it knows the secret too.
 #pragma once
 
 #include <ucp/api/ucp.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -22,9 +25,8 @@
 #include <utility>
 
 #include "hw/hal/transport.h"
-#include "hw/host/job_proof.h"
 #include "hw/host/ucx_endpoints.h"
-#include "hw/host/ucx_pending_table.h"
+#include "hw/host/ucx_messages.h"
 #include "hw/host/ucx_worker.h"
 #include "memloom/deadline.h"
 
@@ -48,11 +50,12 @@ class UcxJobGate {
 
   // Message handlers (ucx_messages.h), run under the worker's lock.
   void take_hello(const void* data, size_t length, ucp_ep_h reply_ep);
-  void take_challenge(const void* data, size_t length);
+  void take_challenge(const void* data, size_t length, ucp_ep_h);
   void take_proof(const void* data, size_t length, ucp_ep_h reply_ep);
-  void take_verdict(const void* data, size_t length);
+  void take_verdict(const void* data, size_t length, ucp_ep_h);
 
  private:
+  using Nonce = std::array<uint8_t, 32>;
   // A proof in flight on the requester's side.
   struct Pending {
     std::shared_ptr<UcxPeer> peer;

@@ -1,7 +1,6 @@
-// The active messages UCX transports exchange: remote keys on request, and their revocation when
-// memory is withdrawn (the RMA data path: data moves by ucp_put_nbx/ucp_get_nbx); the job proof;
-// and the active-message data path (ucx_am_requests.h, ucx_am_server.h), where memloom moves the
-// bytes itself and checks every range.
+// The active messages UCX transports exchange: remote keys and their revocation (the rma data
+// path), the job proof, and the am data path, where memloom moves the bytes itself; and the table
+// of requests that wait for their reply (UcxPendingTable, at the end).
 //
 //   kRegionRequest  requester -> owner   "which exposed region holds [address, +bytes)?"
 //   kRegionReply    owner -> requester   that region's base, size and packed rkey, or a refusal
@@ -15,19 +14,25 @@
 //                                        (reads) the ranges' bytes back to back
 //
 // Every control message is one little-endian struct, then (replies, revocations) variable bytes,
-// all in the message's data. They go eagerly (UCP_AM_SEND_FLAG_EAGER), so handlers always get
-// their bytes in place. The data path's messages carry their descriptors in the active-message
-// header instead (so the owner knows where rendezvous data goes before it arrives) and leave the
-// protocol to UCX (eager for small, rendezvous for large payloads).
+// all in the message's data, sent eagerly, so handlers always get their bytes in place. The data
+// path's messages carry their descriptors in the active-message header instead (so the owner knows
+// where rendezvous data goes before it arrives) and leave the protocol to UCX.
 #pragma once
 
 #include <ucp/api/ucp.h>
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "memloom/error.h"
 
 namespace memloom::host::ucx_messages {
 
@@ -105,8 +110,7 @@ struct AmRange {
 
 struct AmReplyHeader {
   uint64_t request_id;
-  uint32_t
-      status;  // 0: done (reads: the bytes follow); else a memloom::Status, the message follows
+  uint32_t status;  // 0: done (reads: the bytes follow); else a Status, the message follows
   uint32_t reserved;
 };
 
@@ -130,6 +134,15 @@ std::optional<Header> decode(const void* data, size_t length, std::string* tail 
   return header;
 }
 
+// The Status a refusal's wire status (not 0) names, if it is one of `known`; anything else reads as
+// kInvalidInput, a range the owner refused.
+inline Status refusal_status(uint32_t wire, std::initializer_list<Status> known) {
+  for (Status status : known) {
+    if (wire == static_cast<uint32_t>(status)) return status;
+  }
+  return Status::kInvalidInput;
+}
+
 // A payload of `parts` as ucp_am_send_nbx / ucp_am_recv_data_nbx take it: one part as a contiguous
 // buffer, several as an IOV (the datatype goes into `param`).
 inline void describe_payload(std::vector<ucp_dt_iov_t>& parts, ucp_request_param_t& param,
@@ -145,13 +158,11 @@ inline void describe_payload(std::vector<ucp_dt_iov_t>& parts, ucp_request_param
   *count = parts.size();
 }
 
-// Sends `bytes` as message `id` on `ep` and forgets it: the copy is freed when UCX is done with it.
-// `reply` asks UCX to give the receiver an endpoint back to us (UCP_AM_SEND_FLAG_REPLY). A send
-// that fails shows up as the endpoint's error (its error callback), so nothing is returned.
+// Sends `bytes` as message `id` on `ep` and forgets it (a failed send shows up as the endpoint's
+// error). `reply` asks UCX to give the receiver an endpoint back to us (UCP_AM_SEND_FLAG_REPLY).
 void send(ucp_ep_h ep, unsigned id, std::string bytes, bool reply);
 
-// A handler of received messages: handler(arg, data, length, reply_ep), run under the worker's
-// lock by whichever thread progresses it.
+// A handler of received messages, run under the worker's lock by whichever thread progresses it.
 using Handler = void (*)(void* arg, const void* data, size_t length, ucp_ep_h reply_ep);
 struct Registration {
   Handler handler;
@@ -159,8 +170,76 @@ struct Registration {
 };
 // Registers `registration` (which must outlive the worker) for message `id` on `worker`.
 void set_handler(ucp_worker_h worker, unsigned id, const Registration* registration);
-// Registers UCX's own kind of handler (header, eager data or a rendezvous descriptor), for the data
+// Registers UCX's own kind of handler (header, data or a rendezvous descriptor), for the data
 // path's messages; `arg` must outlive the worker.
 void set_data_handler(ucp_worker_h worker, unsigned id, ucp_am_recv_callback_t handler, void* arg);
 
 }  // namespace memloom::host::ucx_messages
+
+namespace memloom::host {
+
+// Requests a UCX transport sent and waits to hear back about, by id: the requester's side of the
+// job proof (ucx_job_gate.h), of remote-key requests (ucx_endpoints.h) and of am transfers
+// (ucx_am_requests.h). The waiter adds an entry and forgets it when it stops waiting, whatever the
+// outcome; a reply handler finds the entry by the id the reply carries, and drops a reply for an
+// id no longer here (the waiter timed out). Entries are shared, so a handler may fill one in
+// outside the table's lock; their fields are guarded by the table's mutex (lock()).
+template <typename Entry>
+class UcxPendingTable {
+ public:
+  // Adds `entry` under a fresh id; the returned guard forgets it when it goes out of scope.
+  class Registration {
+   public:
+    Registration(UcxPendingTable& table, uint64_t id) : table_(&table), id_(id) {}
+    ~Registration() {
+      if (table_ != nullptr) table_->forget(id_);
+    }
+    Registration(Registration&& other) noexcept  // (no copies, no assignment)
+        : table_(std::exchange(other.table_, nullptr)), id_(other.id_) {}
+    uint64_t id() const { return id_; }
+
+   private:
+    UcxPendingTable* table_;
+    uint64_t id_;
+  };
+
+  Registration add(std::shared_ptr<Entry> entry) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const uint64_t id = next_id_++;
+    entries_.emplace(id, std::move(entry));
+    return Registration(*this, id);
+  }
+
+  // The entry of `id`, or null when its waiter forgot it.
+  std::shared_ptr<Entry> find(uint64_t id) {
+    auto held = lock();
+    return find_locked(id, held);
+  }
+
+  // The same, for a caller that holds lock() (`held`) and keeps it while it works on the entry:
+  // its waiter cannot forget it meanwhile.
+  std::shared_ptr<Entry> find_locked(uint64_t id, const std::unique_lock<std::mutex>& held) {
+    (void)held;
+    auto it = entries_.find(id);
+    return it == entries_.end() ? nullptr : it->second;
+  }
+
+  void forget(uint64_t id) {
+    std::shared_ptr<Entry> dropped;  // destroyed outside the lock
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return;
+    dropped = std::move(it->second);
+    entries_.erase(it);
+  }
+
+  // The mutex that guards the entries' fields.
+  std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mutex_); }
+
+ private:
+  std::mutex mutex_;
+  std::map<uint64_t, std::shared_ptr<Entry>> entries_;
+  uint64_t next_id_ = 1;
+};
+
+}  // namespace memloom::host

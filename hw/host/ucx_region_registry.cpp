@@ -47,35 +47,29 @@ void UcxRegionRegistry::expose(void* address, size_t size) {
     }
   }
   auto region = std::make_shared<Region>();
-  if (staging_ != nullptr && staging_->needs_staging(address)) {
-    insert(start, size, region);
-    return;
-  }
   // Registration (and so pinning, on RDMA transports) happens outside the lock: it may be slow.
-  ucp_mem_map_params_t params{};
-  params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-  params.address = address;
-  params.length = size;
-  ucs_status_t status = ucp_mem_map(worker_.context(), &params, &region->memory);
-  if (status != UCS_OK) {
-    raise(Status::kCommunication,
-          ucx_error("expose: registering [" + hex(start) + ", +" + std::to_string(size) + ")",
-                    status));
+  // Staged device memory is not registered.
+  if (staging_ == nullptr || !staging_->needs_staging(address)) {
+    ucp_mem_map_params_t params{};
+    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    params.address = address;
+    params.length = size;
+    ucs_status_t status = ucp_mem_map(worker_.context(), &params, &region->memory);
+    if (status != UCS_OK) {
+      raise(Status::kCommunication,
+            ucx_error("expose: registering [" + hex(start) + ", +" + std::to_string(size) + ")",
+                      status));
+    }
+    void* packed = nullptr;
+    size_t packed_size = 0;
+    status = ucp_rkey_pack(worker_.context(), region->memory, &packed, &packed_size);
+    if (status != UCS_OK) {
+      unmap(worker_.context(), region->memory);
+      raise(Status::kCommunication, ucx_error("expose: packing the remote key", status));
+    }
+    region->packed_key.assign(static_cast<const char*>(packed), packed_size);
+    ucp_rkey_buffer_release(packed);
   }
-  void* packed = nullptr;
-  size_t packed_size = 0;
-  status = ucp_rkey_pack(worker_.context(), region->memory, &packed, &packed_size);
-  if (status != UCS_OK) {
-    unmap(worker_.context(), region->memory);
-    raise(Status::kCommunication, ucx_error("expose: packing the remote key", status));
-  }
-  region->packed_key.assign(static_cast<const char*>(packed), packed_size);
-  ucp_rkey_buffer_release(packed);
-  insert(start, size, region);
-}
-
-void UcxRegionRegistry::insert(uintptr_t start, size_t size,
-                               const std::shared_ptr<Region>& region) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (regions_.insert(start, size, region) != nullptr) {
     unmap(worker_.context(), region->memory);  // another thread exposed an overlapping range
@@ -138,8 +132,7 @@ std::shared_ptr<void> UcxRegionRegistry::hold(uint64_t address, uint64_t bytes) 
   return std::shared_ptr<void>(region.get(), [region](void*) { region->copies.fetch_sub(1); });
 }
 
-void UcxRegionRegistry::answer_request(const void* data, size_t length, ucp_ep_h reply_ep,
-                                       bool admitted) {
+void UcxRegionRegistry::answer_request(const void* data, size_t length, ucp_ep_h reply_ep) {
   auto request = msg::decode<msg::RegionRequest>(data, length);
   if (!request || reply_ep == nullptr) {
     MEMLOOM_LOG(kWarn, "transport: dropped a malformed region request");
@@ -147,6 +140,7 @@ void UcxRegionRegistry::answer_request(const void* data, size_t length, ucp_ep_h
   }
   msg::RegionReplyHeader reply{request->request_id, 0, 0, 0, 0};
   std::string tail;
+  const bool admitted = gate_.admitted(reply_ep);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const uint64_t address = request->address, bytes = request->bytes;
@@ -179,7 +173,7 @@ void UcxRegionRegistry::answer_request(const void* data, size_t length, ucp_ep_h
   msg::send(reply_ep, msg::kRegionReply, msg::encode(reply, tail), /*reply=*/false);
 }
 
-void UcxRegionRegistry::take_ack(const void* data, size_t length) {
+void UcxRegionRegistry::take_ack(const void* data, size_t length, ucp_ep_h) {
   auto ack = msg::decode<msg::RevokeAck>(data, length);
   if (!ack) return;
   std::lock_guard<std::mutex> lock(mutex_);

@@ -1,19 +1,15 @@
-// The owner's side of the UCX transport: the memory it exposed, registered with UCX
-// (ucp_mem_map) with its packed remote key, and the answers to peers asking for those keys.
+// The owner's side of the UCX transport: the memory it exposed, registered with UCX (ucp_mem_map)
+// with its packed remote key, and the answers to peers asking for those keys (kRegionRequest); a
+// range outside every exposed region is refused, which the requester raises as kInvalidInput.
 //
-// A peer asks for the region holding a range (kRegionRequest) and caches the key; a range outside
-// every exposed region is refused with a message, which the requester raises as kInvalidInput.
-// withdraw() revokes the key at every peer that got it and waits (bounded) for each to confirm,
-// or to be gone, before unmapping: after withdraw() returns, no peer starts a new transfer into
-// the range. Transports other than RDMA do not enforce a remote key in hardware, so this
-// revocation is what makes a withdrawal hold for them.
+// withdraw() revokes the key at every peer that got it and waits (bounded) for each to confirm, or
+// to be gone, before unmapping: after it returns, no peer starts a new transfer into the range.
+// Transports other than RDMA do not enforce a remote key in hardware, so this revocation is what
+// makes a withdrawal hold for them. It also waits (bounded) for the am path's copies into or out of
+// the region to end (hold()).
 //
-// Device memory that UCX cannot register (a transport given a BufferStaging, ucx_transport.h) is
-// exposed without ucp_mem_map: it serves the am path only, which stages it, and a request for its
-// remote key is refused with kNotSupported, so an rma requester moves to am for this owner.
-//
-// The active-message data path (ucx_am_server.h) copies into and out of regions itself: it holds
-// the region while a copy runs (hold()), and withdraw() waits (bounded) for those holds to end.
+// Device memory UCX cannot register is exposed without ucp_mem_map: a request for its remote key
+// is refused with kNotSupported, so rma requesters move to am for this owner (ucx_data_path.h).
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -28,6 +24,7 @@
 #include <string>
 
 #include "hw/host/buffer_staging.h"
+#include "hw/host/ucx_job_gate.h"
 #include "hw/host/ucx_worker.h"
 #include "src/base/range_map.h"
 
@@ -35,11 +32,11 @@ namespace memloom::host {
 
 class UcxRegionRegistry {
  public:
-  // `serves_keys`: false where the transport's context has no RMA (UcxWorker): every request for
-  // a remote key is then refused with kNotSupported, and requesters use the am path instead.
-  // `staging`: null where every exposed region is host memory (it must outlive this registry).
-  UcxRegionRegistry(UcxWorker& worker, bool serves_keys, const BufferStaging* staging)
-      : worker_(worker), serves_keys_(serves_keys), staging_(staging) {}
+  // `serves_keys`: false where the context has no RMA: every remote key is then refused with
+  // kNotSupported. `staging` (null: all memory is host memory) must outlive the registry.
+  UcxRegionRegistry(UcxWorker& worker, UcxJobGate& gate, bool serves_keys,
+                    const BufferStaging* staging)
+      : worker_(worker), gate_(gate), serves_keys_(serves_keys), staging_(staging) {}
   ~UcxRegionRegistry();
   UcxRegionRegistry(const UcxRegionRegistry&) = delete;
   UcxRegionRegistry& operator=(const UcxRegionRegistry&) = delete;
@@ -51,16 +48,15 @@ class UcxRegionRegistry {
   void expose(void* address, size_t size);
   void withdraw(void* address);
 
-  // A hold on the exposed region that contains all of [address, +bytes), for a copy into or out of
-  // it; null when no exposed region does (or it is being withdrawn). Releasing the last copy of
-  // the returned pointer ends the hold.
+  // A hold, for a copy, on the exposed region that contains [address, +bytes), ended when the last
+  // copy of the pointer goes; null when no region does (or it is being withdrawn).
   std::shared_ptr<void> hold(uint64_t address, uint64_t bytes);
 
-  // Message handlers (ucx_messages.h), run under the worker's lock.
-  // `admitted`: the requester's endpoint proved the job secret (ucx_job_gate.h); others are
-  // refused, so no remote key leaves for a process outside the job.
-  void answer_request(const void* data, size_t length, ucp_ep_h reply_ep, bool admitted);
-  void take_ack(const void* data, size_t length);
+  // Message handlers (ucx_messages.h), run under the worker's lock. A request from an endpoint
+  // that has not proven the job secret (ucx_job_gate.h) is refused, so no remote key leaves for a
+  // process outside the job.
+  void answer_request(const void* data, size_t length, ucp_ep_h reply_ep);
+  void take_ack(const void* data, size_t length, ucp_ep_h);
   // An accepted endpoint failed: holders behind it no longer need to confirm revocations.
   void forget_holder(ucp_ep_h ep);
 
@@ -72,11 +68,8 @@ class UcxRegionRegistry {
     std::atomic<int> copies{0};  // holds of the active-message path (copies in progress)
   };
 
-  // Adds an exposed region to the map; kInvalidInput (and unmapped) if one overlapping it was
-  // exposed meanwhile.
-  void insert(uintptr_t start, size_t size, const std::shared_ptr<Region>& region);
-
   UcxWorker& worker_;
+  UcxJobGate& gate_;
   const bool serves_keys_;
   const BufferStaging* const staging_;
   std::string own_address_;

@@ -7,9 +7,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "hw/host/host_address.h"
-#include "hw/host/host_memory_staging.h"
 #include "hw/host/ucx_capabilities.h"
 #include "hw/host/ucx_transfer_batch.h"
 #include "memloom/error.h"
@@ -30,6 +30,21 @@ constexpr size_t kPooledStagingBuffers = 16;
 // How long a closing transport waits for UCX to hand back the requests of calls that gave up.
 constexpr auto kReleaseAtCloseTimeout = std::chrono::seconds(2);
 
+// Plain host buffers (cache-line aligned) and memcpy: the requester's own buffers where there is no
+// device staging (ucx_am_requests.h, "Own buffers").
+class HostMemoryStaging : public BufferStaging {
+ public:
+  bool needs_staging(const void*) const override { return false; }
+  void copy_all(const std::vector<StagingCopy>& copies, Deadline) override {
+    for (const StagingCopy& c : copies) std::memcpy(c.to, c.from, c.bytes);
+  }
+  void* allocate_host(size_t bytes) override { return ::operator new(bytes, kAlignment); }
+  void free_host(void* buffer) noexcept override { ::operator delete(buffer, kAlignment); }
+
+ private:
+  static constexpr std::align_val_t kAlignment{64};
+};
+
 // Which of this side's buffers a transfer puts through a pool instead of handing them to UCX.
 UcxAmRequests::StagedBuffers requester_staging(const UcxWorker& worker, bool device_staging) {
   if (worker.error_mode() == UCP_ERR_HANDLING_MODE_NONE) return UcxAmRequests::StagedBuffers::kAll;
@@ -37,12 +52,7 @@ UcxAmRequests::StagedBuffers requester_staging(const UcxWorker& worker, bool dev
                         : UcxAmRequests::StagedBuffers::kNone;
 }
 
-struct UcxAddress {
-  std::string host;
-  uint16_t port = 0;
-};
-
-UcxAddress parse_address(const std::string& text) {
+base::TcpAddress parse_address(const std::string& text) {
   MEMLOOM_CHECK_ARG(text.rfind(kScheme, 0) == 0,
                     "transport address '" + text + "' is not ucx://IP:PORT");
   base::TcpAddressRules rules;
@@ -52,7 +62,7 @@ UcxAddress parse_address(const std::string& text) {
       base::parse_tcp_address(std::string_view(text).substr(kScheme.size()), rules);
   MEMLOOM_CHECK_ARG(parsed.fault == base::TcpAddressFault::kNone,
                     "transport address '" + text + "' is not ucx://IP:PORT");
-  return {parsed.address.host, parsed.address.port};
+  return parsed.address;
 }
 
 std::string format_address(const std::string& host, uint16_t port) {
@@ -81,12 +91,11 @@ void check_ipv6_host(const std::string& host) {
   }
   const char* priority = std::getenv("UCX_TCP_AF_PRIO");
   if (priority != nullptr && std::string(priority).rfind("inet6", 0) != 0) {
-    raise(Status::kNotSupported, "the UCX transport on an IPv6 address (" + host +
-                                     ") needs UCX_TCP_AF_PRIO to put inet6 "
-                                     "first (it is '" +
-                                     priority +
-                                     "'): UCX 1.13 corrupts memory when a peer that "
-                                     "connected over IPv6 meets IPv4 interface addresses");
+    raise(Status::kNotSupported,
+          "the UCX transport on an IPv6 address (" + host +
+              ") needs UCX_TCP_AF_PRIO to put inet6 first (it is '" + priority +
+              "'): UCX 1.13 corrupts memory when a peer that connected over IPv6 meets IPv4 "
+              "interface addresses");
   }
 }
 
@@ -102,28 +111,27 @@ void warn_if_transport_variable_set() {
                                              "TCP)");
 }
 
+std::shared_ptr<StagingBufferPool> pool_of(BufferStaging* staging) {
+  return staging == nullptr ? nullptr
+                            : std::make_shared<StagingBufferPool>(
+                                  *staging, UcxAmRequests::kChunkBytes, kPooledStagingBuffers);
+}
+
 }  // namespace
 
 UcxTransport::UcxTransport(const hal::TransportOptions& options,
                            std::unique_ptr<BufferStaging> staging)
     : staging_(std::move(staging)),
-      staging_pool_(staging_ == nullptr
-                        ? nullptr
-                        : StagingBufferPool::create(*staging_, UcxAmRequests::kChunkBytes,
-                                                    kPooledStagingBuffers)),
       host_staging_(staging_ == nullptr ? std::make_unique<HostMemoryStaging>() : nullptr),
-      requester_pool_(staging_pool_ != nullptr
-                          ? staging_pool_
-                          : StagingBufferPool::create(*host_staging_, UcxAmRequests::kChunkBytes,
-                                                      kPooledStagingBuffers)),
+      staging_pool_(pool_of(staging_.get())),
+      requester_pool_(staging_pool_ != nullptr ? staging_pool_ : pool_of(host_staging_.get())),
       data_path_(chosen_ucx_data_path()),
       serves_rma_(data_path_ == UcxDataPath::kRma || ucx_offers_rdma()),
       host_(options.host.empty() ? host_address() : options.host),
       worker_(serves_rma_, is_ipv6_literal(host_)),
       gate_(worker_, options.job_secret),
-      regions_(worker_, serves_rma_, staging_.get()),
-      am_server_(
-          worker_, regions_, [this](ucp_ep_h ep) { return gate_.admitted(ep); }, staging_pool_),
+      regions_(worker_, gate_, serves_rma_, staging_.get()),
+      am_server_(worker_, regions_, gate_, staging_pool_),
       am_requests_(worker_, requester_pool_, requester_staging(worker_, staging_ != nullptr)),
       endpoints_(
           worker_,
@@ -131,51 +139,21 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options,
             gate_.forget(ep);
             regions_.forget_holder(ep);
           },
-          [this](ucp_ep_h ep) { return gate_.admitted(ep); }),
-      remote_keys_(worker_, endpoints_) {
-  handlers_[0] = {[](void* self, const void* data, size_t length, ucp_ep_h reply_ep) {
-                    auto* transport = static_cast<UcxTransport*>(self);
-                    transport->regions_.answer_request(
-                        data, length, reply_ep,
-                        reply_ep != nullptr && transport->gate_.admitted(reply_ep));
-                  },
-                  this};
-  handlers_[1] = {[](void* self, const void* data, size_t length, ucp_ep_h) {
-                    static_cast<UcxTransport*>(self)->remote_keys_.take_reply(data, length);
-                  },
-                  this};
-  handlers_[2] = {[](void* self, const void* data, size_t length, ucp_ep_h reply_ep) {
-                    static_cast<UcxTransport*>(self)->remote_keys_.take_revoke(data, length,
-                                                                               reply_ep);
-                  },
-                  this};
-  handlers_[3] = {[](void* self, const void* data, size_t length, ucp_ep_h) {
-                    static_cast<UcxTransport*>(self)->regions_.take_ack(data, length);
-                  },
-                  this};
-  handlers_[4] = {[](void* self, const void* data, size_t length, ucp_ep_h reply_ep) {
-                    static_cast<UcxTransport*>(self)->gate_.take_hello(data, length, reply_ep);
-                  },
-                  this};
-  handlers_[5] = {[](void* self, const void* data, size_t length, ucp_ep_h) {
-                    static_cast<UcxTransport*>(self)->gate_.take_challenge(data, length);
-                  },
-                  this};
-  handlers_[6] = {[](void* self, const void* data, size_t length, ucp_ep_h reply_ep) {
-                    static_cast<UcxTransport*>(self)->gate_.take_proof(data, length, reply_ep);
-                  },
-                  this};
-  handlers_[7] = {[](void* self, const void* data, size_t length, ucp_ep_h) {
-                    static_cast<UcxTransport*>(self)->gate_.take_verdict(data, length);
-                  },
-                  this};
-  const unsigned ids[] = {msg::kRegionRequest, msg::kRegionReply, msg::kRevoke, msg::kRevokeAck,
-                          msg::kHello,         msg::kChallenge,   msg::kProof,  msg::kVerdict};
+          [this](ucp_ep_h ep) { return gate_.admitted(ep); }) {
+  const std::pair<unsigned, msg::Handler> taken[] = {
+      {msg::kRegionRequest, dispatch<&UcxTransport::regions_, &UcxRegionRegistry::answer_request>},
+      {msg::kRegionReply, dispatch<&UcxTransport::endpoints_, &UcxEndpoints::take_region_reply>},
+      {msg::kRevoke, dispatch<&UcxTransport::endpoints_, &UcxEndpoints::take_revoke>},
+      {msg::kRevokeAck, dispatch<&UcxTransport::regions_, &UcxRegionRegistry::take_ack>},
+      {msg::kHello, dispatch<&UcxTransport::gate_, &UcxJobGate::take_hello>},
+      {msg::kChallenge, dispatch<&UcxTransport::gate_, &UcxJobGate::take_challenge>},
+      {msg::kProof, dispatch<&UcxTransport::gate_, &UcxJobGate::take_proof>},
+      {msg::kVerdict, dispatch<&UcxTransport::gate_, &UcxJobGate::take_verdict>}};
+  static_assert(sizeof(taken) / sizeof(taken[0]) == std::tuple_size_v<decltype(handlers_)>);
   for (size_t i = 0; i < handlers_.size(); ++i) {
-    msg::set_handler(worker_.worker(), ids[i], &handlers_[i]);
+    handlers_[i] = {taken[i].second, this};
+    msg::set_handler(worker_.worker(), taken[i].first, &handlers_[i]);
   }
-  am_server_.register_handlers();  // served whatever data_path_ is: the requester chooses
-  am_requests_.register_handler();
   warn_if_transport_variable_set();
   if (is_ipv6_literal(host_)) check_ipv6_host(host_);
   address_ = format_address(host_, endpoints_.listen(host_));
@@ -206,14 +184,6 @@ UcxTransport::~UcxTransport() {
   }
 }
 
-void UcxTransport::expose(void* address, size_t size) {
-  regions_.expose(address, size);
-}
-
-void UcxTransport::withdraw(void* address) {
-  regions_.withdraw(address);
-}
-
 void UcxTransport::transfer(const std::string& peer_address,
                             const std::vector<hal::TransferOp>& ops, Deadline deadline) {
   std::vector<const hal::TransferOp*> work;
@@ -227,7 +197,8 @@ void UcxTransport::transfer(const std::string& peer_address,
                       "transfer: the remote range wraps around the address space");
     if (op.bytes > 0) work.push_back(&op);
   }
-  const UcxAddress where = parse_address(peer_address);  // a malformed address is the caller's
+  const base::TcpAddress where =
+      parse_address(peer_address);  // a malformed address is the caller's
   if (work.empty()) return;
   std::shared_ptr<UcxPeer> peer = endpoints_.peer(peer_address, where.host, where.port);
   try {
@@ -237,86 +208,48 @@ void UcxTransport::transfer(const std::string& peer_address,
     // interruption too: the next transfer to this peer gets a new endpoint).
     if (error.status() != Status::kInvalidInput) {
       if (error.status() == Status::kTimeout || error.status() == Status::kInterrupted)
-        peer->force_close(Deadline::after(std::chrono::seconds(2)));
+        peer->force_close();
       endpoints_.drop(peer);
     }
     throw;
   }
 }
 
-bool UcxTransport::stages_locally(const std::vector<const hal::TransferOp*>& work) const {
-  if (staging_ == nullptr) return false;
-  for (const hal::TransferOp* op : work) {
-    if (staging_->needs_staging(op->local_address)) return true;
+bool UcxTransport::needs_am(const UcxPeer& peer, const std::vector<const hal::TransferOp*>& work) {
+  // Device memory of this side: ucp_put_nbx/ucp_get_nbx would hand it to UCX; nor are the
+  // caller's buffers handed to UCX where its endpoints go without peer error handling.
+  if (data_path_ == UcxDataPath::kAm || worker_.error_mode() == UCP_ERR_HANDLING_MODE_NONE) {
+    return true;
   }
-  return false;
+  for (const hal::TransferOp* op : work) {
+    if (staging_ != nullptr && staging_->needs_staging(op->local_address)) return true;
+  }
+  std::lock_guard<std::mutex> lock(am_only_mutex_);
+  return am_only_peers_.count(peer.address()) != 0;
 }
 
 void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
                        const std::vector<const hal::TransferOp*>& work, Deadline deadline) {
   gate_.prove_to(peer, deadline);
-  // Device memory of this side: ucp_put_nbx/ucp_get_nbx would hand it to UCX; nor are the
-  // caller's buffers handed to UCX where its endpoints go without peer error handling.
-  bool am = data_path_ == UcxDataPath::kAm || worker_.error_mode() == UCP_ERR_HANDLING_MODE_NONE ||
-            stages_locally(work);
-  if (!am) {
-    std::lock_guard<std::mutex> lock(am_only_mutex_);
-    am = am_only_peers_.count(peer->address()) != 0;
-  }
-  if (am) {
-    am_requests_.run(peer, work, deadline);
-    return;
-  }
+  if (needs_am(*peer, work)) return am_requests_.run(peer, work, deadline);
   // Every key first: a range the peer refuses fails the call before any byte moves.
-  std::vector<std::shared_ptr<UcxRemoteKey>> keys;
-  keys.reserve(work.size());
+  std::vector<UcxRemoteKey> keys;
   try {
     for (const hal::TransferOp* op : work) {
-      keys.push_back(remote_keys_.key_for(peer, op->remote_address, op->bytes, deadline));
+      keys.push_back(endpoints_.key_for(peer, op->remote_address, op->bytes, deadline));
     }
   } catch (const Error& error) {
     if (error.status() != Status::kNotSupported) throw;
-    // The peer's UCX has no RDMA transport, so it serves only am (see serves_rma_), or the range
-    // is device memory its UCX cannot register (it stages it): so be it, for this call and the
-    // next ones; no byte has moved yet.
+    // The peer serves only am (its UCX has no RDMA transport), or stages the range: so be it, for
+    // this call and the next ones; no byte has moved yet.
     MEMLOOM_LOG(kInfo, "transport " << address_ << ": " << error.what() << "; using am for it");
     {
       std::lock_guard<std::mutex> lock(am_only_mutex_);
       am_only_peers_.insert(peer->address());
     }
-    am_requests_.run(peer, work, deadline);
-    return;
+    return am_requests_.run(peer, work, deadline);
   }
-  UcxTransferBatch batch(worker_, peer->ep());
-  bool issued = true;
-  bool completed = false;
-  try {
-    for (size_t i = 0; i < work.size() && issued; ++i) {
-      const hal::TransferOp& op = *work[i];
-      void* local = op.local_address;
-      issued = op.direction == Direction::kWrite
-                   ? batch.put(local, op.bytes, op.remote_address, keys[i]->key, deadline)
-                   : batch.get(local, op.bytes, op.remote_address, keys[i]->key, deadline);
-    }
-    completed = issued && batch.complete(deadline);
-  } catch (const Error&) {
-    // Interrupted by the caller (nothing else throws here): the requests in flight let go of
-    // the buffers, which the batch's destructor waits for, only once the endpoint is closed.
-    if (!peer->failed()) batch.let_moving_requests_end();
-    peer->force_close(Deadline::after(std::chrono::seconds(2)));
-    throw;
-  }
-  if (!completed) {
-    if (!peer->failed()) batch.let_moving_requests_end();
-    if (batch.status() != UCS_OK || peer->failed()) {
-      const ucs_status_t status = batch.status() != UCS_OK ? batch.status() : peer->failure();
-      peer->force_close(Deadline::after(std::chrono::seconds(2)));  // requests let go of buffers
-      raise(Status::kCommunication,
-            ucx_error("transfer with " + peer->address() + " failed", status));
-    }
-    peer->force_close(Deadline::after(std::chrono::seconds(2)));
-    raise(Status::kTimeout, "transfer with " + peer->address() + " timed out");
-  }
+  run_transfer_batch(worker_, *peer, work, keys, deadline);
 }
 
 }  // namespace memloom::host

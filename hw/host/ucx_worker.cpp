@@ -22,8 +22,7 @@ namespace {
 constexpr int kSpinsBeforeSleep = 200;
 // A sleeping waiter re-checks at least this often (a wake-up consumed by another thread).
 constexpr int kSleepSliceMs = 1;
-// progress_while_ending(): how long without a request ending stops it, and how long it lasts at
-// most.
+// progress_while_ending(): the stall that stops it, and its limit.
 constexpr auto kEndingStall = std::chrono::milliseconds(20);
 constexpr auto kEndingLimit = std::chrono::seconds(2);
 
@@ -51,31 +50,6 @@ void warn_of_deadline_only_failures(const std::string& transports) {
 }
 
 }  // namespace
-
-std::string ucx_error(const std::string& what, ucs_status_t status) {
-  return what + ": " + ucs_status_string(status);
-}
-
-bool ucx_supports_cuda_memory() {
-  static const bool supported = [] {
-    ucp_config_t* config = nullptr;
-    if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) return false;
-    ucp_params_t params{};
-    params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM;
-    ucp_context_h context = nullptr;
-    const ucs_status_t status = ucp_init(&params, config, &context);
-    ucp_config_release(config);
-    if (status != UCS_OK) return false;
-    ucp_context_attr_t attr{};
-    attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
-    const bool cuda = ucp_context_query(context, &attr) == UCS_OK &&
-                      (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
-    ucp_cleanup(context);
-    return cuda;
-  }();
-  return supported;
-}
 
 UcxWorker::UcxWorker(bool rma, bool ipv6) {
   if (const char* chosen = std::getenv("UCX_TLS")) user_transports_ = chosen;
@@ -187,7 +161,7 @@ void UcxWorker::progress_loop() {
   while (!stopping_) {
     while (ucp_worker_progress(worker_) != 0) {
     }
-    if (housekeeping_ && std::chrono::steady_clock::now() >= next_housekeeping) {
+    if (std::chrono::steady_clock::now() >= next_housekeeping) {
       housekeeping_();
       next_housekeeping = std::chrono::steady_clock::now() + kHousekeepingPeriod;
     }
@@ -200,7 +174,7 @@ void UcxWorker::progress_loop() {
     }
     // BUSY: events arrived since the last progress; progress again before sleeping.
     if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
-    wait_for_events(housekeeping_ ? 1000 : -1);
+    wait_for_events(1000);
   }
 }
 

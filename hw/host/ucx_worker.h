@@ -1,17 +1,14 @@
 // One UCX context and worker for one Transport, shared by the threads that use it.
 //
 // The worker runs in UCS_THREAD_MODE_MULTI: transfer threads progress it themselves while they
-// wait (no hand-off to another thread on the latency path), and a progress thread answers peers
-// (rkey requests, revocations, connection requests) when no user thread is in the library. The
-// progress thread sleeps on the worker's event fd (ucp_worker_get_efd/ucp_worker_arm), so an idle
-// transport costs no CPU.
+// wait (no hand-off on the latency path), and a progress thread answers peers when no user thread
+// is in the library, sleeping on the worker's event fd, so an idle transport costs no CPU.
 //
 // Lock order: UCX takes the worker's lock inside every ucp_* call and runs callbacks under it, so
 // code here never calls into UCX while holding a mutex of its own that a callback also takes.
 //
-// Nothing here sets a UCX_* variable: ucp_config_read reads the user's environment as it is. The
-// context's own configuration gets defaults where the user set none (TCP segment sizes), and tcp
-// where UCX_TLS names only transports within a host (see reopen_for_host_local_transports).
+// Nothing here sets a UCX_* variable. The context's configuration gets defaults where the user set
+// none (TCP segment sizes), and tcp where UCX_TLS names only transports within a host.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -28,12 +25,11 @@ namespace memloom::host {
 
 class UcxWorker {
  public:
-  // `rma`: whether the context has UCP_FEATURE_RMA. Without it UCX installs no handlers for
-  // its software RMA (which, over transports without RDMA, writes and reads wherever a message
-  // says, checking no remote key), so a process speaking UCP directly cannot reach memory.
-  // `ipv6`: the transport listens on an IPv6 address; UCX's TCP interfaces then use IPv6
-  // addresses too (UCX_TCP_AF_PRIO=inet6 where the user did not set it): UCX 1.13 corrupts memory
-  // when a connection that came over IPv6 meets IPv4 interface addresses.
+  // `rma`: whether the context has UCP_FEATURE_RMA. Without it UCX installs no handlers for its
+  // software RMA (which, without RDMA, writes and reads wherever a message says, checking no remote
+  // key), so a process speaking UCP directly cannot reach memory. `ipv6`: the transport listens on
+  // an IPv6 address; UCX's TCP interfaces then use IPv6 addresses too (UCX_TCP_AF_PRIO=inet6 where
+  // unset): UCX 1.13 corrupts memory when a connection over IPv6 meets IPv4 interface addresses.
   explicit UcxWorker(bool rma = true, bool ipv6 = false);
   ~UcxWorker();
   UcxWorker(const UcxWorker&) = delete;
@@ -41,9 +37,9 @@ class UcxWorker {
 
   ucp_context_h context() const { return context_; }
   ucp_worker_h worker() const { return worker_; }
-  // How this transport's endpoints handle errors, on both sides of a connection:
-  // UCP_ERR_HANDLING_MODE_PEER (UCX reports a dead peer), or NONE where UCX_TLS leaves only
-  // transports within this host, which cannot serve PEER: then memloom's deadlines find dead peers.
+  // How this transport's endpoints handle errors, on both sides of a connection: PEER (UCX reports
+  // a dead peer), or NONE where UCX_TLS leaves only transports within this host, which cannot serve
+  // PEER: then memloom's deadlines find dead peers.
   ucp_err_handling_mode_t error_mode() const { return error_mode_; }
   // "UCX_TLS=sm,self, endpoints without peer error handling": what a peer of a job whose setting
   // differs must be told, since UCX refuses to connect endpoints whose error handling differs.
@@ -68,16 +64,16 @@ class UcxWorker {
   // unexpected error: Endpoint timeout" in ucp_get_req_handler for a software get).
   void progress_while_ending(const std::function<size_t()>& left);
 
-  // Stops the progress thread (before the objects its callbacks touch go away). Idempotent.
-  void stop_progress_thread();
-  // The destructor then leaves UCX's worker and context as they are (memory and descriptors stay
-  // taken until the process exits): for a worker UCX still holds a request on, which UCX 1.13
-  // would answer at destruction by aborting the process ("pending request ... should have been
-  // flushed"), or by callbacks into objects already gone.
-  void keep_open_at_destruction() { keep_open_ = true; }
-  // Starts it; called once the callbacks' owners exist. `housekeeping`, if any, runs on it about
+  // Starts the progress thread once the callbacks' owners exist; `housekeeping` runs on it about
   // once a second (closing endpoints that never proved the job secret).
-  void start_progress_thread(std::function<void()> housekeeping = nullptr);
+  void start_progress_thread(std::function<void()> housekeeping);
+  // Stops it (before the objects its callbacks touch go away). Idempotent.
+  void stop_progress_thread();
+  // The destructor then leaves UCX's worker and context as they are (taken until the process
+  // exits): for a worker UCX still holds a request on, which UCX 1.13 would answer at destruction
+  // by aborting the process ("pending request ... should have been flushed"), or by callbacks into
+  // objects already gone.
+  void keep_open_at_destruction() { keep_open_ = true; }
 
  private:
   void progress_loop();
@@ -85,8 +81,8 @@ class UcxWorker {
   // the context is opened again with tcp added to UCX_TLS for connection setup.
   ucs_status_t reopen_for_host_local_transports(ucp_config_t* config, const ucp_params_t& params);
   // Waits until the wake pipe or, `with_events`, the worker's event fd is readable, for at most
-  // `timeout_ms` (-1: without limit), and empties the wake pipe: a wake-up is taken once, never
-  // left there to make every later wait return at once.
+  // `timeout_ms`, and empties the wake pipe: a wake-up is taken once, never left there to make
+  // every later wait return at once.
   void wait_for_events(int timeout_ms, bool with_events = true);
 
   ucp_context_h context_ = nullptr;
@@ -98,20 +94,28 @@ class UcxWorker {
   int wake_pipe_[2] = {-1, -1};
   std::atomic<bool> stopping_{false};
   bool keep_open_ = false;
-  // Threads inside progress_until: while there are any, they progress the worker and the progress
-  // thread stands aside (parked on the wake pipe), so the two do not fight over the worker's lock
-  // and the cores (the last one out wakes it).
+  // Threads inside progress_until: while there are any, the progress thread stands aside (parked
+  // on the wake pipe, the last one out wakes it), so the two do not fight over the worker's lock.
   std::atomic<int> progressing_callers_{0};
   std::atomic<bool> progress_thread_parked_{false};
   std::function<void()> housekeeping_;
   std::thread progress_thread_;
 };
 
-// Whether a UCX context here would report CUDA memory support (asked once per process, without
-// creating a worker): the CUDA backend chooses its transport by it.
-bool ucx_supports_cuda_memory();
+// The UCX requests of one call that UCX has not completed, and the first error one completed with;
+// shared with UCX's callbacks.
+struct UcxRequestCount {
+  std::atomic<size_t> outstanding{0};
+  std::atomic<ucs_status_t> first_error{UCS_OK};
+  void fail(ucs_status_t status) {
+    ucs_status_t expected = UCS_OK;
+    first_error.compare_exchange_strong(expected, status);
+  }
+};
 
 // "what: UCX's description of status".
-std::string ucx_error(const std::string& what, ucs_status_t status);
+inline std::string ucx_error(const std::string& what, ucs_status_t status) {
+  return what + ": " + ucs_status_string(status);
+}
 
 }  // namespace memloom::host

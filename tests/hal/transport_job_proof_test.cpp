@@ -1,5 +1,5 @@
 // The transport serves only ranks of its job (hal::TransportOptions::job_secret): both ends of a
-// connection prove they know the secret before any request is served (hw/host/job_proof.h).
+// connection prove they know the secret before any request is served (hw/host/ucx_job_gate.h).
 // UcxJobProof opens endpoints of its own, as an outsider who knows the protocol but not the secret
 // would.
 #include <gtest/gtest.h>
@@ -12,7 +12,6 @@
 
 #include "hw/emulated/emulated_platform.h"
 #include "hw/hal/transport.h"
-#include "hw/host/job_proof.h"
 #include "hw/host/ucx_endpoints.h"
 #include "hw/host/ucx_messages.h"
 #include "hw/host/ucx_transport.h"

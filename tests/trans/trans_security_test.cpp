@@ -1,9 +1,9 @@
 // Who may read and write a TRANS instance's registered memory: only processes of its job. TRANS
 // moves bytes to other nodes through the HAL transport, which serves only requesters that prove the
-// job's secret (the config store hands it to every instance; hw/host/job_proof.h); the transport's
-// own suites (tests/hal/transport_job_proof_test.cpp) cover the protocol on raw sockets. Here: the
-// instance's published transport is closed to outsiders, and an initiator refuses a peer of
-// another job.
+// job's secret (the config store hands it to every instance; hw/host/ucx_job_gate.h); the
+// transport's own suites (tests/hal/transport_job_proof_test.cpp) cover the protocol on raw
+// sockets. Here: the instance's published transport is closed to outsiders, and an initiator
+// refuses a peer of another job.
 #include <gtest/gtest.h>
 
 #include <chrono>
