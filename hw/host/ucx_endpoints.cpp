@@ -1,17 +1,52 @@
 #include "hw/host/ucx_endpoints.h"
 
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "hw/host/ucx_messages.h"
 #include "memloom/error.h"
+#include "src/base/fd_wait.h"
 #include "src/base/hex.h"
 #include "src/base/log.h"
 #include "src/base/tcp_address.h"
+#include "src/base/unique_fd.h"
 
 namespace memloom::host {
 namespace {
 
 namespace msg = ucx_messages;
+
+// How long the listener check before a new endpoint waits for the peer's host to answer.
+constexpr auto kListenerCheckTimeout = std::chrono::seconds(1);
+
+// UCX 1.16 (seen on the GPU image; openucx/ucx#9964 reports the same) spins for good inside
+// ucp_am_send_nbx (ucp_request_pending_add) on an endpoint whose connection was refused, so the
+// job proof's first message never returns; 1.13 fails such a send. So before UCX gets a peer, one
+// plain TCP connect to the peer's listening port asks whether anything listens there (UCX's TCP
+// connection manager listens on that port). The errno of a refusal (ECONNREFUSED, or the host or
+// network unreachable); 0 when the connection is taken or the answer does not come within
+// kListenerCheckTimeout (a slow network or a filter), which leaves the peer to UCX.
+int connect_refusal(const sockaddr_storage& address, socklen_t length) {
+  base::UniqueFd fd(::socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return 0;
+  int error = 0;
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), length) != 0) {
+    error = errno;
+    if (error == EINPROGRESS) {
+      error = 0;
+      socklen_t size = sizeof(error);
+      if (!base::wait_ready(fd.get(), POLLOUT, Deadline::after(kListenerCheckTimeout)) ||
+          ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &size) != 0) {
+        error = 0;
+      }
+    }
+  }
+  return error == ECONNREFUSED || error == EHOSTUNREACH || error == ENETUNREACH ? error : 0;
+}
 
 // A closing endpoint gets this long to flush what is in flight (an orderly shutdown), or to be
 // torn down (force).
@@ -226,6 +261,12 @@ std::shared_ptr<UcxPeer> UcxEndpoints::peer(const std::string& address, const st
   sockaddr_storage socket_address{};
   const socklen_t length = base::ip_socket_address(host, port, &socket_address);
   if (length == 0) raise(Status::kInvalidInput, "transport address " + address + ": bad host");
+  if (const int refusal = connect_refusal(socket_address, length)) {
+    raise(Status::kCommunication, "cannot reach transport endpoint " + address + ": " +
+                                      std::strerror(refusal) +
+                                      " (no transport listens there: the peer is gone or has not "
+                                      "started)");
+  }
   auto fresh = std::make_shared<UcxPeer>(worker_, address);
   ucp_ep_params_t params{};
   params.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |

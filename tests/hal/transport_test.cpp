@@ -276,6 +276,29 @@ TEST(Transport, PeerRestartedAtANewAddressIsReachableAgain) {
   EXPECT_EQ(memory, local);
 }
 
+// A transport that is gone leaves its port to nobody: the call is refused before UCX gets an
+// endpoint to it (UCX 1.16 spins for good sending on a refused endpoint; ucx_endpoints.cpp), at
+// once, saying so.
+TEST(Transport, AnAddressNobodyListensAtIsRefusedAtOnceBeforeUcxConnects) {
+  auto requester = emulated::create_transport();
+  std::string address = emulated::create_transport()->address();  // destroyed at once
+  std::vector<std::byte> local(64);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const auto start = Clock::now();
+    try {
+      requester->transfer(address, {Op{Direction::kRead, 4096, local.data(), local.size()}},
+                          soon());
+      ADD_FAILURE() << "a transfer to " << address << " succeeded";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.status(), Status::kCommunication);
+      EXPECT_NE(std::string(error.what()).find("Connection refused (no transport listens there"),
+                std::string::npos)
+          << error.what();
+    }
+    EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(500));
+  }
+}
+
 TEST(Transport, DeadPeerFailsWithinTheDeadline) {
   run_against_forked_peer([](pid_t pid, const std::string& address, uint64_t pointer) {
     auto transport = emulated::create_transport();
