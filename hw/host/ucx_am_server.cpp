@@ -249,7 +249,10 @@ ucs_status_t UcxAmServer::on_read(void* arg, const void* header, size_t header_l
                                   size_t length, const ucp_am_recv_param_t* param) {
   (void)data;
   auto* self = static_cast<UcxAmServer*>(arg);
-  if (length != 0 || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0) {
+  // A read carries its descriptors in the header only. UCX may still send one by rendezvous (a
+  // header of many descriptors beyond the eager size: UCX 1.16 over shared memory, or
+  // UCX_RNDV_THRESH=0), with nothing to receive: returning UCS_OK drops that empty descriptor.
+  if (length != 0) {
     MEMLOOM_LOG(kWarn, "transport: dropped a read request that carried data");
     return UCS_OK;
   }

@@ -112,6 +112,29 @@ TEST_F(UcxAmPath, ABatchOf1024Writes4KiBEachLandsByteExact) {
   }
 }
 
+// UCX may send a request by rendezvous even with no payload (a read's header of many descriptors
+// beyond its eager size: UCX 1.16 over shared memory; UCX_RNDV_THRESH=0 makes 1.13 do the same).
+// The owner serves it rather than take it for a read that carries data.
+TEST(UcxAmPathRendezvous, ReadRequestsSentByRendezvousAreServed) {
+  test::ScopedEnv path(
+      {{"MEMLOOM_UCX_DATA_PATH", std::string("am")}, {"UCX_RNDV_THRESH", std::string("0")}});
+  host::UcxTransport server, client;
+  constexpr size_t kOps = 512, kBytes = 64;
+  std::vector<uint8_t> exposed = random_bytes(kOps * kBytes * 2, 9);
+  server.expose(exposed.data(), exposed.size());
+  std::vector<uint8_t> back(kOps * kBytes, 0);
+  std::vector<hal::TransferOp> ops;
+  for (size_t i = 0; i < kOps; ++i) {
+    ops.push_back({Direction::kRead, address_of(exposed.data() + i * 2 * kBytes),
+                   back.data() + i * kBytes, kBytes});
+  }
+  client.transfer(server.address(), ops, soon());
+  for (size_t i = 0; i < kOps; ++i) {
+    ASSERT_EQ(std::memcmp(back.data() + i * kBytes, exposed.data() + i * 2 * kBytes, kBytes), 0)
+        << "read " << i;
+  }
+}
+
 TEST_F(UcxAmPath, A64MiBWriteAndReadAreByteExact) {
   constexpr size_t kBytes = size_t{64} << 20;
   std::vector<uint8_t> exposed(kBytes + 4096, 0);
