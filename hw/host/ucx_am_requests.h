@@ -15,7 +15,7 @@
 //
 // Order: the owner serves messages in arrival order, but a rendezvous write's bytes land after its
 // header, so an op that overlaps one still unanswered (in remote or local memory) first waits for
-// every message in flight, as ucx_transfer_batch.h does with flushes.
+// every message in flight, as the rma path does with flushes (ucx_transport.cpp).
 //
 // Own buffers (StagedBuffers::kAll): where endpoints go without peer error handling (UCX_TLS=sm,
 // self), UCX 1.13 may never hand back the requests of a call that gave up on a stopped or dead
@@ -69,9 +69,8 @@ class UcxAmRequests {
   void run(const std::shared_ptr<UcxPeer>& peer, const std::vector<const hal::TransferOp*>& work,
            Deadline deadline);
 
-  // UCX requests of this requester not yet handed back, of calls that ended too: the transport
-  // leaves its worker open at destruction while there are any
-  // (UcxWorker::keep_open_at_destruction).
+  // UCX requests not yet handed back, of calls that ended too: the transport leaves its worker
+  // open at destruction while there are any (UcxWorker::keep_open_at_destruction).
   size_t requests_held() const { return requests_held_.load(); }
 
  private:
@@ -80,13 +79,10 @@ class UcxAmRequests {
   struct Ticket;
   class Run;
   using Call = UcxRequestCount;  // sends and reply receives of one run() UCX has not completed
+  // End a message's send and a read's rendezvous receive: UCX's callbacks, or called with a null
+  // `request` where UCX ended it at once. Both let go of the ticket; a receive answers the message.
   static void sent(void* request, ucs_status_t status, void* user_data);
-  // Ends a message's send, by UCX's callback or at once.
-  static void send_ended(Ticket* ticket, ucs_status_t status);
   static void reply_received(void* request, ucs_status_t status, size_t length, void* user_data);
-  // Ends a read's rendezvous receive, by UCX's callback or at once: answers its message by
-  // `status` and lets go of the ticket (and of the call's count of it).
-  static void receive_ended(Ticket* ticket, ucs_status_t status);
   static ucs_status_t on_reply(void* arg, const void* header, size_t header_length, void* data,
                                size_t length, const ucp_am_recv_param_t* param);
 

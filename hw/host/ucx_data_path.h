@@ -1,6 +1,6 @@
 // How the UCX transport moves the bytes of this process's transfers (MEMLOOM_UCX_DATA_PATH):
 //
-//   rma  ucp_put_nbx/ucp_get_nbx with remote keys (ucx_transfer_batch.h): one-sided, the NIC moves
+//   rma  ucp_put_nbx/ucp_get_nbx with remote keys (ucx_transport.cpp): one-sided, the NIC moves
 //        the bytes where UCX has an RDMA transport. Without one UCX emulates RMA in software: its
 //        handlers check no remote key, and UCX 1.13 aborts the serving process when a peer's links
 //        are cut mid-put.
