@@ -38,8 +38,7 @@ class BufferStaging {
 };
 
 // One call with its device buffers replaced by host copies: the send buffer is copied in at
-// construction, the receive buffer back by finish(). Buffers the CPU can touch go through as
-// they are.
+// construction, the receive buffer back by finish(). Host buffers go through as they are.
 class StagedCall {
  public:
   StagedCall(BufferStaging& staging, const hal::CollectiveCall& call, int rank, int size,
@@ -61,8 +60,8 @@ class StagedCall {
 // buffer, so a message borrows one instead of allocating its own.
 class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool> {
  public:
-  // Made by std::make_shared (leases keep it alive). `staging` must outlive every lease. Up to
-  // `kept` free buffers of `buffer_bytes` are kept.
+  // Made by std::make_shared; `staging` must outlive every lease. Keeps up to `kept` free buffers
+  // of `buffer_bytes`.
   StagingBufferPool(BufferStaging& staging, size_t buffer_bytes, size_t kept)
       : staging_(staging), buffer_bytes_(buffer_bytes), kept_(kept) {}
   ~StagingBufferPool();
@@ -85,8 +84,7 @@ class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool>
 };
 
 // The parts of a UCX message's iov list in memory the CPU cannot touch: UCX gets one leased buffer
-// in their place, and the staging copies between the two (the UCX transport's requester,
-// ucx_am_requests.h, and owner, ucx_am_server.h, alike).
+// in their place, and the staging copies between the two (ucx_am_requests.h, ucx_am_server.h).
 class StagedParts {
  public:
   bool empty() const { return parts_.empty(); }

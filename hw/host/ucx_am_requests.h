@@ -1,17 +1,14 @@
-// The requester's side of the UCX transport's active-message data path (ucx_am_server.h serves
-// it): one transfer() call's ops to one proven peer as kAmWrite / kAmRead messages, each answered
-// by a kAmReply (ucx_messages.h).
+// The requester's side of the UCX transport's am data path (ucx_am_server.h serves it): one
+// transfer() call's ops to one proven peer as kAmWrite / kAmRead messages, each answered by a
+// kAmReply. Several messages are in flight at once.
 //
 // Chunks: consecutive ops of one direction share a message up to kChunkBytes of payload (and as
-// many descriptors as an active-message header holds); a larger op is a message of its own (a
-// 64 MiB write is one rendezvous), except with staging. Writes send the caller's buffers as an IOV;
-// a read's reply is copied (eager) or received (rendezvous) into them. Several messages are in
-// flight at once.
+// many descriptors as an am header holds); a larger op is a message of its own (a 64 MiB write is
+// one rendezvous) unless staged. Writes send the caller's buffers as an IOV; replies land in them.
 //
 // Staging (ucx_data_path.h): ops are cut into pieces of at most kChunkBytes, so one pooled host
-// buffer serves a message on either side. A write's staged pieces are copied in (one copy_all)
-// just before it is sent, while earlier messages are in flight; a read's are copied out once it is
-// answered, the messages answered by one wait together.
+// buffer serves a message on either side. A write's staged pieces are copied in just before it is
+// sent; a read's are copied out once answered, the messages answered by one wait in one copy_all.
 //
 // Order: the owner serves messages in arrival order, but a rendezvous write's bytes land after its
 // header, so an op that overlaps one still unanswered (in remote or local memory) first waits for
@@ -23,11 +20,10 @@
 // ops do, and a message's buffer stays leased until UCX hands its request back: the caller's
 // buffers are free when the call returns, however it ended, for one copy of each byte.
 //
-// Failures: a refusal raises the owner's status and message (kInvalidInput for a range it does not
-// expose; messages sent before it may have been applied). A timeout, an interruption or a failed
-// endpoint forgets the call's messages (no reply handler touches the caller's buffers after that),
-// lets a live peer's requests under way end, closes the endpoint by force and, where UCX holds the
-// caller's buffers (not kAll), waits (bounded) until it let go, before raising.
+// Failures: a refusal raises the owner's status and message (messages sent before it may have been
+// applied). A timeout, an interruption or a failed endpoint forgets the call's messages (no reply
+// handler touches the caller's buffers after that), lets a live peer's requests under way end,
+// closes the endpoint by force and, unless kAll, waits (bounded) until UCX let go of the buffers.
 #pragma once
 
 #include <ucp/api/ucp.h>

@@ -8,10 +8,9 @@
 //        range checked against the exposed regions, the copy done by the owner.
 //   auto (the default) rma where UCX offers an RDMA transport (ucx_capabilities.h), else am.
 //
-// The requester chooses. Every UCX transport serves am; rma only where UCX has an RDMA transport or
-// rma was asked for, and an rma requester moves to am for a peer that refuses remote keys. Device
-// memory that a transport stages (its UCX has no CUDA support) moves on am only, through pooled
-// host buffers: a requester's own whatever the path, and an owner refuses remote keys for its own.
+// The requester chooses. Every transport serves am; rma only where UCX has an RDMA transport or rma
+// was asked for; an rma requester moves to am for a peer that refuses remote keys. Device memory a
+// transport stages (its UCX has no CUDA support) moves on am only, through pooled host buffers.
 #pragma once
 
 namespace memloom::host {

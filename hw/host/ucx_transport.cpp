@@ -118,12 +118,9 @@ void warn_if_transport_variable_set() {
 //
 // Order: UCX does not order RMA operations among themselves, but transfer() promises that ops run
 // in order (a read sees an earlier write of its call). So an op that overlaps an earlier op of the
-// batch, in remote or in local memory, first waits for everything issued before it (a flush):
-// independent ops stream, dependent ones are ordered.
-//
-// On a timeout, a failure or an interruption, a live peer's requests under way end first
-// (UcxWorker::progress_while_ending), then the endpoint is closed by force, so that they let go of
-// the caller's buffers, before the call raises.
+// batch, in remote or in local memory, first waits for everything issued before it (a flush).
+// After a failure, a live peer's requests under way end first (UcxWorker::progress_while_ending),
+// then the endpoint is closed by force, so that they let go of the caller's buffers.
 class TransferBatch {
  public:
   TransferBatch(UcxWorker& worker, UcxPeer& peer)
