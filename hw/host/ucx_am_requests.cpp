@@ -97,9 +97,8 @@ void UcxAmRequests::sent(void* request, ucs_status_t status, void* user_data) {
   delete ticket;
 }
 
-void UcxAmRequests::reply_received(void* request, ucs_status_t status, size_t length,
+void UcxAmRequests::reply_received(void* request, ucs_status_t status, size_t /*length*/,
                                    void* user_data) {
-  (void)length;
   auto* ticket = static_cast<Ticket*>(user_data);
   if (request != nullptr) {
     if (status != UCS_OK) ticket->call->fail(status);

@@ -21,6 +21,8 @@ enum class UcxDataPath { kRma, kAm };
 // it is none of them.
 UcxDataPath chosen_ucx_data_path();
 
-const char* ucx_data_path_name(UcxDataPath path);
+inline const char* ucx_data_path_name(UcxDataPath path) {
+  return path == UcxDataPath::kAm ? "am" : "rma";
+}
 
 }  // namespace memloom::host

@@ -216,8 +216,7 @@ class UcxPendingTable {
   }
 
   // The same under lock() (`held`), kept while the caller works on the entry: no forgetting it.
-  std::shared_ptr<Entry> find_locked(uint64_t id, const std::unique_lock<std::mutex>& held) {
-    (void)held;
+  std::shared_ptr<Entry> find_locked(uint64_t id, const std::unique_lock<std::mutex>& /*held*/) {
     auto it = entries_.find(id);
     return it == entries_.end() ? nullptr : it->second;
   }

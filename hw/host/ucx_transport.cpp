@@ -312,23 +312,20 @@ void UcxTransport::transfer(const std::string& peer_address,
   }
 }
 
-bool UcxTransport::needs_am(const UcxPeer& peer, const std::vector<const hal::TransferOp*>& work) {
-  // Device memory of this side: ucp_put_nbx/ucp_get_nbx would hand it to UCX; nor are the
-  // caller's buffers handed to UCX where its endpoints go without peer error handling.
-  if (data_path_ == UcxDataPath::kAm || worker_.error_mode() == UCP_ERR_HANDLING_MODE_NONE) {
-    return true;
-  }
-  for (const hal::TransferOp* op : work) {
-    if (staging_ != nullptr && staging_->needs_staging(op->local_address)) return true;
-  }
-  std::lock_guard<std::mutex> lock(am_only_mutex_);
-  return am_only_peers_.count(peer.address()) != 0;
-}
-
 void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
                        const std::vector<const hal::TransferOp*>& work, Deadline deadline) {
   gate_.prove_to(peer, deadline);
-  if (needs_am(*peer, work)) return am_requests_.run(peer, work, deadline);
+  // Device memory of this side: ucp_put_nbx/ucp_get_nbx would hand it to UCX; nor are the
+  // caller's buffers handed to UCX where its endpoints go without peer error handling.
+  bool am = data_path_ == UcxDataPath::kAm || worker_.error_mode() == UCP_ERR_HANDLING_MODE_NONE;
+  for (size_t i = 0; staging_ != nullptr && !am && i < work.size(); ++i) {
+    am = staging_->needs_staging(work[i]->local_address);
+  }
+  if (!am) {
+    std::lock_guard<std::mutex> lock(am_only_mutex_);
+    am = am_only_peers_.count(peer->address()) != 0;
+  }
+  if (am) return am_requests_.run(peer, work, deadline);
   // Every key first: a range the peer refuses fails the call before any byte moves.
   std::vector<UcxRemoteKey> keys;
   try {
