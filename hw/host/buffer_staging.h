@@ -60,8 +60,8 @@ class StagedCall {
 // buffer, so a message borrows one instead of allocating its own.
 class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool> {
  public:
-  // Made by std::make_shared; `staging` must outlive every lease. Keeps up to `kept` free buffers
-  // of `buffer_bytes`.
+  // Made by std::make_shared (leases keep it alive). `staging` must outlive every lease. Up to
+  // `kept` free buffers of `buffer_bytes` are kept.
   StagingBufferPool(BufferStaging& staging, size_t buffer_bytes, size_t kept)
       : staging_(staging), buffer_bytes_(buffer_bytes), kept_(kept) {}
   ~StagingBufferPool();
