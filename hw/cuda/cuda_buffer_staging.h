@@ -1,8 +1,6 @@
-// Device memory staged through host memory, for the host code that serves the CUDA backend: the
-// host collectives (groups with several ranks on one GPU, which NCCL refuses, and control-only
-// groups, which need no communicator of their own) and the UCX transport where its UCX has no CUDA
-// support. It copies on a stream of its own, bounded by the deadline; its host buffers are
-// page-locked.
+// Device memory staged through host memory for the host collectives (groups NCCL refuses or that
+// need no communicator, buffer_staging.h) and the UCX transport where its UCX has no CUDA support.
+// It copies on a stream of its own, bounded by the deadline; its host buffers are page-locked.
 #pragma once
 
 #include <cuda_runtime_api.h>

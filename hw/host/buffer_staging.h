@@ -38,8 +38,7 @@ class BufferStaging {
 };
 
 // One call with its device buffers replaced by host copies: the send buffer is copied in at
-// construction, the receive buffer back by finish(). Buffers the CPU can touch go through as
-// they are.
+// construction, the receive buffer back by finish(). Host buffers go through as they are.
 class StagedCall {
  public:
   StagedCall(BufferStaging& staging, const hal::CollectiveCall& call, int rank, int size,
@@ -89,8 +88,7 @@ class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool>
 };
 
 // The parts of a UCX message's iov list in memory the CPU cannot touch: UCX gets one leased buffer
-// in their place, and the staging copies between the two (the UCX transport's requester,
-// ucx_am_requests.h, and owner, ucx_am_server.h, alike).
+// in their place, and the staging copies between the two (ucx_am_requests.h, ucx_am_server.h).
 class StagedParts {
  public:
   bool empty() const { return parts_.empty(); }

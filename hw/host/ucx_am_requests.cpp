@@ -87,11 +87,8 @@ UcxAmRequests::UcxAmRequests(UcxWorker& worker, std::shared_ptr<StagingBufferPoo
 }
 
 void UcxAmRequests::sent(void* request, ucs_status_t status, void* user_data) {
-  ucp_request_free(request);
-  send_ended(static_cast<Ticket*>(user_data), status);
-}
-
-void UcxAmRequests::send_ended(Ticket* ticket, ucs_status_t status) {
+  auto* ticket = static_cast<Ticket*>(user_data);
+  if (request != nullptr) ucp_request_free(request);
   {
     auto lock = ticket->owner->pending_.lock();
     ticket->message->send_done = true;
@@ -100,16 +97,13 @@ void UcxAmRequests::send_ended(Ticket* ticket, ucs_status_t status) {
   delete ticket;
 }
 
-void UcxAmRequests::reply_received(void* request, ucs_status_t status, size_t length,
+void UcxAmRequests::reply_received(void* request, ucs_status_t status, size_t /*length*/,
                                    void* user_data) {
-  (void)length;
   auto* ticket = static_cast<Ticket*>(user_data);
-  if (status != UCS_OK) ticket->call->fail(status);
-  ucp_request_free(request);
-  receive_ended(ticket, status);
-}
-
-void UcxAmRequests::receive_ended(Ticket* ticket, ucs_status_t status) {
+  if (request != nullptr) {
+    if (status != UCS_OK) ticket->call->fail(status);
+    ucp_request_free(request);
+  }
   {
     auto lock = ticket->owner->pending_.lock();
     if (status == UCS_OK) {
@@ -180,8 +174,8 @@ ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t heade
   msg::describe_payload(ticket->message->local, receive, &buffer, &count);
   ucs_status_ptr_t received =
       ucp_am_recv_data_nbx(self->worker_.worker(), data, buffer, count, &receive);
-  if (UCS_PTR_IS_PTR(received)) return UCS_OK;      // reply_received answers
-  receive_ended(ticket, UCS_PTR_STATUS(received));  // done or failed at once: no callback comes
+  // Done or failed at once, no callback comes: ended here.
+  if (!UCS_PTR_IS_PTR(received)) reply_received(nullptr, UCS_PTR_STATUS(received), 0, ticket);
   return UCS_OK;
 }
 
@@ -278,7 +272,7 @@ class UcxAmRequests::Run {
                                                message->header.size(), buffer, count, &param);
     sent_.push_back(std::move(message));
     // Done at once, or failed at once: no callback comes.
-    if (!UCS_PTR_IS_PTR(request)) send_ended(ticket, UCS_PTR_STATUS(request));
+    if (!UCS_PTR_IS_PTR(request)) sent(nullptr, UCS_PTR_STATUS(request), ticket);
     while (sent_.size() - oldest_ > kWindow) {
       wait([&] { return answered(oldest_); });
       retire(oldest_ + 1);

@@ -1,21 +1,18 @@
-// The requester's side of the UCX transport's active-message data path (ucx_am_server.h serves
-// it): one transfer() call's ops to one proven peer as kAmWrite / kAmRead messages, each answered
-// by a kAmReply (ucx_messages.h).
+// The requester's side of the UCX transport's am data path (ucx_am_server.h serves it): one
+// transfer() call's ops to one proven peer as kAmWrite / kAmRead messages, each answered by a
+// kAmReply. Several messages are in flight at once.
 //
 // Chunks: consecutive ops of one direction share a message up to kChunkBytes of payload (and as
-// many descriptors as an active-message header holds); a larger op is a message of its own (a
-// 64 MiB write is one rendezvous), except with staging. Writes send the caller's buffers as an IOV;
-// a read's reply is copied (eager) or received (rendezvous) into them. Several messages are in
-// flight at once.
+// many descriptors as an am header holds); a larger op is a message of its own (a 64 MiB write is
+// one rendezvous) unless staged. Writes send the caller's buffers as an IOV; replies land in them.
 //
 // Staging (ucx_data_path.h): ops are cut into pieces of at most kChunkBytes, so one pooled host
-// buffer serves a message on either side. A write's staged pieces are copied in (one copy_all)
-// just before it is sent, while earlier messages are in flight; a read's are copied out once it is
-// answered, the messages answered by one wait together.
+// buffer serves a message on either side. A write's staged pieces are copied in just before it is
+// sent; a read's are copied out once answered, the messages answered by one wait in one copy_all.
 //
 // Order: the owner serves messages in arrival order, but a rendezvous write's bytes land after its
 // header, so an op that overlaps one still unanswered (in remote or local memory) first waits for
-// every message in flight, as ucx_transfer_batch.h does with flushes.
+// every message in flight, as the rma path does with flushes (ucx_transport.cpp).
 //
 // Own buffers (StagedBuffers::kAll): where endpoints go without peer error handling (UCX_TLS=sm,
 // self), UCX 1.13 may never hand back the requests of a call that gave up on a stopped or dead
@@ -23,11 +20,10 @@
 // ops do, and a message's buffer stays leased until UCX hands its request back: the caller's
 // buffers are free when the call returns, however it ended, for one copy of each byte.
 //
-// Failures: a refusal raises the owner's status and message (kInvalidInput for a range it does not
-// expose; messages sent before it may have been applied). A timeout, an interruption or a failed
-// endpoint forgets the call's messages (no reply handler touches the caller's buffers after that),
-// lets a live peer's requests under way end, closes the endpoint by force and, where UCX holds the
-// caller's buffers (not kAll), waits (bounded) until it let go, before raising.
+// Failures: a refusal raises the owner's status and message (messages sent before it may have been
+// applied). A timeout, an interruption or a failed endpoint forgets the call's messages (no reply
+// handler touches the caller's buffers after that), lets a live peer's requests under way end,
+// closes the endpoint by force and, unless kAll, waits (bounded) until UCX let go of the buffers.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -69,9 +65,8 @@ class UcxAmRequests {
   void run(const std::shared_ptr<UcxPeer>& peer, const std::vector<const hal::TransferOp*>& work,
            Deadline deadline);
 
-  // UCX requests of this requester not yet handed back, of calls that ended too: the transport
-  // leaves its worker open at destruction while there are any
-  // (UcxWorker::keep_open_at_destruction).
+  // UCX requests not yet handed back, of calls that ended too: the transport leaves its worker
+  // open at destruction while there are any (UcxWorker::keep_open_at_destruction).
   size_t requests_held() const { return requests_held_.load(); }
 
  private:
@@ -80,13 +75,10 @@ class UcxAmRequests {
   struct Ticket;
   class Run;
   using Call = UcxRequestCount;  // sends and reply receives of one run() UCX has not completed
+  // End a message's send and a read's rendezvous receive: UCX's callbacks, or called with a null
+  // `request` where UCX ended it at once. Both let go of the ticket; a receive answers the message.
   static void sent(void* request, ucs_status_t status, void* user_data);
-  // Ends a message's send, by UCX's callback or at once.
-  static void send_ended(Ticket* ticket, ucs_status_t status);
   static void reply_received(void* request, ucs_status_t status, size_t length, void* user_data);
-  // Ends a read's rendezvous receive, by UCX's callback or at once: answers its message by
-  // `status` and lets go of the ticket (and of the call's count of it).
-  static void receive_ended(Ticket* ticket, ucs_status_t status);
   static ucs_status_t on_reply(void* arg, const void* header, size_t header_length, void* data,
                                size_t length, const ucp_am_recv_param_t* param);
 

@@ -91,8 +91,7 @@ void answer(std::unique_ptr<UcxAmServer::Request> request, Status status, std::s
   send_reply(std::move(request), /*with_data=*/false);
 }
 
-void write_received(void* ucx_request, ucs_status_t status, size_t length, void* user_data) {
-  (void)length;
+void write_received(void* ucx_request, ucs_status_t status, size_t /*length*/, void* user_data) {
   ucp_request_free(ucx_request);
   std::unique_ptr<UcxAmServer::Request> request(static_cast<UcxAmServer::Request*>(user_data));
   if (status != UCS_OK) {
@@ -245,9 +244,8 @@ ucs_status_t UcxAmServer::on_write(void* arg, const void* header, size_t header_
   return UCS_OK;
 }
 
-ucs_status_t UcxAmServer::on_read(void* arg, const void* header, size_t header_length, void* data,
-                                  size_t length, const ucp_am_recv_param_t* param) {
-  (void)data;
+ucs_status_t UcxAmServer::on_read(void* arg, const void* header, size_t header_length,
+                                  void* /*data*/, size_t length, const ucp_am_recv_param_t* param) {
   auto* self = static_cast<UcxAmServer*>(arg);
   // A read carries its descriptors in the header only. UCX may still send one by rendezvous (a
   // header of many descriptors beyond the eager size: UCX 1.16 over shared memory, or

@@ -1,18 +1,16 @@
-// The owner's side of the UCX transport's active-message data path (kAmWrite, kAmRead in
-// ucx_messages.h), served whatever data path this process's own transfers use. memloom, not UCX's
-// software RMA, moves the bytes once every range of a request lies inside one exposed region
-// (ucx_region_registry.h) and the request came over an endpoint that proved the job secret
-// (ucx_job_gate.h); else a kAmReply refuses it with a status and a message, and no byte moves.
+// The owner's side of the UCX transport's am data path, served whatever path this process's own
+// transfers use. memloom moves the bytes once every range of a request lies inside one exposed
+// region (ucx_region_registry.h) and the request came over a proven endpoint (ucx_job_gate.h);
+// else a kAmReply refuses it with a status and a message, and no byte moves.
 //
 // Writes: eager data is copied in place inside the handler; rendezvous data is received straight
 // into the region (an IOV receive for several ranges). The reply goes once the data is in place, so
 // the requester's completion means the bytes landed. Reads: the reply sends the region's bytes.
 //
-// Device memory (ucx_data_path.h): a range the CPU cannot touch is never handed to UCX nor touched
-// here; the staging copies it: an eager write's bytes from UCX's buffer, a rendezvous write's from
-// the pooled host buffer it was received into, a read's into the host buffer the reply is sent
-// from. A requester with staging sends at most UcxAmRequests::kChunkBytes a message, so one pooled
-// buffer serves it; a larger message gets a host buffer of its own size.
+// Device memory (ucx_data_path.h) is never handed to UCX nor touched here; the staging copies it:
+// an eager write's bytes from UCX's buffer, a rendezvous write's from the pooled host buffer it was
+// received into, a read's into the host buffer the reply is sent from. A requester with staging
+// sends at most kChunkBytes a message, one pooled buffer; a larger one gets a buffer of its size.
 //
 // Every copy holds its regions (UcxRegionRegistry::hold) until it ends, so withdraw() does not
 // unmap memory a copy is still using, and a request that arrives after withdraw() is refused.

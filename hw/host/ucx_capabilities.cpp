@@ -2,6 +2,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -69,10 +70,8 @@ std::vector<std::string> context_resources(ucp_context_h context) {
 }
 
 bool offers_peer_failure_detection(const std::vector<std::string>& resources) {
-  for (const auto& resource : resources) {
-    if (!is_host_local_resource(resource)) return true;
-  }
-  return resources.empty();
+  return resources.empty() ||
+         !std::all_of(resources.begin(), resources.end(), is_host_local_resource);
 }
 
 std::vector<std::string> parse_ucx_resources(const std::string& print_info) {
@@ -105,10 +104,8 @@ const UcxResources& ucx_resources() {
 }
 
 bool ucx_offers_rdma() {
-  for (const auto& resource : ucx_resources().resources) {
-    if (is_rdma_resource(resource)) return true;
-  }
-  return false;
+  const std::vector<std::string>& found = ucx_resources().resources;
+  return std::any_of(found.begin(), found.end(), is_rdma_resource);
 }
 
 bool ucx_supports_cuda_memory() {
@@ -124,10 +121,6 @@ bool ucx_supports_cuda_memory() {
     return cuda;
   }();
   return supported;
-}
-
-std::string ucx_version() {
-  return ucp_get_version_string();
 }
 
 }  // namespace memloom::host

@@ -40,6 +40,8 @@ bool ucx_offers_rdma();
 bool ucx_supports_cuda_memory();
 
 // The UCX library's version ("1.13.1").
-std::string ucx_version();
+inline std::string ucx_version() {
+  return ucp_get_version_string();
+}
 
 }  // namespace memloom::host

@@ -20,8 +20,4 @@ UcxDataPath chosen_ucx_data_path() {
         "MEMLOOM_UCX_DATA_PATH=" + path + " is not a UCX data path (auto, am or rma)");
 }
 
-const char* ucx_data_path_name(UcxDataPath path) {
-  return path == UcxDataPath::kAm ? "am" : "rma";
-}
-
 }  // namespace memloom::host

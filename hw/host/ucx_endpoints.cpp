@@ -230,8 +230,7 @@ void UcxEndpoints::on_accepted_error(void* arg, ucp_ep_h ep, ucs_status_t status
   if (self->accepted_.erase(ep) != 0) self->failed_accepted_.push_back(ep);
 }
 
-void UcxEndpoints::on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status) {
-  (void)ep;
+void UcxEndpoints::on_peer_error(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
   static_cast<UcxPeer*>(arg)->mark_failed(status);
 }
 

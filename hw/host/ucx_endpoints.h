@@ -36,8 +36,7 @@
 
 namespace memloom::host {
 
-// A remote key of one region of a peer, unpacked for the endpoint it came over; destroyed with its
-// last copy.
+// A remote key of a peer's region, unpacked for the endpoint it came over; destroyed with its last.
 using UcxRemoteKey = std::shared_ptr<std::remove_pointer_t<ucp_rkey_h>>;
 
 // An endpoint to one peer address. Transfers hold it (shared) while they run, so a peer dropped
@@ -69,8 +68,7 @@ class UcxPeer {
   void cache_key(uint64_t base, uint64_t size, UcxRemoteKey key);
   // Drops the key of the region at `base` (the owner withdrew it).
   void drop_key(uint64_t base);
-  // Closes the endpoint now (requests on it complete as canceled, letting go of user buffers),
-  // waiting at most 2 s.
+  // Closes the endpoint now (its requests end as canceled, letting go of buffers), within 2 s.
   void force_close();
 
  private:
@@ -87,8 +85,8 @@ class UcxPeer {
 
 class UcxEndpoints {
  public:
-  // `accepted_failed(ep)` is told when an accepted endpoint fails or is dropped (before it is
-  // closed); `admitted(ep)` says whether it passed the job proof (null: no proof is asked).
+  // `accepted_failed(ep)`: an accepted endpoint fails or is dropped (before it is closed);
+  // `admitted(ep)`: whether it passed the job proof (null: no proof is asked).
   UcxEndpoints(UcxWorker& worker, std::function<void(ucp_ep_h)> accepted_failed,
                std::function<bool(ucp_ep_h)> admitted = nullptr)
       : worker_(worker),
@@ -113,8 +111,7 @@ class UcxEndpoints {
   void take_region_reply(const void* data, size_t length, ucp_ep_h);
   void take_revoke(const void* data, size_t length, ucp_ep_h reply_ep);
 
-  // Closes accepted endpoints that did not pass the job proof within kProofTimeout; run
-  // periodically by the worker's progress thread.
+  // Closes accepted endpoints that did not pass the job proof within kProofTimeout (periodically).
   void close_unproven();
 
   // Closes every endpoint (flushing briefly) and the listener; before the worker goes.

@@ -103,11 +103,11 @@ void UcxJobGate::prove_to(const std::shared_ptr<UcxPeer>& peer, Deadline deadlin
       // The owner's UCX closes a connection whose endpoint error handling differs from its own
       // without saying why; its log names the cause ("refused a peer's connection").
       hint =
-          " before the job proof began: if the owner runs, its UCX_TLS may differ from this"
-          " process's (" +
+          " before the job proof began: if the owner runs, its UCX_TLS may differ from this "
+          "process's (" +
           worker_.endpoint_setting() +
-          "), and UCX refuses such a connection; every process of a job must use the same"
-          " UCX_TLS";
+          "), and UCX refuses such a connection; "
+          "every process of a job must use the same UCX_TLS";
     }
     raise(Status::kCommunication,
           ucx_error("transfer with " + peer->address() + " failed", peer->failure()) + hint);

@@ -8,9 +8,9 @@
 //   kProof      requester -> owner   hello id, requester proof            (reply endpoint asked)
 //   kVerdict    owner -> requester   hello id, status (0: admitted)
 //
-// The owner admits the accepted endpoint the proof arrived on; requests (for remote keys, and so
-// every put and get of an RDMA transport, or of the am path) from any other endpoint are refused.
-// The requester goes on only once the owner proved it knows the secret too.
+// The owner admits the accepted endpoint the proof arrived on and refuses requests from any other
+// (remote keys, and with them an RDMA transport's puts and gets; am reads and writes). The
+// requester goes on only once the owner proved it knows the secret too.
 #pragma once
 
 #include <ucp/api/ucp.h>

@@ -16,10 +16,8 @@ void sent(void* request, ucs_status_t status, void* user_data) {
   ucp_request_free(request);
 }
 
-ucs_status_t received(void* arg, const void* header, size_t header_length, void* data,
+ucs_status_t received(void* arg, const void* /*header*/, size_t /*header_length*/, void* data,
                       size_t length, const ucp_am_recv_param_t* param) {
-  (void)header;
-  (void)header_length;
   const auto* registration = static_cast<const Registration*>(arg);
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0) {
     // Sent eagerly by every memloom peer: a rendezvous message is not one of ours.

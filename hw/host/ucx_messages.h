@@ -13,10 +13,9 @@
 //   kAmReply        owner -> requester   header: AmReplyHeader; data: a refusal's message, or
 //                                        (reads) the ranges' bytes back to back
 //
-// Every control message is one little-endian struct, then (replies, revocations) variable bytes,
-// all in the message's data, sent eagerly, so handlers always get their bytes in place. The data
-// path's messages carry their descriptors in the active-message header instead (so the owner knows
-// where rendezvous data goes before it arrives) and leave the protocol to UCX.
+// A control message is one little-endian struct, then (replies, revocations) variable bytes, all in
+// the data, sent eagerly so handlers get their bytes in place. The data path's messages carry their
+// descriptors in the am header (the owner knows where rendezvous data goes before it arrives).
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -216,10 +215,8 @@ class UcxPendingTable {
     return find_locked(id, held);
   }
 
-  // The same, for a caller that holds lock() (`held`) and keeps it while it works on the entry:
-  // its waiter cannot forget it meanwhile.
-  std::shared_ptr<Entry> find_locked(uint64_t id, const std::unique_lock<std::mutex>& held) {
-    (void)held;
+  // The same under lock() (`held`), kept while the caller works on the entry: no forgetting it.
+  std::shared_ptr<Entry> find_locked(uint64_t id, const std::unique_lock<std::mutex>& /*held*/) {
     auto it = entries_.find(id);
     return it == entries_.end() ? nullptr : it->second;
   }

@@ -3,10 +3,9 @@
 // range outside every exposed region is refused, which the requester raises as kInvalidInput.
 //
 // withdraw() revokes the key at every peer that got it and waits (bounded) for each to confirm, or
-// to be gone, before unmapping: after it returns, no peer starts a new transfer into the range.
-// Transports other than RDMA do not enforce a remote key in hardware, so this revocation is what
-// makes a withdrawal hold for them. It also waits (bounded) for the am path's copies into or out of
-// the region to end (hold()).
+// to be gone, and for the am path's copies to end (hold()), before unmapping: after it returns, no
+// peer starts a new transfer into the range. Transports other than RDMA do not enforce a remote key
+// in hardware, so this revocation is what makes a withdrawal hold for them.
 //
 // Device memory UCX cannot register is exposed without ucp_mem_map: a request for its remote key
 // is refused with kNotSupported, so rma requesters move to am for this owner (ucx_data_path.h).

@@ -11,9 +11,9 @@
 
 #include "hw/host/host_address.h"
 #include "hw/host/ucx_capabilities.h"
-#include "hw/host/ucx_transfer_batch.h"
 #include "memloom/error.h"
 #include "src/base/log.h"
+#include "src/base/range_map.h"
 #include "src/base/tcp_address.h"
 
 namespace memloom::host {
@@ -27,8 +27,9 @@ constexpr std::string_view kScheme = "ucx://";
 // Staging buffers (UcxAmRequests::kChunkBytes each), allocated with the transport: a requester's
 // window of messages in flight and a few the serving side stages at once.
 constexpr size_t kPooledStagingBuffers = 16;
-// How long a closing transport waits for UCX to hand back the requests of calls that gave up.
-constexpr auto kReleaseAtCloseTimeout = std::chrono::seconds(2);
+// How long a closing transport waits for UCX to hand back the requests of calls that gave up, and
+// a batch that failed (its endpoint closed by force) for its own.
+constexpr auto kReleaseTimeout = std::chrono::seconds(2);
 
 // Plain host buffers (cache-line aligned) and memcpy: the requester's own buffers where there is no
 // device staging (ucx_am_requests.h, "Own buffers").
@@ -111,6 +112,102 @@ void warn_if_transport_variable_set() {
                                              "TCP)");
 }
 
+// The rma data path (ucx_data_path.h): one transfer() call's ops on one UCX endpoint, issued as
+// ucp_put_nbx/ucp_get_nbx without waiting, then one endpoint flush, so a batch of small ops costs
+// one round trip, not one each.
+//
+// Order: UCX does not order RMA operations among themselves, but transfer() promises that ops run
+// in order (a read sees an earlier write of its call). So an op that overlaps an earlier op of the
+// batch, in remote or in local memory, first waits for everything issued before it (a flush).
+// After a failure, a live peer's requests under way end first (UcxWorker::progress_while_ending),
+// then the endpoint is closed by force, so that they let go of the caller's buffers.
+class TransferBatch {
+ public:
+  TransferBatch(UcxWorker& worker, UcxPeer& peer)
+      : worker_(worker), peer_(peer), ep_(peer.ep()), completion_(new UcxRequestCount) {
+    param_.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param_.cb.send = done;
+    param_.user_data = completion_;
+  }
+
+  // Waits (briefly) for requests still in flight; they are only left behind after a failure.
+  ~TransferBatch() {
+    const bool released = worker_.progress_until(
+        [this] { return completion_->outstanding.load() == 0; }, Deadline::after(kReleaseTimeout));
+    if (released) {
+      delete completion_;
+    } else {
+      // UCX may still call back into it: leaking a few bytes beats a use after free.
+      MEMLOOM_LOG(kError, "transport: UCX did not release a failed transfer's requests");
+    }
+  }
+
+  // Issues one op; false when the batch already failed or the deadline passed.
+  bool issue(const hal::TransferOp& op, ucp_rkey_h key, Deadline deadline) {
+    const auto local = reinterpret_cast<uintptr_t>(op.local_address);
+    if (remote_ranges_.overlapping(op.remote_address, op.bytes) != nullptr ||
+        local_ranges_.overlapping(local, op.bytes) != nullptr) {
+      if (!complete(deadline)) return false;
+      remote_ranges_ = {};
+      local_ranges_ = {};
+    }
+    remote_ranges_.insert(op.remote_address, op.bytes);
+    local_ranges_.insert(local, op.bytes);
+    return track(
+        op.direction == hal::TransferOp::Direction::kWrite
+            ? ucp_put_nbx(ep_, op.local_address, op.bytes, op.remote_address, key, &param_)
+            : ucp_get_nbx(ep_, op.local_address, op.bytes, op.remote_address, key, &param_));
+  }
+
+  // Flushes the endpoint and waits for every op; false at the deadline or on a failure.
+  bool complete(Deadline deadline) {
+    if (!track(ucp_ep_flush_nbx(ep_, &param_))) return false;
+    const bool finished = worker_.progress_until(
+        [this] {
+          return completion_->outstanding.load() == 0 || completion_->first_error.load() != UCS_OK;
+        },
+        deadline, UcxWorker::Interruptible::kYes);
+    return finished && completion_->first_error.load() == UCS_OK;
+  }
+
+  // After the call gave up (above): why it failed, the first error of an op or
+  // flush, else the endpoint's, else UCS_OK (a timeout).
+  ucs_status_t abandon() {
+    if (!peer_.failed()) {
+      worker_.progress_while_ending([this] { return completion_->outstanding.load(); });
+    }
+    ucs_status_t why = completion_->first_error.load();
+    if (why == UCS_OK && peer_.failed()) why = peer_.failure();
+    peer_.force_close();
+    return why;
+  }
+
+ private:
+  static void done(void* request, ucs_status_t status, void* user_data) {
+    auto* completion = static_cast<UcxRequestCount*>(user_data);
+    if (status != UCS_OK) completion->fail(status);
+    ucp_request_free(request);
+    completion->outstanding.fetch_sub(1);
+  }
+
+  bool track(ucs_status_ptr_t request) {
+    if (UCS_PTR_IS_ERR(request)) {
+      completion_->fail(UCS_PTR_STATUS(request));
+      return false;
+    }
+    // A request completes through done(); null means it completed at once.
+    if (request != nullptr) completion_->outstanding.fetch_add(1);
+    return completion_->first_error.load() == UCS_OK;
+  }
+
+  UcxWorker& worker_;
+  UcxPeer& peer_;
+  ucp_ep_h ep_;
+  UcxRequestCount* completion_;  // shared with UCX's callbacks; leaked if they never come
+  ucp_request_param_t param_{};  // every request's: done() with completion_
+  base::RangeMap<> remote_ranges_, local_ranges_;  // what this epoch of the batch touched
+};
+
 std::shared_ptr<StagingBufferPool> pool_of(BufferStaging* staging) {
   return staging == nullptr ? nullptr
                             : std::make_shared<StagingBufferPool>(
@@ -174,7 +271,7 @@ UcxTransport::~UcxTransport() {
   // for good on a stopped peer.
   auto held = [this] { return am_requests_.requests_held() + am_server_.requests_held(); };
   const bool released =
-      worker_.progress_until([&] { return held() == 0; }, Deadline::after(kReleaseAtCloseTimeout));
+      worker_.progress_until([&] { return held() == 0; }, Deadline::after(kReleaseTimeout));
   if (!released) {
     MEMLOOM_LOG(kError, "transport " << address_ << ": UCX still holds " << held()
                                      << " request(s) with a peer that stopped answering; the UCX "
@@ -215,23 +312,20 @@ void UcxTransport::transfer(const std::string& peer_address,
   }
 }
 
-bool UcxTransport::needs_am(const UcxPeer& peer, const std::vector<const hal::TransferOp*>& work) {
-  // Device memory of this side: ucp_put_nbx/ucp_get_nbx would hand it to UCX; nor are the
-  // caller's buffers handed to UCX where its endpoints go without peer error handling.
-  if (data_path_ == UcxDataPath::kAm || worker_.error_mode() == UCP_ERR_HANDLING_MODE_NONE) {
-    return true;
-  }
-  for (const hal::TransferOp* op : work) {
-    if (staging_ != nullptr && staging_->needs_staging(op->local_address)) return true;
-  }
-  std::lock_guard<std::mutex> lock(am_only_mutex_);
-  return am_only_peers_.count(peer.address()) != 0;
-}
-
 void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
                        const std::vector<const hal::TransferOp*>& work, Deadline deadline) {
   gate_.prove_to(peer, deadline);
-  if (needs_am(*peer, work)) return am_requests_.run(peer, work, deadline);
+  // Device memory of this side: ucp_put_nbx/ucp_get_nbx would hand it to UCX; nor are the
+  // caller's buffers handed to UCX where its endpoints go without peer error handling.
+  bool am = data_path_ == UcxDataPath::kAm || worker_.error_mode() == UCP_ERR_HANDLING_MODE_NONE;
+  for (size_t i = 0; staging_ != nullptr && !am && i < work.size(); ++i) {
+    am = staging_->needs_staging(work[i]->local_address);
+  }
+  if (!am) {
+    std::lock_guard<std::mutex> lock(am_only_mutex_);
+    am = am_only_peers_.count(peer->address()) != 0;
+  }
+  if (am) return am_requests_.run(peer, work, deadline);
   // Every key first: a range the peer refuses fails the call before any byte moves.
   std::vector<UcxRemoteKey> keys;
   try {
@@ -249,7 +343,19 @@ void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
     }
     return am_requests_.run(peer, work, deadline);
   }
-  run_transfer_batch(worker_, *peer, work, keys, deadline);
+  TransferBatch batch(worker_, *peer);
+  bool completed = false;
+  try {
+    bool issued = true;
+    for (size_t i = 0; i < work.size() && issued; ++i) {
+      issued = batch.issue(*work[i], keys[i].get(), deadline);
+    }
+    completed = issued && batch.complete(deadline);
+  } catch (const Error&) {
+    batch.abandon();  // interrupted by the caller: nothing else throws here
+    throw;
+  }
+  if (!completed) peer->raise_failed(batch.abandon());
 }
 
 }  // namespace memloom::host

@@ -48,8 +48,6 @@ class UcxTransport : public hal::Transport {
  private:
   void run(const std::shared_ptr<UcxPeer>& peer, const std::vector<const hal::TransferOp*>& work,
            Deadline deadline);
-  // Whether `work` goes on the am path whatever the data path says.
-  bool needs_am(const UcxPeer& peer, const std::vector<const hal::TransferOp*>& work);
 
   // The control-message handler (ucx_messages.h) that hands a message to `(this->*object).*take`.
   template <auto object, auto take>

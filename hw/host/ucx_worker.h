@@ -6,8 +6,7 @@
 //
 // Lock order: UCX takes the worker's lock inside every ucp_* call and runs callbacks under it, so
 // code here never calls into UCX while holding a mutex of its own that a callback also takes.
-//
-// Nothing here sets a UCX_* variable. The context's configuration gets defaults where the user set
+// Nothing here sets a UCX_* variable; the context's configuration gets defaults where the user set
 // none (TCP segment sizes), and tcp where UCX_TLS names only transports within a host.
 #pragma once
 
@@ -41,8 +40,8 @@ class UcxWorker {
   // a dead peer), or NONE where UCX_TLS leaves only transports within this host, which cannot serve
   // PEER: then memloom's deadlines find dead peers.
   ucp_err_handling_mode_t error_mode() const { return error_mode_; }
-  // "UCX_TLS=sm,self, endpoints without peer error handling": what a peer of a job whose setting
-  // differs must be told, since UCX refuses to connect endpoints whose error handling differs.
+  // "UCX_TLS=sm,self, endpoints without peer error handling": what to tell a peer whose setting
+  // differs (UCX refuses to connect endpoints whose error handling differs).
   std::string endpoint_setting() const;
 
   // Whether a wait asks the caller's interrupt check (src/base/interrupt_check.h). Waits of a
