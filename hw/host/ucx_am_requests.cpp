@@ -268,8 +268,11 @@ class UcxAmRequests::Run {
     }
     auto* ticket = new Ticket(&owner_, call_, message);
     param.user_data = ticket;
-    ucs_status_ptr_t request = ucp_am_send_nbx(peer_->ep(), id, message->header.data(),
-                                               message->header.size(), buffer, count, &param);
+    ucp_ep_h ep = peer_->ep();  // null once another caller closed it by force
+    ucs_status_ptr_t request = ep == nullptr
+                                   ? UCS_STATUS_PTR(UCS_ERR_CANCELED)
+                                   : ucp_am_send_nbx(ep, id, message->header.data(),
+                                                     message->header.size(), buffer, count, &param);
     sent_.push_back(std::move(message));
     // Done at once, or failed at once: no callback comes.
     if (!UCS_PTR_IS_PTR(request)) sent(nullptr, UCS_PTR_STATUS(request), ticket);

@@ -91,9 +91,9 @@ void answer(std::unique_ptr<UcxAmServer::Request> request, Status status, std::s
   send_reply(std::move(request), /*with_data=*/false);
 }
 
-void write_received(void* ucx_request, ucs_status_t status, size_t /*length*/, void* user_data) {
-  ucp_request_free(ucx_request);
-  std::unique_ptr<UcxAmServer::Request> request(static_cast<UcxAmServer::Request*>(user_data));
+// A rendezvous write's data is in: staged parts on to device memory, then the answer. By UCX's
+// callback (write_received) or at once, when ucp_am_recv_data_nbx completes in place.
+void finish_write(std::unique_ptr<UcxAmServer::Request> request, ucs_status_t status) {
   if (status != UCS_OK) {
     // The requester's endpoint failed or closed: nobody waits for an answer.
     MEMLOOM_LOG(kDebug, ucx_error("transport: receiving a write's data", status));
@@ -110,6 +110,12 @@ void write_received(void* ucx_request, ucs_status_t status, size_t /*length*/, v
     }
   }
   answer(std::move(request), Status::kSuccess);
+}
+
+void write_received(void* ucx_request, ucs_status_t status, size_t /*length*/, void* user_data) {
+  ucp_request_free(ucx_request);
+  finish_write(std::unique_ptr<UcxAmServer::Request>(static_cast<UcxAmServer::Request*>(user_data)),
+               status);
 }
 
 }  // namespace
@@ -239,7 +245,7 @@ ucs_status_t UcxAmServer::on_write(void* arg, const void* header, size_t header_
   } else if (UCS_PTR_IS_ERR(received)) {
     MEMLOOM_LOG(kDebug, ucx_error("transport: receiving a write's data", UCS_PTR_STATUS(received)));
   } else {
-    answer(std::move(request), Status::kSuccess);  // received at once
+    finish_write(std::move(request), UCS_OK);  // received at once
   }
   return UCS_OK;
 }

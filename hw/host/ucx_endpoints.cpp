@@ -74,7 +74,7 @@ void close_endpoint(UcxWorker& worker, ucp_ep_h ep, bool force) {
 
 UcxPeer::~UcxPeer() {
   keys_ = {};  // remote keys go before the endpoint they were unpacked for
-  if (ep_ != nullptr) close_endpoint(worker_, ep_, failed_);
+  if (ucp_ep_h ep = ep_.load()) close_endpoint(worker_, ep, failed_);
 }
 
 void UcxPeer::raise_failed(ucs_status_t status) const {
@@ -111,9 +111,8 @@ void UcxPeer::force_close() {
     std::lock_guard<std::mutex> lock(keys_mutex_);
     keys_ = {};
   }
-  ucp_ep_h ep = ep_;
-  ep_ = nullptr;
-  if (ep != nullptr) close_endpoint(worker_, ep, /*force=*/true);
+  // Exchanged: of two callers closing at once, one closes.
+  if (ucp_ep_h ep = ep_.exchange(nullptr)) close_endpoint(worker_, ep, /*force=*/true);
 }
 
 uint16_t UcxEndpoints::listen(const std::string& host) {
@@ -276,9 +275,10 @@ std::shared_ptr<UcxPeer> UcxEndpoints::peer(const std::string& address, const st
   params.err_mode = worker_.error_mode();
   params.err_handler.cb = on_peer_error;
   params.err_handler.arg = fresh.get();
-  ucs_status_t status = ucp_ep_create(worker_.worker(), &params, &fresh->ep_);
+  ucp_ep_h ep = nullptr;
+  ucs_status_t status = ucp_ep_create(worker_.worker(), &params, &ep);
+  fresh->ep_ = status == UCS_OK ? ep : nullptr;
   if (status != UCS_OK) {
-    fresh->ep_ = nullptr;
     raise(Status::kCommunication, ucx_error("cannot reach transport endpoint " + address, status));
   }
   std::lock_guard<std::mutex> lock(mutex_);
@@ -357,7 +357,9 @@ void UcxEndpoints::take_region_reply(const void* data, size_t length, ucp_ep_h) 
     status = msg::refusal_status(reply->status, {Status::kCommunication, Status::kNotSupported});
   } else {
     ucp_rkey_h unpacked = nullptr;
-    ucs_status_t unpack = ucp_ep_rkey_unpack(pending->peer->ep(), message.data(), &unpacked);
+    ucp_ep_h ep = pending->peer->ep();  // null once closed by force
+    ucs_status_t unpack =
+        ep == nullptr ? UCS_ERR_CANCELED : ucp_ep_rkey_unpack(ep, message.data(), &unpacked);
     if (unpack == UCS_OK) {
       key = UcxRemoteKey(unpacked, ucp_rkey_destroy);
       pending->peer->cache_key(reply->base, reply->size, key);

@@ -49,7 +49,8 @@ class UcxPeer {
   UcxPeer& operator=(const UcxPeer&) = delete;
 
   const std::string& address() const { return address_; }
-  ucp_ep_h ep() const { return ep_; }
+  // Null once force_close() ran (a caller of another thread may have closed it).
+  ucp_ep_h ep() const { return ep_.load(); }
   bool failed() const { return failed_; }
   ucs_status_t failure() const { return failure_; }
   void mark_failed(ucs_status_t status) {
@@ -75,7 +76,7 @@ class UcxPeer {
   friend class UcxEndpoints;
   UcxWorker& worker_;
   const std::string address_;
-  ucp_ep_h ep_ = nullptr;
+  std::atomic<ucp_ep_h> ep_{nullptr};
   std::atomic<bool> failed_{false};
   std::atomic<ucs_status_t> failure_{UCS_OK};
   std::atomic<bool> proven_{false};

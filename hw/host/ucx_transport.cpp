@@ -144,6 +144,7 @@ class TransferBatch {
 
   // Issues one op; false when the batch already failed or the deadline passed.
   bool issue(const hal::TransferOp& op, ucp_rkey_h key, Deadline deadline) {
+    if (ep_ == nullptr) return track(UCS_STATUS_PTR(UCS_ERR_CANCELED));  // closed by another call
     const auto local = reinterpret_cast<uintptr_t>(op.local_address);
     if (remote_ranges_.overlapping(op.remote_address, op.bytes) != nullptr ||
         local_ranges_.overlapping(local, op.bytes) != nullptr) {
@@ -161,6 +162,7 @@ class TransferBatch {
 
   // Flushes the endpoint and waits for every op; false at the deadline or on a failure.
   bool complete(Deadline deadline) {
+    if (ep_ == nullptr) return track(UCS_STATUS_PTR(UCS_ERR_CANCELED));
     if (!track(ucp_ep_flush_nbx(ep_, &param_))) return false;
     const bool finished = worker_.progress_until(
         [this] {
