@@ -21,6 +21,7 @@ class CudaBufferStaging : public host::BufferStaging {
   void copy_all(const std::vector<host::StagingCopy>& copies, Deadline deadline) override;
   void* allocate_host(size_t bytes) override;
   void free_host(void* buffer) noexcept override;
+  bool allocation_waits_for_device() const override { return true; }
 
  private:
   const int device_;

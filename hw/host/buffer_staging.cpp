@@ -34,9 +34,10 @@ constexpr std::align_val_t kPlainAlignment{64};
 }  // namespace
 
 StagingBufferPool::StagingBufferPool(BufferStaging& staging, size_t buffer_bytes, size_t count)
-    : staging_(staging), buffer_bytes_(buffer_bytes) {
+    : staging_(staging), buffer_bytes_(buffer_bytes), count_(count) {
   free_.reserve(count);
-  for (size_t i = 0; i < count; ++i) {
+  if (!staging_.allocation_waits_for_device()) return;
+  for (; allocated_ < count_; ++allocated_) {
     free_.push_back(static_cast<std::byte*>(staging_.allocate_host(buffer_bytes_)));
   }
 }
@@ -48,9 +49,15 @@ StagingBufferPool::~StagingBufferPool() {
 StagingBufferPool::Lease StagingBufferPool::lease(size_t bytes) {
   if (bytes <= buffer_bytes_) {
     std::lock_guard<std::mutex> lock(mutex_);
+    std::byte* buffer = nullptr;
     if (!free_.empty()) {
-      std::byte* buffer = free_.back();
+      buffer = free_.back();
       free_.pop_back();
+    } else if (allocated_ < count_) {  // only where allocating cannot wait for the device
+      buffer = static_cast<std::byte*>(staging_.allocate_host(buffer_bytes_));
+      ++allocated_;
+    }
+    if (buffer != nullptr) {
       return Lease(buffer,
                    [self = shared_from_this()](std::byte* leased) { self->give_back(leased); });
     }

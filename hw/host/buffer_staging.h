@@ -34,6 +34,8 @@ class BufferStaging {
   virtual void copy_all(const std::vector<StagingCopy>& copies, Deadline deadline) = 0;
   // Host memory that copy() moves at full speed (page-locked on CUDA).
   virtual void* allocate_host(size_t bytes) = 0;
+  // Whether allocate_host or free_host may wait for the device (CUDA's page-locked memory does).
+  virtual bool allocation_waits_for_device() const { return false; }
   virtual void free_host(void* buffer) noexcept = 0;
 };
 
@@ -59,15 +61,16 @@ class StagedCall {
 // messages: on CUDA they are page-locked, and pinning costs far more than a copy through the
 // buffer, so a message borrows one instead of allocating its own.
 //
-// All of them are allocated with the pool and none is freed before it goes: on CUDA a page-locked
-// allocation or free synchronizes with the device, and transfers run inside stream host functions
-// (BM's asynchronous copies), whose stream cannot go on until the transfer returns, so an
-// allocation there could wait for itself. A lease that finds none free, or asks for more than a
-// pool buffer, gets plain host memory of its own instead (slower device copies, no such wait).
+// None is freed before the pool goes. Where an allocation may wait for the device (CUDA: a
+// page-locked allocation or free synchronizes with it, and transfers run inside stream host
+// functions, BM's asynchronous copies, whose stream cannot go on until the transfer returns, so an
+// allocation there could wait for itself) all of them are allocated with the pool; elsewhere each
+// when first needed. A lease the pool cannot serve (all `count` leased, or more than a buffer)
+// gets plain host memory of its own (slower device copies, no such wait).
 class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool> {
  public:
-  // Made by std::make_shared (leases keep it alive). `staging` must outlive every lease. Allocates
-  // `count` buffers of `buffer_bytes`.
+  // Made by std::make_shared (leases keep it alive). `staging` must outlive every lease. Holds up
+  // to `count` buffers of `buffer_bytes`.
   StagingBufferPool(BufferStaging& staging, size_t buffer_bytes, size_t count);
   ~StagingBufferPool();
 
@@ -83,8 +86,10 @@ class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool>
 
   BufferStaging& staging_;
   const size_t buffer_bytes_;
+  const size_t count_;
   std::mutex mutex_;
   std::vector<std::byte*> free_;
+  size_t allocated_ = 0;  // buffers of this pool, free or leased
 };
 
 // The parts of a UCX message's iov list in memory the CPU cannot touch: UCX gets one leased buffer

@@ -59,7 +59,7 @@ class UcxTransport : public hal::Transport {
   const std::unique_ptr<BufferStaging> staging_;       // null: all memory is host memory
   const std::unique_ptr<BufferStaging> host_staging_;  // plain host buffers where staging_ is null
   // The requester's pool ("Own buffers", ucx_am_requests.h) is staging_pool_ where there is one (it
-  // copies host memory too). Its buffers are allocated only when used.
+  // copies host memory too). When its buffers are allocated: buffer_staging.h.
   const std::shared_ptr<StagingBufferPool> staging_pool_, requester_pool_;
   // Before UCX starts: a bad MEMLOOM_UCX_DATA_PATH fails the constructor at once.
   const UcxDataPath data_path_;

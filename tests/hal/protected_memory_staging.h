@@ -63,6 +63,8 @@ class ProtectedMemoryStaging : public host::BufferStaging {
     host_bytes_ += bytes;
     return std::malloc(bytes);
   }
+  // As the CUDA staging's page-locked memory: the pool must allocate it up front.
+  bool allocation_waits_for_device() const override { return true; }
   void free_host(void* buffer) noexcept override {
     std::lock_guard<std::mutex> lock(mutex_);
     ++host_frees_;
