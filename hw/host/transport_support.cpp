@@ -23,8 +23,7 @@ hal::TransportSupport transport_support() {
     // path shown is the one in effect, with the reason when it is not the one asked for.
     const UcxDataPath asked = chosen_ucx_data_path();
     support.ucx_data_path = ucx_data_path_name(asked);
-    if (asked == UcxDataPath::kRma && !found.resources.empty() &&
-        !offers_peer_failure_detection(found.resources)) {
+    if (asked == UcxDataPath::kRma && !offers_peer_failure_detection(found.resources)) {
       support.ucx_data_path =
           "am (rma asked for, but UCX_TLS leaves only host-local transports: "
           "endpoints without peer error handling use am)";
