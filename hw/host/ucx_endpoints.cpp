@@ -29,8 +29,9 @@ constexpr auto kListenerCheckTimeout = std::chrono::seconds(1);
 // plain TCP connect to the peer's listening port asks whether anything listens there (UCX's TCP
 // connection manager listens on that port). The errno of a refusal (ECONNREFUSED, or the host or
 // network unreachable); 0 when the connection is taken or the answer does not come within
-// kListenerCheckTimeout (a slow network or a filter), which leaves the peer to UCX.
-int connect_refusal(const sockaddr_storage& address, socklen_t length) {
+// kListenerCheckTimeout or by the call's deadline (a slow network or a filter), which leaves the
+// peer to UCX.
+int connect_refusal(const sockaddr_storage& address, socklen_t length, Deadline deadline) {
   base::UniqueFd fd(::socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return 0;
   int error = 0;
@@ -39,7 +40,8 @@ int connect_refusal(const sockaddr_storage& address, socklen_t length) {
     if (error == EINPROGRESS) {
       error = 0;
       socklen_t size = sizeof(error);
-      if (!base::wait_ready(fd.get(), POLLOUT, Deadline::after(kListenerCheckTimeout)) ||
+      if (!base::wait_ready(fd.get(), POLLOUT,
+                            deadline.earlier(Deadline::after(kListenerCheckTimeout))) ||
           ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &size) != 0) {
         error = 0;
       }
@@ -243,7 +245,7 @@ void UcxEndpoints::close_failed_accepted() {
 }
 
 std::shared_ptr<UcxPeer> UcxEndpoints::peer(const std::string& address, const std::string& host,
-                                            uint16_t port) {
+                                            uint16_t port, Deadline deadline) {
   close_failed_accepted();
   std::shared_ptr<UcxPeer> stale;  // released outside the lock: closing progresses the worker
   {
@@ -259,7 +261,7 @@ std::shared_ptr<UcxPeer> UcxEndpoints::peer(const std::string& address, const st
   sockaddr_storage socket_address{};
   const socklen_t length = base::ip_socket_address(host, port, &socket_address);
   if (length == 0) raise(Status::kInvalidInput, "transport address " + address + ": bad host");
-  if (const int refusal = connect_refusal(socket_address, length)) {
+  if (const int refusal = connect_refusal(socket_address, length, deadline)) {
     raise(Status::kCommunication, "cannot reach transport endpoint " + address + ": " +
                                       std::strerror(refusal) +
                                       " (no transport listens there: the peer is gone or has not "

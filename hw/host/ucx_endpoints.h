@@ -100,8 +100,10 @@ class UcxEndpoints {
   // Listens on `host` (an IP literal), any free port; returns the port.
   uint16_t listen(const std::string& host);
 
-  // The live endpoint to `address` ("IP", port), created when there is none or it failed.
-  std::shared_ptr<UcxPeer> peer(const std::string& address, const std::string& host, uint16_t port);
+  // The live endpoint to `address` ("IP", port), created when there is none or it failed (its
+  // listener check waits until `deadline` at most).
+  std::shared_ptr<UcxPeer> peer(const std::string& address, const std::string& host, uint16_t port,
+                                Deadline deadline);
   // Forgets `peer` if it is still the one cached for its address.
   void drop(const std::shared_ptr<UcxPeer>& peer);
 

@@ -299,7 +299,7 @@ void UcxTransport::transfer(const std::string& peer_address,
   const base::TcpAddress where =
       parse_address(peer_address);  // a malformed address is the caller's
   if (work.empty()) return;
-  std::shared_ptr<UcxPeer> peer = endpoints_.peer(peer_address, where.host, where.port);
+  std::shared_ptr<UcxPeer> peer = endpoints_.peer(peer_address, where.host, where.port, deadline);
   try {
     run(peer, work, deadline);
   } catch (const Error& error) {

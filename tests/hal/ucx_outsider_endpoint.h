@@ -2,6 +2,7 @@
 // worker of the outsider's own, without memloom's job proof.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,7 +20,8 @@ inline std::shared_ptr<host::UcxPeer> connect_as_outsider(host::UcxEndpoints& en
   const size_t colon = address.rfind(':');
   const std::string host = address.substr(6, colon - 6);
   const auto port = static_cast<uint16_t>(std::stoi(address.substr(colon + 1)));
-  return endpoints.peer(address + "#" + std::to_string(instance), host, port);
+  return endpoints.peer(address + "#" + std::to_string(instance), host, port,
+                        Deadline::after(std::chrono::seconds(5)));
 }
 
 }  // namespace memloom::hal_test
