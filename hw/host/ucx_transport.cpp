@@ -316,6 +316,7 @@ void UcxTransport::transfer(const std::string& peer_address,
 
 void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
                        const std::vector<const hal::TransferOp*>& work, Deadline deadline) {
+  const UcxWorker::CallerScope caller(worker_);
   gate_.prove_to(peer, deadline);
   // Device memory of this side: ucp_put_nbx/ucp_get_nbx would hand it to UCX; nor are the
   // caller's buffers handed to UCX where its endpoints go without peer error handling.

@@ -178,18 +178,20 @@ void UcxWorker::progress_loop() {
   }
 }
 
+UcxWorker::CallerScope::CallerScope(UcxWorker& worker) : worker_(worker) {
+  worker_.progressing_callers_.fetch_add(1);
+}
+
+UcxWorker::CallerScope::~CallerScope() {
+  if (worker_.progressing_callers_.fetch_sub(1) == 1 && worker_.progress_thread_parked_.load()) {
+    [[maybe_unused]] ssize_t woken = ::write(worker_.wake_pipe_[1], "x", 1);
+  }
+}
+
 bool UcxWorker::progress_until(const std::function<bool()>& done, Deadline deadline,
                                Interruptible interruptible) {
   const bool asks = interruptible == Interruptible::kYes && base::interrupt_check_installed();
-  progressing_callers_.fetch_add(1);
-  struct Leaving {
-    UcxWorker& worker;
-    ~Leaving() {
-      if (worker.progressing_callers_.fetch_sub(1) == 1 && worker.progress_thread_parked_.load()) {
-        [[maybe_unused]] ssize_t woken = ::write(worker.wake_pipe_[1], "x", 1);
-      }
-    }
-  } leaving{*this};
+  const CallerScope caller(*this);
   int idle = 0;
   while (!done()) {
     if (deadline.expired()) return false;
