@@ -1,6 +1,6 @@
 #include "hw/host/buffer_staging.h"
 
-#include <new>
+#include <cstring>
 
 #include "hw/host/collective_header.h"
 
@@ -26,12 +26,9 @@ void StagedCall::finish(Deadline deadline) {
   if (!recv_host_.empty()) staging_.copy(user_call_.recv, recv_host_.data(), recv_bytes_, deadline);
 }
 
-namespace {
-
-// Plain host memory for leases the pool's buffers cannot serve (never page-locked: see the header).
-constexpr std::align_val_t kPlainAlignment{64};
-
-}  // namespace
+void HostMemoryStaging::copy_all(const std::vector<StagingCopy>& copies, Deadline) {
+  for (const StagingCopy& c : copies) std::memcpy(c.to, c.from, c.bytes);
+}
 
 StagingBufferPool::StagingBufferPool(BufferStaging& staging, size_t buffer_bytes, size_t count)
     : staging_(staging), buffer_bytes_(buffer_bytes), count_(count) {
@@ -62,8 +59,9 @@ StagingBufferPool::Lease StagingBufferPool::lease(size_t bytes) {
                    [self = shared_from_this()](std::byte* leased) { self->give_back(leased); });
     }
   }
-  return Lease(static_cast<std::byte*>(::operator new(bytes, kPlainAlignment)),
-               [](std::byte* plain) { ::operator delete(plain, kPlainAlignment); });
+  // Never page-locked: see the header.
+  return Lease(static_cast<std::byte*>(HostMemoryStaging::allocate(bytes)),
+               HostMemoryStaging::free);
 }
 
 void StagingBufferPool::give_back(std::byte* buffer) noexcept {

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "hw/hal/collectives.h"
@@ -37,6 +38,21 @@ class BufferStaging {
   // Whether allocate_host or free_host may wait for the device (CUDA's page-locked memory does).
   virtual bool allocation_waits_for_device() const { return false; }
   virtual void free_host(void* buffer) noexcept = 0;
+};
+
+// Plain host memory (cache-line aligned) and memcpy: the staging of a UCX transport whose memory is
+// all host memory, and the memory of a pool's leases that its buffers cannot serve.
+class HostMemoryStaging : public BufferStaging {
+ public:
+  static void* allocate(size_t bytes) { return ::operator new(bytes, kAlignment); }
+  static void free(void* buffer) noexcept { ::operator delete(buffer, kAlignment); }
+  bool needs_staging(const void*) const override { return false; }
+  void copy_all(const std::vector<StagingCopy>& copies, Deadline) override;
+  void* allocate_host(size_t bytes) override { return allocate(bytes); }
+  void free_host(void* buffer) noexcept override { free(buffer); }
+
+ private:
+  static constexpr std::align_val_t kAlignment{64};
 };
 
 // One call with its device buffers replaced by host copies: the send buffer is copied in at

@@ -51,6 +51,12 @@ class UcxPeer {
   const std::string& address() const { return address_; }
   // Null once force_close() ran (a caller of another thread may have closed it).
   ucp_ep_h ep() const { return ep_.load(); }
+  // `issue(ep)`, a UCX request on the endpoint; UCS_ERR_CANCELED where ep() is null.
+  template <typename Issue>
+  ucs_status_ptr_t on_ep(Issue issue) const {
+    ucp_ep_h ep = ep_.load();
+    return ep == nullptr ? UCS_STATUS_PTR(UCS_ERR_CANCELED) : issue(ep);
+  }
   bool failed() const { return failed_; }
   ucs_status_t failure() const { return failure_; }
   void mark_failed(ucs_status_t status) {

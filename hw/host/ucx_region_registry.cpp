@@ -49,7 +49,7 @@ void UcxRegionRegistry::expose(void* address, size_t size) {
   auto region = std::make_shared<Region>();
   // Registration (and so pinning, on RDMA transports) happens outside the lock: it may be slow.
   // Staged device memory is not registered.
-  if (staging_ == nullptr || !staging_->needs_staging(address)) {
+  if (!staging_.needs_staging(address)) {
     ucp_mem_map_params_t params{};
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
     params.address = address;
