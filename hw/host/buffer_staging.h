@@ -10,7 +10,6 @@
 #include <new>
 #include <vector>
 
-#include "hw/hal/collectives.h"
 #include "memloom/deadline.h"
 
 namespace memloom::host {
@@ -53,24 +52,6 @@ class HostMemoryStaging : public BufferStaging {
 
  private:
   static constexpr std::align_val_t kAlignment{64};
-};
-
-// One call with its device buffers replaced by host copies: the send buffer is copied in at
-// construction, the receive buffer back by finish(). Host buffers go through as they are.
-class StagedCall {
- public:
-  StagedCall(BufferStaging& staging, const hal::CollectiveCall& call, int rank, int size,
-             Deadline deadline);
-  const hal::CollectiveCall& host_call() const { return host_call_; }
-  // After the call succeeded: the received bytes to the caller's device buffer.
-  void finish(Deadline deadline);
-
- private:
-  BufferStaging& staging_;
-  const hal::CollectiveCall user_call_;
-  hal::CollectiveCall host_call_;
-  size_t recv_bytes_ = 0;
-  std::vector<char> send_host_, recv_host_;
 };
 
 // Host buffers of BufferStaging::allocate_host, kept for reuse by the UCX transport's staged
