@@ -141,13 +141,12 @@ UcxAmServer::UcxAmServer(UcxWorker& worker, UcxRegionRegistry& regions, UcxJobGa
 bool UcxAmServer::accept(std::unique_ptr<Request>& request, const void* header,
                          size_t header_length, size_t payload_bytes,
                          const ucp_am_recv_param_t* param) {
-  msg::AmRequestHeader head{};
-  if (header_length < sizeof(head)) {
+  auto head = msg::decode<msg::AmRequestHeader>(header, header_length);
+  if (!head) {
     MEMLOOM_LOG(kWarn, "transport: dropped a data request without its header");
     return false;
   }
-  std::memcpy(&head, header, sizeof(head));
-  request->request_id = head.request_id;
+  request->request_id = head->request_id;
   request->reply_ep =
       (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) != 0 ? param->reply_ep : nullptr;
   if (request->reply_ep == nullptr) {
@@ -159,14 +158,14 @@ bool UcxAmServer::accept(std::unique_ptr<Request>& request, const void* header,
            "refused by " + own_address_ + ": the endpoint has not proven the job secret");
     return false;
   }
-  const size_t count = head.op_count;
-  if (count == 0 || header_length != sizeof(head) + count * sizeof(msg::AmRange)) {
+  const size_t count = head->op_count;
+  if (count == 0 || header_length != sizeof(*head) + count * sizeof(msg::AmRange)) {
     answer(std::move(request), Status::kInvalidInput,
            "a data request to " + own_address_ + " is malformed");
     return false;
   }
   request->ranges.resize(count);
-  std::memcpy(request->ranges.data(), static_cast<const char*>(header) + sizeof(head),
+  std::memcpy(request->ranges.data(), static_cast<const char*>(header) + sizeof(*head),
               count * sizeof(msg::AmRange));
   uint64_t total = 0;
   for (const msg::AmRange& range : request->ranges) {

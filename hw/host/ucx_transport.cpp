@@ -156,8 +156,8 @@ class TransferBatch {
     return finished && completion_->first_error.load() == UCS_OK;
   }
 
-  // After the call gave up (above): why it failed, the first error of an op or
-  // flush, else the endpoint's, else UCS_OK (a timeout).
+  // After the call gave up (above): why it failed, the first error of an op or flush, else the
+  // endpoint's, else UCS_OK (a timeout).
   ucs_status_t abandon() {
     if (!peer_.failed()) {
       worker_.progress_while_ending([this] { return completion_->outstanding.load(); });
@@ -274,8 +274,7 @@ void UcxTransport::transfer(const std::string& peer_address,
                       "transfer: the remote range wraps around the address space");
     if (op.bytes > 0) work.push_back(&op);
   }
-  const base::TcpAddress where =
-      parse_address(peer_address);  // a malformed address is the caller's
+  const base::TcpAddress where = parse_address(peer_address);  // malformed: the caller's fault
   if (work.empty()) return;
   std::shared_ptr<UcxPeer> peer = endpoints_.peer(peer_address, where.host, where.port, deadline);
   try {
