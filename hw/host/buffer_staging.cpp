@@ -1,37 +1,12 @@
 #include "hw/host/buffer_staging.h"
 
-#include <new>
-
-#include "hw/host/collective_header.h"
+#include <cstring>
 
 namespace memloom::host {
 
-StagedCall::StagedCall(BufferStaging& staging, const hal::CollectiveCall& call, int rank, int size,
-                       Deadline deadline)
-    : staging_(staging), user_call_(call), host_call_(call) {
-  const size_t send_bytes = send_extent(call, rank, size);
-  if (send_bytes > 0 && call.send != nullptr && staging.needs_staging(call.send)) {
-    send_host_.resize(send_bytes);
-    staging.copy(send_host_.data(), call.send, send_bytes, deadline);
-    host_call_.send = send_host_.data();
-  }
-  recv_bytes_ = recv_extent(call, rank, size);
-  if (recv_bytes_ > 0 && call.recv != nullptr && staging.needs_staging(call.recv)) {
-    recv_host_.resize(recv_bytes_);
-    host_call_.recv = recv_host_.data();
-  }
+void HostMemoryStaging::copy_all(const std::vector<StagingCopy>& copies, Deadline) {
+  for (const StagingCopy& c : copies) std::memcpy(c.to, c.from, c.bytes);
 }
-
-void StagedCall::finish(Deadline deadline) {
-  if (!recv_host_.empty()) staging_.copy(user_call_.recv, recv_host_.data(), recv_bytes_, deadline);
-}
-
-namespace {
-
-// Plain host memory for leases the pool's buffers cannot serve (never page-locked: see the header).
-constexpr std::align_val_t kPlainAlignment{64};
-
-}  // namespace
 
 StagingBufferPool::StagingBufferPool(BufferStaging& staging, size_t buffer_bytes, size_t count)
     : staging_(staging), buffer_bytes_(buffer_bytes), count_(count) {
@@ -62,8 +37,9 @@ StagingBufferPool::Lease StagingBufferPool::lease(size_t bytes) {
                    [self = shared_from_this()](std::byte* leased) { self->give_back(leased); });
     }
   }
-  return Lease(static_cast<std::byte*>(::operator new(bytes, kPlainAlignment)),
-               [](std::byte* plain) { ::operator delete(plain, kPlainAlignment); });
+  // Never page-locked: see the header.
+  return Lease(static_cast<std::byte*>(HostMemoryStaging::allocate(bytes)),
+               HostMemoryStaging::free);
 }
 
 void StagingBufferPool::give_back(std::byte* buffer) noexcept {

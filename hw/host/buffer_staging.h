@@ -7,9 +7,9 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <vector>
 
-#include "hw/hal/collectives.h"
 #include "memloom/deadline.h"
 
 namespace memloom::host {
@@ -39,22 +39,19 @@ class BufferStaging {
   virtual void free_host(void* buffer) noexcept = 0;
 };
 
-// One call with its device buffers replaced by host copies: the send buffer is copied in at
-// construction, the receive buffer back by finish(). Host buffers go through as they are.
-class StagedCall {
+// Plain host memory (cache-line aligned) and memcpy: the staging of a UCX transport whose memory is
+// all host memory, and the memory of a pool's leases that its buffers cannot serve.
+class HostMemoryStaging : public BufferStaging {
  public:
-  StagedCall(BufferStaging& staging, const hal::CollectiveCall& call, int rank, int size,
-             Deadline deadline);
-  const hal::CollectiveCall& host_call() const { return host_call_; }
-  // After the call succeeded: the received bytes to the caller's device buffer.
-  void finish(Deadline deadline);
+  static void* allocate(size_t bytes) { return ::operator new(bytes, kAlignment); }
+  static void free(void* buffer) noexcept { ::operator delete(buffer, kAlignment); }
+  bool needs_staging(const void*) const override { return false; }
+  void copy_all(const std::vector<StagingCopy>& copies, Deadline) override;
+  void* allocate_host(size_t bytes) override { return allocate(bytes); }
+  void free_host(void* buffer) noexcept override { free(buffer); }
 
  private:
-  BufferStaging& staging_;
-  const hal::CollectiveCall user_call_;
-  hal::CollectiveCall host_call_;
-  size_t recv_bytes_ = 0;
-  std::vector<char> send_host_, recv_host_;
+  static constexpr std::align_val_t kAlignment{64};
 };
 
 // Host buffers of BufferStaging::allocate_host, kept for reuse by the UCX transport's staged

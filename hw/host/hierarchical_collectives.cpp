@@ -6,6 +6,7 @@
 #include <map>
 
 #include "hw/host/shm_collectives.h"
+#include "hw/host/staged_call.h"
 #include "memloom/error.h"
 #include "src/base/environment.h"
 

@@ -74,8 +74,6 @@ struct UcxAmRequests::Ticket {
 UcxAmRequests::UcxAmRequests(UcxWorker& worker, std::shared_ptr<StagingBufferPool> pool,
                              StagedBuffers staged)
     : worker_(worker), pool_(std::move(pool)), staged_(staged) {
-  MEMLOOM_CHECK_ARG(staged_ == StagedBuffers::kNone || pool_ != nullptr,
-                    "UCX requester: staged buffers need a pool");
   ucp_worker_attr_t attr{};
   attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
   size_t header_room = 4096;
@@ -268,11 +266,10 @@ class UcxAmRequests::Run {
     }
     auto* ticket = new Ticket(&owner_, call_, message);
     param.user_data = ticket;
-    ucp_ep_h ep = peer_->ep();  // null once another caller closed it by force
-    ucs_status_ptr_t request = ep == nullptr
-                                   ? UCS_STATUS_PTR(UCS_ERR_CANCELED)
-                                   : ucp_am_send_nbx(ep, id, message->header.data(),
-                                                     message->header.size(), buffer, count, &param);
+    ucs_status_ptr_t request = peer_->on_ep([&](ucp_ep_h ep) {
+      return ucp_am_send_nbx(ep, id, message->header.data(), message->header.size(), buffer, count,
+                             &param);
+    });
     sent_.push_back(std::move(message));
     // Done at once, or failed at once: no callback comes.
     if (!UCS_PTR_IS_PTR(request)) sent(nullptr, UCS_PTR_STATUS(request), ticket);

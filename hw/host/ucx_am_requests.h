@@ -51,7 +51,7 @@ class UcxAmRequests {
 
   // Which local buffers go through the pool rather than to UCX.
   enum class StagedBuffers {
-    kNone,          // none: every buffer is host memory UCX may hold (`pool` may be null)
+    kNone,          // none: every buffer is host memory UCX may hold
     kDeviceMemory,  // those the pool's staging says need it (device memory)
     kAll,           // every one ("Own buffers" above)
   };

@@ -20,6 +20,8 @@ namespace msg = ucx_messages;
 // How long one staging copy (at most a message's payload) may take in a handler.
 constexpr auto kStagingTimeout = std::chrono::seconds(10);
 
+void answer(std::unique_ptr<UcxAmServer::Request> request, Status status, std::string why = {});
+
 }  // namespace
 
 // One request being served, with what its reply or receive needs until UCX is done with it.
@@ -30,6 +32,20 @@ struct UcxAmServer::Request {
   Request& operator=(const Request&) = delete;
   void copy(const std::vector<StagingCopy>& copies) {
     server.staging_->staging().copy_all(copies, Deadline::after(kStagingTimeout));
+  }
+  // Runs `step` (staging copies, or leasing their buffer); false when it threw, after refusing
+  // `request` as kCommunication: the requester learns it as a failure of the link, not of its
+  // ranges.
+  template <typename Step>
+  static bool try_staging(std::unique_ptr<Request>& request, const char* what, Step step) {
+    try {
+      step();
+      return true;
+    } catch (const std::exception& error) {
+      std::string why = what + (" at " + request->server.own_address_) + " failed: " + error.what();
+      answer(std::move(request), Status::kCommunication, std::move(why));
+      return false;
+    }
   }
 
   UcxAmServer& server;
@@ -81,9 +97,8 @@ void send_reply(std::unique_ptr<UcxAmServer::Request> request, bool with_data) {
 }
 
 // Answers `request` without data, its holds and host buffer ended first: a write's acknowledgement
-// (kSuccess, once its bytes are in place) or a refusal. A failed staging copy is refused as
-// kCommunication: the requester learns it as a failure of the link, not of its ranges.
-void answer(std::unique_ptr<UcxAmServer::Request> request, Status status, std::string why = {}) {
+// (kSuccess, once its bytes are in place) or a refusal.
+void answer(std::unique_ptr<UcxAmServer::Request> request, Status status, std::string why) {
   request->holds.clear();
   request->staged.release();
   request->reply = {request->request_id, static_cast<uint32_t>(status), 0};
@@ -99,17 +114,13 @@ void finish_write(std::unique_ptr<UcxAmServer::Request> request, ucs_status_t st
     MEMLOOM_LOG(kDebug, ucx_error("transport: receiving a write's data", status));
     return;
   }
-  if (!request->staged.empty()) {
-    try {
-      // The bytes, now in the request's host buffer, on to the device ranges.
-      request->copy(request->staged.copies(/*into_buffer=*/false));
-    } catch (const std::exception& error) {
-      answer(std::move(request), Status::kCommunication,
-             std::string("staging a write into device memory failed: ") + error.what());
-      return;
-    }
+  // The bytes, now in the request's host buffer, on to the device ranges.
+  if (request->staged.empty() ||
+      UcxAmServer::Request::try_staging(request, "staging a write into device memory", [&] {
+        request->copy(request->staged.copies(/*into_buffer=*/false));
+      })) {
+    answer(std::move(request), Status::kSuccess);
   }
-  answer(std::move(request), Status::kSuccess);
 }
 
 void write_received(void* ucx_request, ucs_status_t status, size_t /*length*/, void* user_data) {
@@ -130,13 +141,12 @@ UcxAmServer::UcxAmServer(UcxWorker& worker, UcxRegionRegistry& regions, UcxJobGa
 bool UcxAmServer::accept(std::unique_ptr<Request>& request, const void* header,
                          size_t header_length, size_t payload_bytes,
                          const ucp_am_recv_param_t* param) {
-  msg::AmRequestHeader head{};
-  if (header_length < sizeof(head)) {
+  auto head = msg::decode<msg::AmRequestHeader>(header, header_length);
+  if (!head) {
     MEMLOOM_LOG(kWarn, "transport: dropped a data request without its header");
     return false;
   }
-  std::memcpy(&head, header, sizeof(head));
-  request->request_id = head.request_id;
+  request->request_id = head->request_id;
   request->reply_ep =
       (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) != 0 ? param->reply_ep : nullptr;
   if (request->reply_ep == nullptr) {
@@ -148,14 +158,14 @@ bool UcxAmServer::accept(std::unique_ptr<Request>& request, const void* header,
            "refused by " + own_address_ + ": the endpoint has not proven the job secret");
     return false;
   }
-  const size_t count = head.op_count;
-  if (count == 0 || header_length != sizeof(head) + count * sizeof(msg::AmRange)) {
+  const size_t count = head->op_count;
+  if (count == 0 || header_length != sizeof(*head) + count * sizeof(msg::AmRange)) {
     answer(std::move(request), Status::kInvalidInput,
            "a data request to " + own_address_ + " is malformed");
     return false;
   }
   request->ranges.resize(count);
-  std::memcpy(request->ranges.data(), static_cast<const char*>(header) + sizeof(head),
+  std::memcpy(request->ranges.data(), static_cast<const char*>(header) + sizeof(*head),
               count * sizeof(msg::AmRange));
   uint64_t total = 0;
   for (const msg::AmRange& range : request->ranges) {
@@ -169,7 +179,7 @@ bool UcxAmServer::accept(std::unique_ptr<Request>& request, const void* header,
     }
     request->holds.push_back(std::move(hold));
     auto* memory = reinterpret_cast<std::byte*>(range.address);
-    if (staging_ != nullptr && staging_->staging().needs_staging(memory)) {
+    if (staging_->staging().needs_staging(memory)) {
       request->staged.add(request->iov.size(), memory, range.bytes);
       memory = nullptr;  // filled in by stage(): never the device address itself
     }
@@ -186,15 +196,10 @@ bool UcxAmServer::accept(std::unique_ptr<Request>& request, const void* header,
 }
 
 bool UcxAmServer::stage(std::unique_ptr<Request>& request, bool read) {
-  try {
+  return Request::try_staging(request, "staging device memory", [&] {
     request->staged.lease(*staging_, request->iov);
     if (read) request->copy(request->staged.copies(/*into_buffer=*/true));
-    return true;
-  } catch (const std::exception& error) {
-    answer(std::move(request), Status::kCommunication,
-           "staging device memory at " + own_address_ + " failed: " + std::string(error.what()));
-    return false;
-  }
+  });
 }
 
 ucs_status_t UcxAmServer::on_write(void* arg, const void* header, size_t header_length, void* data,
@@ -217,17 +222,10 @@ ucs_status_t UcxAmServer::on_write(void* arg, const void* header, size_t header_
       }
       from += part.length;
     }
-    if (!staged.empty()) {
-      try {
-        request->copy(staged);
-      } catch (const std::exception& error) {
-        answer(std::move(request), Status::kCommunication,
-               "staging a write into device memory at " + self->own_address_ +
-                   " failed: " + std::string(error.what()));
-        return UCS_OK;
-      }
+    if (staged.empty() || Request::try_staging(request, "staging a write into device memory",
+                                               [&] { request->copy(staged); })) {
+      answer(std::move(request), Status::kSuccess);
     }
-    answer(std::move(request), Status::kSuccess);
     return UCS_OK;
   }
   if (!request->staged.empty() && !self->stage(request, /*read=*/false)) return UCS_OK;

@@ -32,7 +32,7 @@ namespace memloom::host {
 
 class UcxAmServer {
  public:
-  // Registers the handlers on `worker`. `staging`: null where all memory is host memory.
+  // Registers the handlers on `worker`.
   UcxAmServer(UcxWorker& worker, UcxRegionRegistry& regions, UcxJobGate& gate,
               std::shared_ptr<StagingBufferPool> staging);
   UcxAmServer(const UcxAmServer&) = delete;
@@ -44,8 +44,7 @@ class UcxAmServer {
   // Requests being served that UCX has not handed back, as UcxAmRequests::requests_held().
   size_t requests_held() const { return requests_held_.load(); }
 
-  // One request being served (defined in the .cpp; public for its UCX callbacks there).
-  struct Request;
+  struct Request;  // one request being served (public for its UCX callbacks in the .cpp)
 
  private:
   static ucs_status_t on_write(void* arg, const void* header, size_t header_length, void* data,

@@ -3,12 +3,10 @@
 // remote keys it asked for (kRegionRequest, answered by ucx_region_registry.h) until the owner
 // revokes them.
 //
-// Endpoints use UCP_ERR_HANDLING_MODE_PEER: when a peer dies or its link breaks, UCX fails the
-// endpoint's requests and calls its error callback, which marks it failed; the next transfer to
-// that address creates a fresh one, so a peer restarted at the same address is reached again.
-// Where UCX_TLS leaves only shared-memory transports, which UCX 1.13 cannot run with PEER, both
-// sides go without (UcxWorker::error_mode): a dead peer then shows as a call that reaches its
-// deadline, and that call force-closes the endpoint, so the next one creates a fresh one too.
+// Endpoints use UCP_ERR_HANDLING_MODE_PEER where UCX can (UcxWorker::error_mode): a dead peer or a
+// broken link fails the endpoint's requests and marks it failed; without PEER the call that reaches
+// its deadline closes the endpoint by force. Either way the next transfer to that address creates a
+// fresh one, so a peer restarted at the same address is reached again.
 //
 // An accepted endpoint that has not passed the job proof (ucx_job_gate.h) within 5 s is closed, and
 // at most 256 wait at once (a new one closes the oldest), so silent or hostile connections neither
@@ -51,6 +49,12 @@ class UcxPeer {
   const std::string& address() const { return address_; }
   // Null once force_close() ran (a caller of another thread may have closed it).
   ucp_ep_h ep() const { return ep_.load(); }
+  // `issue(ep)`, a UCX request on the endpoint; UCS_ERR_CANCELED where ep() is null.
+  template <typename Issue>
+  ucs_status_ptr_t on_ep(Issue issue) const {
+    ucp_ep_h ep = ep_.load();
+    return ep == nullptr ? UCS_STATUS_PTR(UCS_ERR_CANCELED) : issue(ep);
+  }
   bool failed() const { return failed_; }
   ucs_status_t failure() const { return failure_; }
   void mark_failed(ucs_status_t status) {

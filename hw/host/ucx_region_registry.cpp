@@ -49,7 +49,7 @@ void UcxRegionRegistry::expose(void* address, size_t size) {
   auto region = std::make_shared<Region>();
   // Registration (and so pinning, on RDMA transports) happens outside the lock: it may be slow.
   // Staged device memory is not registered.
-  if (staging_ == nullptr || !staging_->needs_staging(address)) {
+  if (!staging_.needs_staging(address)) {
     ucp_mem_map_params_t params{};
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
     params.address = address;
@@ -123,9 +123,8 @@ void UcxRegionRegistry::withdraw(void* address) {
 }
 
 std::shared_ptr<void> UcxRegionRegistry::hold(uint64_t address, uint64_t bytes) {
-  if (address + bytes < address) return nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
-  const auto* interval = regions_.find_containing(address, bytes);
+  const auto* interval = regions_.find_containing(address, bytes);  // none for a range that wraps
   if (interval == nullptr) return nullptr;
   std::shared_ptr<Region> region = interval->payload;
   region->copies.fetch_add(1);
@@ -144,8 +143,7 @@ void UcxRegionRegistry::answer_request(const void* data, size_t length, ucp_ep_h
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const uint64_t address = request->address, bytes = request->bytes;
-    const auto* interval =
-        address + bytes < address ? nullptr : regions_.find_containing(address, bytes);
+    const auto* interval = regions_.find_containing(address, bytes);  // none if it wraps
     if (!admitted) {
       reply.status = static_cast<uint32_t>(Status::kCommunication);
       tail = "refused by " + own_address_ + ": the endpoint has not proven the job secret";

@@ -32,9 +32,9 @@ namespace memloom::host {
 class UcxRegionRegistry {
  public:
   // `serves_keys`: false where the context has no RMA: every remote key is then refused with
-  // kNotSupported. `staging` (null: all memory is host memory) must outlive the registry.
+  // kNotSupported. `staging` must outlive the registry.
   UcxRegionRegistry(UcxWorker& worker, UcxJobGate& gate, bool serves_keys,
-                    const BufferStaging* staging)
+                    const BufferStaging& staging)
       : worker_(worker), gate_(gate), serves_keys_(serves_keys), staging_(staging) {}
   ~UcxRegionRegistry();
   UcxRegionRegistry(const UcxRegionRegistry&) = delete;
@@ -70,7 +70,7 @@ class UcxRegionRegistry {
   UcxWorker& worker_;
   UcxJobGate& gate_;
   const bool serves_keys_;
-  const BufferStaging* const staging_;
+  const BufferStaging& staging_;
   std::string own_address_;
   std::mutex mutex_;
   base::RangeMap<std::shared_ptr<Region>> regions_;

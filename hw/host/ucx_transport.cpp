@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <new>
 
 #include "hw/host/host_address.h"
 #include "hw/host/ucx_capabilities.h"
@@ -24,27 +23,12 @@ using Direction = hal::TransferOp::Direction;
 
 constexpr std::string_view kScheme = "ucx://";
 
-// Staging buffers (UcxAmRequests::kChunkBytes each), allocated with the transport: a requester's
-// window of messages in flight and a few the serving side stages at once.
+// The pool's buffers (UcxAmRequests::kChunkBytes each): a requester's window of messages in flight
+// and a few the serving side stages at once.
 constexpr size_t kPooledStagingBuffers = 16;
 // How long a closing transport waits for UCX to hand back the requests of calls that gave up, and
 // a batch that failed (its endpoint closed by force) for its own.
 constexpr auto kReleaseTimeout = std::chrono::seconds(2);
-
-// Plain host buffers (cache-line aligned) and memcpy: the requester's own buffers where there is no
-// device staging (ucx_am_requests.h, "Own buffers").
-class HostMemoryStaging : public BufferStaging {
- public:
-  bool needs_staging(const void*) const override { return false; }
-  void copy_all(const std::vector<StagingCopy>& copies, Deadline) override {
-    for (const StagingCopy& c : copies) std::memcpy(c.to, c.from, c.bytes);
-  }
-  void* allocate_host(size_t bytes) override { return ::operator new(bytes, kAlignment); }
-  void free_host(void* buffer) noexcept override { ::operator delete(buffer, kAlignment); }
-
- private:
-  static constexpr std::align_val_t kAlignment{64};
-};
 
 // Which of this side's buffers a transfer puts through a pool instead of handing them to UCX.
 UcxAmRequests::StagedBuffers requester_staging(const UcxWorker& worker, bool device_staging) {
@@ -124,7 +108,7 @@ void warn_if_transport_variable_set() {
 class TransferBatch {
  public:
   TransferBatch(UcxWorker& worker, UcxPeer& peer)
-      : worker_(worker), peer_(peer), ep_(peer.ep()), completion_(new UcxRequestCount) {
+      : worker_(worker), peer_(peer), completion_(new UcxRequestCount) {
     param_.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param_.cb.send = done;
     param_.user_data = completion_;
@@ -144,7 +128,6 @@ class TransferBatch {
 
   // Issues one op; false when the batch already failed or the deadline passed.
   bool issue(const hal::TransferOp& op, ucp_rkey_h key, Deadline deadline) {
-    if (ep_ == nullptr) return track(UCS_STATUS_PTR(UCS_ERR_CANCELED));  // closed by another call
     const auto local = reinterpret_cast<uintptr_t>(op.local_address);
     if (remote_ranges_.overlapping(op.remote_address, op.bytes) != nullptr ||
         local_ranges_.overlapping(local, op.bytes) != nullptr) {
@@ -154,16 +137,17 @@ class TransferBatch {
     }
     remote_ranges_.insert(op.remote_address, op.bytes);
     local_ranges_.insert(local, op.bytes);
-    return track(
-        op.direction == hal::TransferOp::Direction::kWrite
-            ? ucp_put_nbx(ep_, op.local_address, op.bytes, op.remote_address, key, &param_)
-            : ucp_get_nbx(ep_, op.local_address, op.bytes, op.remote_address, key, &param_));
+    return track(peer_.on_ep([&](ucp_ep_h ep) {
+      return op.direction == Direction::kWrite
+                 ? ucp_put_nbx(ep, op.local_address, op.bytes, op.remote_address, key, &param_)
+                 : ucp_get_nbx(ep, op.local_address, op.bytes, op.remote_address, key, &param_);
+    }));
   }
 
   // Flushes the endpoint and waits for every op; false at the deadline or on a failure.
   bool complete(Deadline deadline) {
-    if (ep_ == nullptr) return track(UCS_STATUS_PTR(UCS_ERR_CANCELED));
-    if (!track(ucp_ep_flush_nbx(ep_, &param_))) return false;
+    auto flush = [this](ucp_ep_h ep) { return ucp_ep_flush_nbx(ep, &param_); };
+    if (!track(peer_.on_ep(flush))) return false;
     const bool finished = worker_.progress_until(
         [this] {
           return completion_->outstanding.load() == 0 || completion_->first_error.load() != UCS_OK;
@@ -172,8 +156,8 @@ class TransferBatch {
     return finished && completion_->first_error.load() == UCS_OK;
   }
 
-  // After the call gave up (above): why it failed, the first error of an op or
-  // flush, else the endpoint's, else UCS_OK (a timeout).
+  // After the call gave up (above): why it failed, the first error of an op or flush, else the
+  // endpoint's, else UCS_OK (a timeout).
   ucs_status_t abandon() {
     if (!peer_.failed()) {
       worker_.progress_while_ending([this] { return completion_->outstanding.load(); });
@@ -204,34 +188,27 @@ class TransferBatch {
 
   UcxWorker& worker_;
   UcxPeer& peer_;
-  ucp_ep_h ep_;
   UcxRequestCount* completion_;  // shared with UCX's callbacks; leaked if they never come
   ucp_request_param_t param_{};  // every request's: done() with completion_
   base::RangeMap<> remote_ranges_, local_ranges_;  // what this epoch of the batch touched
 };
 
-std::shared_ptr<StagingBufferPool> pool_of(BufferStaging* staging) {
-  return staging == nullptr ? nullptr
-                            : std::make_shared<StagingBufferPool>(
-                                  *staging, UcxAmRequests::kChunkBytes, kPooledStagingBuffers);
-}
-
 }  // namespace
 
 UcxTransport::UcxTransport(const hal::TransportOptions& options,
                            std::unique_ptr<BufferStaging> staging)
-    : staging_(std::move(staging)),
-      host_staging_(staging_ == nullptr ? std::make_unique<HostMemoryStaging>() : nullptr),
-      staging_pool_(pool_of(staging_.get())),
-      requester_pool_(staging_pool_ != nullptr ? staging_pool_ : pool_of(host_staging_.get())),
+    : stages_device_memory_(staging != nullptr),
+      staging_(stages_device_memory_ ? std::move(staging) : std::make_unique<HostMemoryStaging>()),
+      pool_(std::make_shared<StagingBufferPool>(*staging_, UcxAmRequests::kChunkBytes,
+                                                kPooledStagingBuffers)),
       data_path_(chosen_ucx_data_path()),
       serves_rma_(data_path_ == UcxDataPath::kRma || ucx_offers_rdma()),
       host_(options.host.empty() ? host_address() : options.host),
       worker_(serves_rma_, is_ipv6_literal(host_)),
       gate_(worker_, options.job_secret),
-      regions_(worker_, gate_, serves_rma_, staging_.get()),
-      am_server_(worker_, regions_, gate_, staging_pool_),
-      am_requests_(worker_, requester_pool_, requester_staging(worker_, staging_ != nullptr)),
+      regions_(worker_, gate_, serves_rma_, *staging_),
+      am_server_(worker_, regions_, gate_, pool_),
+      am_requests_(worker_, pool_, requester_staging(worker_, stages_device_memory_)),
       endpoints_(
           worker_,
           [this](ucp_ep_h ep) {
@@ -260,9 +237,10 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options,
   am_server_.set_own_address(address_);
   gate_.set_own_address(address_);
   worker_.start_progress_thread([this] { endpoints_.close_unproven(); });
-  MEMLOOM_LOG(kDebug, "transport " << address_ << ": UCX data path "
-                                   << ucx_data_path_name(data_path_) << " (MEMLOOM_UCX_DATA_PATH)"
-                                   << (staging_ != nullptr ? ", device memory staged on am" : ""));
+  MEMLOOM_LOG(kDebug, "transport "
+                          << address_ << ": UCX data path " << ucx_data_path_name(data_path_)
+                          << " (MEMLOOM_UCX_DATA_PATH)"
+                          << (stages_device_memory_ ? ", device memory staged on am" : ""));
 }
 
 UcxTransport::~UcxTransport() {
@@ -296,8 +274,7 @@ void UcxTransport::transfer(const std::string& peer_address,
                       "transfer: the remote range wraps around the address space");
     if (op.bytes > 0) work.push_back(&op);
   }
-  const base::TcpAddress where =
-      parse_address(peer_address);  // a malformed address is the caller's
+  const base::TcpAddress where = parse_address(peer_address);  // malformed: the caller's fault
   if (work.empty()) return;
   std::shared_ptr<UcxPeer> peer = endpoints_.peer(peer_address, where.host, where.port, deadline);
   try {
@@ -321,7 +298,7 @@ void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
   // Device memory of this side: ucp_put_nbx/ucp_get_nbx would hand it to UCX; nor are the
   // caller's buffers handed to UCX where its endpoints go without peer error handling.
   bool am = data_path_ == UcxDataPath::kAm || worker_.error_mode() == UCP_ERR_HANDLING_MODE_NONE;
-  for (size_t i = 0; staging_ != nullptr && !am && i < work.size(); ++i) {
+  for (size_t i = 0; !am && i < work.size(); ++i) {
     am = staging_->needs_staging(work[i]->local_address);
   }
   if (!am) {

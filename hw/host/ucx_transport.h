@@ -1,8 +1,7 @@
 // hal::Transport on UCX, shared by both backends: one UCX worker (ucx_worker.h), a listener on the
 // options' host (else MEMLOOM_HOST_ADDR, else 127.0.0.1) at any free port, the job proof on each
-// new endpoint (ucx_job_gate.h). This process's transfers move data by ucp_put_nbx/ucp_get_nbx or
-// in active messages memloom serves itself (ucx_data_path.h); it serves peers' requests of both
-// kinds. UCX picks the wire from what it finds and the user's UCX_* variables, left alone.
+// new endpoint (ucx_job_gate.h), both data paths (ucx_data_path.h) for its transfers and its
+// peers'. UCX picks the wire from what it finds and the user's UCX_* variables, left alone.
 //
 // Addresses are "ucx://IP:PORT" ("ucx://[IPv6]:PORT"); only this file reads them. Thread-safe:
 // transfers to one peer or to several run in parallel on the shared worker.
@@ -31,8 +30,7 @@ namespace memloom::host {
 class UcxTransport : public hal::Transport {
  public:
   // `staging`: null where UCX registers and moves device memory itself (ucx_supports_cuda_memory).
-  // Otherwise memory it says needs staging never reaches UCX: it moves on the am path only,
-  // through pooled host buffers on both sides (ucx_data_path.h).
+  // Otherwise memory it says needs staging never reaches UCX (ucx_data_path.h).
   explicit UcxTransport(const hal::TransportOptions& options = {},
                         std::unique_ptr<BufferStaging> staging = nullptr);
   ~UcxTransport() override;
@@ -56,11 +54,11 @@ class UcxTransport : public hal::Transport {
   }
 
   // Declared before the worker: UCX requests in flight when it is destroyed hold pooled buffers.
-  const std::unique_ptr<BufferStaging> staging_;       // null: all memory is host memory
-  const std::unique_ptr<BufferStaging> host_staging_;  // plain host buffers where staging_ is null
-  // The requester's pool ("Own buffers", ucx_am_requests.h) is staging_pool_ where there is one (it
-  // copies host memory too). When its buffers are allocated: buffer_staging.h.
-  const std::shared_ptr<StagingBufferPool> staging_pool_, requester_pool_;
+  const bool stages_device_memory_;  // a staging was given; else staging_ is HostMemoryStaging
+  const std::unique_ptr<BufferStaging> staging_;
+  // Both sides' staged messages, and the requester's own buffers ("Own buffers",
+  // ucx_am_requests.h). When its buffers are allocated: buffer_staging.h.
+  const std::shared_ptr<StagingBufferPool> pool_;
   // Before UCX starts: a bad MEMLOOM_UCX_DATA_PATH fails the constructor at once.
   const UcxDataPath data_path_;
   // Whether it serves rma requesters: where UCX has an RDMA transport or rma was asked for.

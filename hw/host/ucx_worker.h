@@ -27,8 +27,8 @@ class UcxWorker {
   // `rma`: whether the context has UCP_FEATURE_RMA. Without it UCX installs no handlers for its
   // software RMA (which, without RDMA, writes and reads wherever a message says, checking no remote
   // key), so a process speaking UCP directly cannot reach memory. `ipv6`: the transport listens on
-  // an IPv6 address; UCX's TCP interfaces then use IPv6 addresses too (UCX_TCP_AF_PRIO=inet6 where
-  // unset): UCX 1.13 corrupts memory when a connection over IPv6 meets IPv4 interface addresses.
+  // an IPv6 address; UCX's TCP interfaces then use IPv6 too (UCX_TCP_AF_PRIO=inet6 where unset;
+  // check_ipv6_host in ucx_transport.cpp says why).
   explicit UcxWorker(bool rma = true, bool ipv6 = false);
   ~UcxWorker();
   UcxWorker(const UcxWorker&) = delete;
