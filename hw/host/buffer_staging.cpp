@@ -51,8 +51,13 @@ std::vector<StagingCopy> StagedParts::copies(bool into_buffer) const {
   std::vector<StagingCopy> copies;
   for (const Part& part : parts_) {
     std::byte* buffer = buffer_.get() + part.offset;
-    copies.push_back(into_buffer ? StagingCopy{buffer, part.device, part.bytes}
-                                 : StagingCopy{part.device, buffer, part.bytes});
+    const StagingCopy copy = into_buffer ? StagingCopy{buffer, part.device, part.bytes}
+                                         : StagingCopy{part.device, buffer, part.bytes};
+    if (part.host) {
+      std::memcpy(copy.to, copy.from, copy.bytes);
+    } else {
+      copies.push_back(copy);
+    }
   }
   return copies;
 }

@@ -89,15 +89,25 @@ class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool>
   size_t allocated_ = 0;  // buffers of this pool, free or leased
 };
 
-// The parts of a UCX message's iov list in memory the CPU cannot touch: UCX gets one leased buffer
-// in their place, and the staging copies between the two (ucx_am_requests.h, ucx_am_server.h).
+// The parts of a UCX message's iov list that go through one leased buffer: memory the CPU cannot
+// touch (copied by the staging), and host memory packed with them (copied by memcpy) so that UCX
+// gets one contiguous buffer instead of a list (ucx_am_requests.h, "Packing").
 class StagedParts {
  public:
   bool empty() const { return parts_.empty(); }
-  // Entry `part` of the iov list, `bytes` at `device`: the entry gets no buffer until lease().
-  void add(size_t part, std::byte* device, size_t bytes) {
-    parts_.push_back({part, device, bytes_, bytes});
+  // Entry `part` of the iov list, `bytes` at `memory`: the entry gets no buffer until lease().
+  void add(size_t part, std::byte* memory, size_t bytes, bool host = false) {
+    parts_.push_back({part, memory, bytes_, bytes, host});
     bytes_ += bytes;
+  }
+  // Makes every entry of `iov` that has a buffer (host memory) a part, packed with the others.
+  template <typename Iov>
+  void pack_host(std::vector<Iov>& iov) {
+    for (size_t i = 0; i < iov.size(); ++i) {
+      if (iov[i].buffer == nullptr) continue;
+      add(i, static_cast<std::byte*>(iov[i].buffer), iov[i].length, /*host=*/true);
+      iov[i].buffer = nullptr;
+    }
   }
   // Leases one buffer of `pool` for every part and points their entries of `iov` into it.
   template <typename Iov>
@@ -105,7 +115,8 @@ class StagedParts {
     buffer_ = pool.lease(bytes_);
     for (const Part& part : parts_) iov[part.part].buffer = buffer_.get() + part.offset;
   }
-  // The copies between the parts' device memory and the leased buffer, into it or out of it.
+  // The staging's copies between the device parts and the leased buffer, into it or out of it;
+  // the host parts' copies are made here, by memcpy.
   std::vector<StagingCopy> copies(bool into_buffer) const;
   void release() { buffer_.reset(); }
 
@@ -115,6 +126,7 @@ class StagedParts {
     std::byte* device;
     size_t offset;  // in the leased buffer
     size_t bytes;
+    bool host;
   };
   std::vector<Part> parts_;
   size_t bytes_ = 0;

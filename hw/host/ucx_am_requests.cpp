@@ -207,7 +207,13 @@ class UcxAmRequests::Run {
       building_->staged.add(building_->local.size(), static_cast<std::byte*>(op.local_address),
                             op.bytes);
     }
-    building_->local.push_back({staged ? nullptr : op.local_address, op.bytes});
+    ucp_dt_iov_t* last = building_->local.empty() ? nullptr : &building_->local.back();
+    if (!staged && last != nullptr && last->buffer != nullptr &&
+        static_cast<std::byte*>(last->buffer) + last->length == op.local_address) {
+      last->length += op.bytes;  // continues the previous op's memory (never a staged part's)
+    } else {
+      building_->local.push_back({staged ? nullptr : op.local_address, op.bytes});
+    }
     building_->bytes += op.bytes;
     remote_ranges_.insert(remote, op.bytes);
     local_ranges_.insert(local, op.bytes);
@@ -245,6 +251,7 @@ class UcxAmRequests::Run {
     if (building_ == nullptr) return;
     std::shared_ptr<Message> message = std::move(building_);
     building_ = nullptr;
+    if (message->local.size() > 1) message->staged.pack_host(message->local);  // "Packing" (.h)
     if (!message->staged.empty()) stage(*message);
     registrations_.push_back(owner_.pending_.add(message));
     const msg::AmRequestHeader head{registrations_.back().id(),
@@ -282,9 +289,9 @@ class UcxAmRequests::Run {
   // Points the message's staged parts into a buffer of the pool and copies a write's bytes there.
   void stage(Message& message) {
     message.staged.lease(*owner_.pool_, message.local);
-    if (message.direction == Direction::kWrite) {
-      owner_.pool_->staging().copy_all(message.staged.copies(/*into_buffer=*/true), deadline_);
-    }
+    if (message.direction != Direction::kWrite) return;
+    const std::vector<StagingCopy> copies = message.staged.copies(/*into_buffer=*/true);
+    if (!copies.empty()) owner_.pool_->staging().copy_all(copies, deadline_);
   }
 
   // Answered, and UCX no longer reads the message's payload: its staging buffer may go.

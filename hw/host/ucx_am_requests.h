@@ -10,6 +10,13 @@
 // buffer serves a message on either side. A write's staged pieces are copied in just before it is
 // sent; a read's are copied out once answered, the messages answered by one wait in one copy_all.
 //
+// Packing: a message of several parts (ops whose local memory does not continue the previous op's)
+// goes to UCX as one pooled buffer, its host parts copied in (a write) or out (a read) by memcpy,
+// as staged parts are; the owner does the same with its ranges. UCX 1.13 moves a list of buffers by
+// rendezvous through copies of its own on both sides (ucp_rndv_progress_am_bcopy and
+// ucp_dt_iov_scatter in a profile): 1024 x 4 KiB scattered writes over UCX_TLS=tcp ran at about
+// half the rate of one 1 MiB write, with UCX 1.13 here and 1.16 on a 16-core host.
+//
 // Order: the owner serves messages in arrival order, but a rendezvous write's bytes land after its
 // header, so an op that overlaps one still unanswered (in remote or local memory) first waits for
 // every message in flight, as the rma path does with flushes (ucx_transport.cpp).

@@ -31,6 +31,7 @@ struct UcxAmServer::Request {
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
   void copy(const std::vector<StagingCopy>& copies) {
+    if (copies.empty()) return;
     server.staging_->staging().copy_all(copies, Deadline::after(kStagingTimeout));
   }
   // Runs `step` (staging copies, or leasing their buffer); false when it threw, after refusing
@@ -195,6 +196,10 @@ bool UcxAmServer::accept(std::unique_ptr<Request>& request, const void* header,
   return true;
 }
 
+void UcxAmServer::pack(Request& request) const {
+  if (request.iov.size() > 1) request.staged.pack_host(request.iov);
+}
+
 bool UcxAmServer::stage(std::unique_ptr<Request>& request, bool read) {
   return Request::try_staging(request, "staging device memory", [&] {
     request->staged.lease(*staging_, request->iov);
@@ -228,6 +233,7 @@ ucs_status_t UcxAmServer::on_write(void* arg, const void* header, size_t header_
     }
     return UCS_OK;
   }
+  self->pack(*request);
   if (!request->staged.empty() && !self->stage(request, /*read=*/false)) return UCS_OK;
   ucp_request_param_t receive{};
   receive.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -260,6 +266,7 @@ ucs_status_t UcxAmServer::on_read(void* arg, const void* header, size_t header_l
   }
   auto request = std::make_unique<Request>(*self);
   if (!self->accept(request, header, header_length, SIZE_MAX, param)) return UCS_OK;
+  self->pack(*request);
   if (!request->staged.empty() && !self->stage(request, /*read=*/true)) return UCS_OK;
   request->reply = {request->request_id, 0, 0};
   // The holds end when the send completes: the bytes have left the region.

@@ -4,8 +4,10 @@
 // else a kAmReply refuses it with a status and a message, and no byte moves.
 //
 // Writes: eager data is copied in place inside the handler; rendezvous data is received straight
-// into the region (an IOV receive for several ranges). The reply goes once the data is in place, so
-// the requester's completion means the bytes landed. Reads: the reply sends the region's bytes.
+// into the region, or for several ranges into a pooled buffer and copied on ("Packing" in
+// ucx_am_requests.h). The reply goes once the data is in place, so the requester's completion
+// means the bytes landed. Reads: the reply sends the region's bytes (several ranges: packed into a
+// pooled buffer first).
 //
 // Device memory (ucx_data_path.h) is never handed to UCX nor touched here; the staging copies it:
 // an eager write's bytes from UCX's buffer, a rendezvous write's from the pooled host buffer it was
@@ -55,6 +57,9 @@ class UcxAmServer {
   // (the refusal is sent, `request` is gone) or dropped.
   bool accept(std::unique_ptr<Request>& request, const void* header, size_t header_length,
               size_t payload_bytes, const ucp_am_recv_param_t* param);
+  // Several ranges: host ones too go through the request's pooled buffer (UcxAmRequests,
+  // "Packing").
+  void pack(Request& request) const;
   // Points the request's device ranges into a host buffer of the pool, and copies a read's bytes
   // there; false when that failed (the failure is sent, `request` is gone).
   bool stage(std::unique_ptr<Request>& request, bool read);

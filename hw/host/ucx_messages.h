@@ -142,10 +142,25 @@ inline Status refusal_status(uint32_t wire, std::initializer_list<Status> known)
   return Status::kInvalidInput;
 }
 
+// Joins entries of `parts` that continue one another (a packed buffer's parts, neighbouring ops).
+inline void merge_adjacent(std::vector<ucp_dt_iov_t>& parts) {
+  size_t kept = 0;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    ucp_dt_iov_t& last = parts[kept];
+    if (static_cast<char*>(last.buffer) + last.length == parts[i].buffer) {
+      last.length += parts[i].length;
+    } else {
+      parts[++kept] = parts[i];
+    }
+  }
+  if (!parts.empty()) parts.resize(kept + 1);
+}
+
 // A payload of `parts` as ucp_am_send_nbx / ucp_am_recv_data_nbx take it: one part as a contiguous
-// buffer, several as an IOV (the datatype goes into `param`).
+// buffer, several as an IOV (the datatype goes into `param`). Merges adjacent parts in place.
 inline void describe_payload(std::vector<ucp_dt_iov_t>& parts, ucp_request_param_t& param,
                              void** buffer, size_t* count) {
+  merge_adjacent(parts);
   if (parts.size() == 1) {
     *buffer = parts[0].buffer;
     *count = parts[0].length;
