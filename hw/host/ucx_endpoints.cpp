@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "hw/host/ucx_messages.h"
 #include "memloom/error.h"
@@ -106,6 +107,10 @@ void UcxPeer::drop_key(uint64_t base) {
   }
 }
 
+void UcxPeer::send(unsigned id, std::string bytes) const {
+  with_ep([&](ucp_ep_h ep) { msg::send(ep, id, std::move(bytes), /*reply=*/true); });
+}
+
 void UcxPeer::force_close() {
   mark_failed(UCS_ERR_CANCELED);
   {
@@ -113,8 +118,12 @@ void UcxPeer::force_close() {
     std::lock_guard<std::mutex> lock(keys_mutex_);
     keys_ = {};
   }
-  // Exchanged: of two callers closing at once, one closes.
-  if (ucp_ep_h ep = ep_.exchange(nullptr)) close_endpoint(worker_, ep, /*force=*/true);
+  // Exchanged: of two callers closing at once, one closes. A with_ep() that loaded the endpoint
+  // before the exchange is inside one UCX call (a send, a flush, a key unpack) and ends soon.
+  ucp_ep_h ep = ep_.exchange(nullptr);
+  if (ep == nullptr) return;
+  while (users_.load() != 0) std::this_thread::yield();
+  close_endpoint(worker_, ep, /*force=*/true);
 }
 
 uint16_t UcxEndpoints::listen(const std::string& host) {
@@ -324,8 +333,7 @@ UcxRemoteKey UcxEndpoints::key_for(const std::shared_ptr<UcxPeer>& peer, uint64_
   pending->peer = peer;
   const auto registration = key_requests_.add(pending);
   const uint64_t id = registration.id();
-  msg::send(peer->ep(), msg::kRegionRequest, msg::encode(msg::RegionRequest{id, address, bytes}),
-            /*reply=*/true);
+  peer->send(msg::kRegionRequest, msg::encode(msg::RegionRequest{id, address, bytes}));
   auto answered = [&] {
     auto lock = key_requests_.lock();
     return pending->answered || peer->failed();
@@ -359,9 +367,9 @@ void UcxEndpoints::take_region_reply(const void* data, size_t length, ucp_ep_h) 
     status = msg::refusal_status(reply->status, {Status::kCommunication, Status::kNotSupported});
   } else {
     ucp_rkey_h unpacked = nullptr;
-    ucp_ep_h ep = pending->peer->ep();  // null once closed by force
-    ucs_status_t unpack =
-        ep == nullptr ? UCS_ERR_CANCELED : ucp_ep_rkey_unpack(ep, message.data(), &unpacked);
+    const ucs_status_t unpack = pending->peer->with_ep([&](ucp_ep_h ep) {
+      return ep == nullptr ? UCS_ERR_CANCELED : ucp_ep_rkey_unpack(ep, message.data(), &unpacked);
+    });
     if (unpack == UCS_OK) {
       key = UcxRemoteKey(unpacked, ucp_rkey_destroy);
       pending->peer->cache_key(reply->base, reply->size, key);

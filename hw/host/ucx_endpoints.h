@@ -47,13 +47,26 @@ class UcxPeer {
   UcxPeer& operator=(const UcxPeer&) = delete;
 
   const std::string& address() const { return address_; }
-  // Null once force_close() ran (a caller of another thread may have closed it).
+  // The endpoint, for a thread no other may close it under (tests speaking UCP directly).
   ucp_ep_h ep() const { return ep_.load(); }
-  // `issue(ep)`, a UCX request on the endpoint; UCS_ERR_CANCELED where ep() is null.
+  // `use(ep)` with the endpoint, null once force_close() ran (a caller of another thread may have
+  // closed it). force_close() lets uses under way end before it closes: none gets a closed one.
+  template <typename Use>
+  auto with_ep(Use use) const {
+    users_.fetch_add(1);
+    const struct Leave {
+      std::atomic<int>& users;
+      ~Leave() { users.fetch_sub(1); }
+    } leave{users_};
+    return use(ep_.load());
+  }
+  // A control message (ucx_messages.h), asking for a reply endpoint; dropped once closed by force.
+  void send(unsigned id, std::string bytes) const;
+  // `issue(ep)`, a UCX request on the endpoint; UCS_ERR_CANCELED once it was closed by force.
   template <typename Issue>
   ucs_status_ptr_t on_ep(Issue issue) const {
-    ucp_ep_h ep = ep_.load();
-    return ep == nullptr ? UCS_STATUS_PTR(UCS_ERR_CANCELED) : issue(ep);
+    return with_ep(
+        [&](ucp_ep_h ep) { return ep == nullptr ? UCS_STATUS_PTR(UCS_ERR_CANCELED) : issue(ep); });
   }
   bool failed() const { return failed_; }
   ucs_status_t failure() const { return failure_; }
@@ -81,6 +94,7 @@ class UcxPeer {
   UcxWorker& worker_;
   const std::string address_;
   std::atomic<ucp_ep_h> ep_{nullptr};
+  mutable std::atomic<int> users_{0};  // threads inside with_ep()
   std::atomic<bool> failed_{false};
   std::atomic<ucs_status_t> failure_{UCS_OK};
   std::atomic<bool> proven_{false};

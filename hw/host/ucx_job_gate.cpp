@@ -88,7 +88,7 @@ void UcxJobGate::prove_to(const std::shared_ptr<UcxPeer>& peer, Deadline deadlin
   const uint64_t id = registration.id();
   msg::Hello hello{id, {}};
   std::memcpy(hello.nonce, pending->nonce.data(), pending->nonce.size());
-  msg::send(peer->ep(), msg::kHello, msg::encode(hello), /*reply=*/true);
+  peer->send(msg::kHello, msg::encode(hello));
   auto answered = [&] {
     auto lock = pending_.lock();
     return pending->answered || peer->failed();
@@ -178,7 +178,7 @@ void UcxJobGate::take_challenge(const void* data, size_t length, ucp_ep_h) {
     refusal = error.what();
   }
   if (refusal.empty()) {
-    msg::send(pending->peer->ep(), msg::kProof, msg::encode(proof), /*reply=*/true);
+    pending->peer->send(msg::kProof, msg::encode(proof));
     return;  // the verdict answers the call
   }
   auto lock = pending_.lock();
