@@ -57,11 +57,11 @@ struct UcxAmRequests::Ticket {
   Ticket(UcxAmRequests* owner, std::shared_ptr<Call> call, std::shared_ptr<Message> message)
       : owner(owner), call(std::move(call)), message(std::move(message)) {
     owner->requests_held_.fetch_add(1);
-    this->call->outstanding.fetch_add(1);
+    this->call->started();
   }
   ~Ticket() {
     owner->requests_held_.fetch_sub(1);
-    call->outstanding.fetch_sub(1);
+    call->ended();
   }
   Ticket(const Ticket&) = delete;
   Ticket& operator=(const Ticket&) = delete;
@@ -181,7 +181,9 @@ ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t heade
 class UcxAmRequests::Run {
  public:
   Run(UcxAmRequests& owner, const std::shared_ptr<UcxPeer>& peer, Deadline deadline)
-      : owner_(owner), peer_(peer), deadline_(deadline), call_(std::make_shared<Call>()) {}
+      : owner_(owner), peer_(peer), deadline_(deadline), call_(std::make_shared<Call>()) {
+    call_->endpoint = peer->in_flight();
+  }
 
   // `op` is at most kChunkBytes when `staged` (its local memory goes through a staging buffer).
   void add(const hal::TransferOp& op, bool staged) {
@@ -233,10 +235,6 @@ class UcxAmRequests::Run {
   void abandon() {
     // First, so that no reply handler starts on the caller's buffers from here on (on_reply).
     registrations_.clear();
-    // A live peer's transfers under way end first (UcxWorker::progress_while_ending says why).
-    if (!peer_->failed()) {
-      owner_.worker_.progress_while_ending([this] { return call_->outstanding.load(); });
-    }
     peer_->force_close();
     // UCX holds only the pool's buffers, each kept by its request's ticket.
     if (owner_.staged_ == StagedBuffers::kAll) return;

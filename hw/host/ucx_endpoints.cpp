@@ -112,7 +112,7 @@ void UcxPeer::send(unsigned id, std::string bytes) const {
 }
 
 void UcxPeer::force_close() {
-  mark_failed(UCS_ERR_CANCELED);
+  const bool live = !failed_;
   {
     // Not held while closing: closing runs callbacks, and a revocation's takes this lock.
     std::lock_guard<std::mutex> lock(keys_mutex_);
@@ -121,9 +121,12 @@ void UcxPeer::force_close() {
   // Exchanged: of two callers closing at once, one closes. A with_ep() that loaded the endpoint
   // before the exchange is inside one UCX call (a send, a flush, a key unpack) and ends soon.
   ucp_ep_h ep = ep_.exchange(nullptr);
-  if (ep == nullptr) return;
-  while (users_.load() != 0) std::this_thread::yield();
-  close_endpoint(worker_, ep, /*force=*/true);
+  if (ep != nullptr) {
+    while (users_.load() != 0) std::this_thread::yield();
+    if (live) worker_.progress_while_ending([this] { return in_flight_->load(); });
+  }
+  mark_failed(UCS_ERR_CANCELED);
+  if (ep != nullptr) close_endpoint(worker_, ep, /*force=*/true);
 }
 
 uint16_t UcxEndpoints::listen(const std::string& host) {

@@ -86,7 +86,12 @@ class UcxPeer {
   void cache_key(uint64_t base, uint64_t size, UcxRemoteKey key);
   // Drops the key of the region at `base` (the owner withdrew it).
   void drop_key(uint64_t base);
-  // Closes the endpoint now (its requests end as canceled, letting go of buffers), within 2 s.
+  // Every call's UCX requests on the endpoint not yet completed (UcxRequestCount::endpoint).
+  const std::shared_ptr<std::atomic<size_t>>& in_flight() const { return in_flight_; }
+  // Closes the endpoint by force (requests still under way end as canceled, letting go of
+  // buffers). On a live peer, every call's requests under way end first, within 2 s
+  // (UcxWorker::progress_while_ending says why: UCX 1.13 aborts a serving process whose reply or
+  // software get loses its endpoint midway); new ones find no endpoint meanwhile.
   void force_close();
 
  private:
@@ -95,6 +100,7 @@ class UcxPeer {
   const std::string address_;
   std::atomic<ucp_ep_h> ep_{nullptr};
   mutable std::atomic<int> users_{0};  // threads inside with_ep()
+  const std::shared_ptr<std::atomic<size_t>> in_flight_ = std::make_shared<std::atomic<size_t>>(0);
   std::atomic<bool> failed_{false};
   std::atomic<ucs_status_t> failure_{UCS_OK};
   std::atomic<bool> proven_{false};

@@ -103,12 +103,13 @@ void warn_if_transport_variable_set() {
 // Order: UCX does not order RMA operations among themselves, but transfer() promises that ops run
 // in order (a read sees an earlier write of its call). So an op that overlaps an earlier op of the
 // batch, in remote or in local memory, first waits for everything issued before it (a flush).
-// After a failure, a live peer's requests under way end first (UcxWorker::progress_while_ending),
-// then the endpoint is closed by force, so that they let go of the caller's buffers.
+// After a failure the endpoint is closed by force (UcxPeer::force_close), so that UCX lets go of
+// the caller's buffers.
 class TransferBatch {
  public:
   TransferBatch(UcxWorker& worker, UcxPeer& peer)
       : worker_(worker), peer_(peer), completion_(new UcxRequestCount) {
+    completion_->endpoint = peer.in_flight();
     param_.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param_.cb.send = done;
     param_.user_data = completion_;
@@ -159,9 +160,6 @@ class TransferBatch {
   // After the call gave up (above): why it failed, the first error of an op or flush, else the
   // endpoint's, else UCS_OK (a timeout).
   ucs_status_t abandon() {
-    if (!peer_.failed()) {
-      worker_.progress_while_ending([this] { return completion_->outstanding.load(); });
-    }
     ucs_status_t why = completion_->first_error.load();
     if (why == UCS_OK && peer_.failed()) why = peer_.failure();
     peer_.force_close();
@@ -173,7 +171,7 @@ class TransferBatch {
     auto* completion = static_cast<UcxRequestCount*>(user_data);
     if (status != UCS_OK) completion->fail(status);
     ucp_request_free(request);
-    completion->outstanding.fetch_sub(1);
+    completion->ended();
   }
 
   bool track(ucs_status_ptr_t request) {
@@ -182,7 +180,7 @@ class TransferBatch {
       return false;
     }
     // A request completes through done(); null means it completed at once.
-    if (request != nullptr) completion_->outstanding.fetch_add(1);
+    if (request != nullptr) completion_->started();
     return completion_->first_error.load() == UCS_OK;
   }
 

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -118,10 +119,20 @@ class UcxWorker {
 };
 
 // The UCX requests of one call that UCX has not completed, and the first error one completed with;
-// shared with UCX's callbacks.
+// shared with UCX's callbacks. Each is also counted in its endpoint's count of every call's
+// (`endpoint`, UcxPeer::in_flight), which a forced close lets fall first.
 struct UcxRequestCount {
   std::atomic<size_t> outstanding{0};
   std::atomic<ucs_status_t> first_error{UCS_OK};
+  std::shared_ptr<std::atomic<size_t>> endpoint;
+  void started() {
+    outstanding.fetch_add(1);
+    if (endpoint) endpoint->fetch_add(1);
+  }
+  void ended() {
+    if (endpoint) endpoint->fetch_sub(1);
+    outstanding.fetch_sub(1);
+  }
   void fail(ucs_status_t status) {
     ucs_status_t expected = UCS_OK;
     first_error.compare_exchange_strong(expected, status);
