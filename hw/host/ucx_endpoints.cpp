@@ -121,10 +121,18 @@ void UcxPeer::force_close() {
   // Exchanged: of two callers closing at once, one closes. A with_ep() that loaded the endpoint
   // before the exchange is inside one UCX call (a send, a flush, a key unpack) and ends soon.
   ucp_ep_h ep = ep_.exchange(nullptr);
-  if (ep != nullptr) {
-    while (users_.load() != 0) std::this_thread::yield();
-    if (live) worker_.progress_while_ending([this] { return in_flight_->load(); });
+  const Deadline bound = Deadline::after(kCloseTimeout);
+  while (ep != nullptr && users_.load() != 0) {
+    if (bound.expired()) {
+      // Closing it under that call could crash the process; an endpoint left open costs less.
+      const std::string why = "a UCX call on the endpoint to " + address_ + " did not return";
+      MEMLOOM_LOG(kError, "transport: " << why << " within 2 s; the endpoint is left open");
+      ep = nullptr;
+      break;
+    }
+    std::this_thread::yield();
   }
+  if (ep != nullptr && live) worker_.progress_while_ending([this] { return in_flight_->load(); });
   mark_failed(UCS_ERR_CANCELED);
   if (ep != nullptr) close_endpoint(worker_, ep, /*force=*/true);
 }
