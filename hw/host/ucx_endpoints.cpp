@@ -56,12 +56,21 @@ int connect_refusal(const sockaddr_storage& address, socklen_t length, Deadline 
 constexpr auto kCloseTimeout = std::chrono::seconds(2);
 
 // Closes `ep` (flushing it first unless `force`), progressing until done or kCloseTimeout.
+// Without peer error handling UCX leaves a forced close undefined ("requires
+// UCP_ERR_HANDLING_MODE_PEER ... to avoid undefined behavior", ucp.h): the endpoint is flushed and
+// closed in the background instead (the request freed at once, UCX ends it as the worker
+// progresses; on a stopped peer it stays until the worker goes), so the caller does not wait.
 void close_endpoint(UcxWorker& worker, ucp_ep_h ep, bool force) {
+  const bool in_background = force && worker.error_mode() == UCP_ERR_HANDLING_MODE_NONE;
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+  param.flags = force && !in_background ? UCP_EP_CLOSE_FLAG_FORCE : 0;
   ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &param);
   if (!UCS_PTR_IS_PTR(request)) return;
+  if (in_background) {
+    ucp_request_free(request);
+    return;
+  }
   const bool closed =
       worker.progress_until([&] { return ucp_request_check_status(request) != UCS_INPROGRESS; },
                             Deadline::after(kCloseTimeout));
@@ -132,7 +141,18 @@ void UcxPeer::force_close() {
     }
     std::this_thread::yield();
   }
-  if (ep != nullptr && live) worker_.progress_while_ending([this] { return in_flight_->load(); });
+  if (ep != nullptr && live) {
+    worker_.progress_while_ending([this] { return in_flight_->load(); });
+    // And one flush, so that what completed here (a put, a message) has landed there too: else
+    // bytes of this call could land after a later call's to the same range on a new endpoint.
+    ucp_request_param_t param{};
+    const ucs_status_ptr_t flush = ucp_ep_flush_nbx(ep, &param);
+    if (UCS_PTR_IS_PTR(flush)) {
+      worker_.progress_while_ending(
+          [&]() -> size_t { return ucp_request_check_status(flush) == UCS_INPROGRESS ? 1 : 0; });
+      ucp_request_free(flush);  // one still under way ends with the forced close
+    }
+  }
   mark_failed(UCS_ERR_CANCELED);
   if (ep != nullptr) close_endpoint(worker_, ep, /*force=*/true);
 }
