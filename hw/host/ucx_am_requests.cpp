@@ -1,12 +1,10 @@
 #include "hw/host/ucx_am_requests.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <string>
 
-#include "hw/host/ucx_messages.h"
 #include "memloom/error.h"
 #include "src/base/log.h"
 #include "src/base/range_map.h"
@@ -171,7 +169,6 @@ ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t heade
   return UCS_OK;
 }
 
-// Builds messages from the ops, sends them, waits for their answers.
 class UcxAmRequests::Run {
  public:
   Run(UcxAmRequests& owner, const std::shared_ptr<UcxPeer>& peer, Deadline deadline)
@@ -212,7 +209,6 @@ class UcxAmRequests::Run {
     local_ranges_.insert(local, op.bytes);
   }
 
-  // Sends what is left, waits for every answer and raises the first refusal.
   void finish() {
     send();
     wait_for_all();
@@ -275,7 +271,6 @@ class UcxAmRequests::Run {
     }
   }
 
-  // Leases the message's pooled buffer and copies a write's staged bytes there.
   void stage(Message& message) {
     message.staged.lease(*owner_.pool_, message.local);
     if (message.direction != Direction::kWrite) return;

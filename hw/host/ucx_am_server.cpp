@@ -1,10 +1,8 @@
 #include "hw/host/ucx_am_server.h"
 
-#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <exception>
-#include <memory>
 #include <vector>
 
 #include "hw/host/ucx_messages.h"
@@ -24,7 +22,6 @@ void answer(std::unique_ptr<UcxAmServer::Request> request, Status status, std::s
 
 }  // namespace
 
-// One request being served, with what its reply or receive needs until UCX is done with it.
 struct UcxAmServer::Request {
   explicit Request(UcxAmServer& server) : server(server) { server.requests_held_.fetch_add(1); }
   ~Request() { server.requests_held_.fetch_sub(1); }

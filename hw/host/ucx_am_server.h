@@ -27,7 +27,6 @@
 #include "hw/host/ucx_job_gate.h"
 #include "hw/host/ucx_region_registry.h"
 #include "hw/host/ucx_worker.h"
-#include "memloom/error.h"
 
 namespace memloom::host {
 

@@ -4,12 +4,9 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <thread>
 
-#include "hw/host/ucx_messages.h"
-#include "memloom/error.h"
 #include "src/base/fd_wait.h"
 #include "src/base/hex.h"
 #include "src/base/log.h"

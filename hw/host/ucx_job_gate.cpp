@@ -5,11 +5,9 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
-#include <cstdint>
 #include <cstring>
 #include <vector>
 
-#include "hw/host/ucx_messages.h"
 #include "memloom/error.h"
 #include "src/base/log.h"
 

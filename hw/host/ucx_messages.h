@@ -232,12 +232,9 @@ class UcxPendingTable {
   }
 
   void forget(uint64_t id) {
-    std::shared_ptr<Entry> dropped;  // destroyed outside the lock
+    typename decltype(entries_)::node_type dropped;  // destroyed outside the lock
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = entries_.find(id);
-    if (it == entries_.end()) return;
-    dropped = std::move(it->second);
-    entries_.erase(it);
+    dropped = entries_.extract(id);
   }
 
   std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mutex_); }

@@ -7,8 +7,8 @@
 // peer starts a new transfer into the range. Transports other than RDMA do not enforce a remote key
 // in hardware, so this revocation is what makes a withdrawal hold for them.
 //
-// Device memory UCX cannot register is exposed without ucp_mem_map: a request for its remote key
-// is refused with kNotSupported, so rma requesters move to am for this owner (ucx_data_path.h).
+// Device memory UCX cannot register is exposed without ucp_mem_map: its remote key is refused with
+// kNotSupported, so rma requesters move to am (ucx_data_path.h).
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -43,7 +43,7 @@ class UcxRegionRegistry {
   // Named in revocations (set once the listener is up).
   void set_own_address(const std::string& address) { own_address_ = address; }
 
-  // Exposing the same range again is harmless; one that overlaps another is kInvalidInput.
+  // The same range again is harmless; one that overlaps another is kInvalidInput.
   void expose(void* address, size_t size);
   void withdraw(void* address);
 
