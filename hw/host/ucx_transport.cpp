@@ -287,8 +287,7 @@ void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
                        const std::vector<const hal::TransferOp*>& work, Deadline deadline) {
   const UcxWorker::CallerScope caller(worker_);
   gate_.prove_to(peer, deadline);
-  // Device memory of this side: ucp_put_nbx/ucp_get_nbx would hand it to UCX; nor are the
-  // caller's buffers handed to UCX where its endpoints go without peer error handling.
+  // Staged memory must not reach UCX, nor any without peer error handling (ucx_am_requests.h).
   bool am = data_path_ == UcxDataPath::kAm || worker_.error_mode() == UCP_ERR_HANDLING_MODE_NONE;
   for (size_t i = 0; !am && i < work.size(); ++i) {
     am = staging_->needs_staging(work[i]->local_address);

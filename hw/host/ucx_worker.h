@@ -23,11 +23,10 @@ namespace memloom::host {
 
 class UcxWorker {
  public:
-  // `rma`: whether the context has UCP_FEATURE_RMA. Without it UCX installs no handlers for its
-  // software RMA (which, without RDMA, writes and reads wherever a message says, checking no remote
-  // key), so a process speaking UCP directly cannot reach memory. `ipv6`: the transport listens on
-  // an IPv6 address; UCX's TCP interfaces then use IPv6 too (UCX_TCP_AF_PRIO=inet6 where unset;
-  // check_ipv6_host in ucx_transport.cpp says why).
+  // `rma`: UCP_FEATURE_RMA. Without it UCX installs no handlers for its software RMA (which,
+  // without RDMA, writes and reads wherever a message says, checking no remote key), so a process
+  // speaking UCP directly cannot reach memory. `ipv6`: listening on IPv6, UCX's TCP interfaces use
+  // it too (UCX_TCP_AF_PRIO=inet6 where unset; check_ipv6_host in ucx_transport.cpp says why).
   explicit UcxWorker(bool rma = true, bool ipv6 = false);
   ~UcxWorker();
   UcxWorker(const UcxWorker&) = delete;
@@ -42,9 +41,8 @@ class UcxWorker {
   // refuses to connect endpoints whose error handling differs).
   std::string endpoint_setting() const;
 
-  // Whether a wait asks the caller's interrupt check (src/base/interrupt_check.h). Waits of a
-  // transfer do; waits that release what a failed transfer holds (closing an endpoint, handing
-  // back requests) do not, so an interruption cannot cut its own cleanup short.
+  // Whether a wait asks the interrupt check (src/base/interrupt_check.h): a transfer's do; those
+  // releasing what a failed transfer holds do not, so an interruption cannot cut its cleanup short.
   enum class Interruptible { kNo, kYes };
 
   // While one lives (a transfer call, first message to last answer), its thread progresses the
