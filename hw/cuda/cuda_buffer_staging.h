@@ -1,6 +1,6 @@
 // Device memory staged through host memory for the host collectives (groups NCCL refuses or that
-// need no communicator, buffer_staging.h) and the UCX transport where its UCX has no CUDA support.
-// It copies on a stream of its own, bounded by the deadline; its host buffers are page-locked.
+// need no communicator) and the UCX transport where its UCX has no CUDA support: copies on a stream
+// of its own, bounded by the deadline, into page-locked host buffers.
 #pragma once
 
 #include <cuda_runtime_api.h>

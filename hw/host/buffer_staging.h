@@ -1,7 +1,6 @@
-// How host code reaches buffers the CPU cannot load and store. The CUDA backend serves groups that
-// NCCL cannot with the host collectives, and moves data between nodes with the UCX transport where
-// UCX cannot register device memory (cuda_buffer_staging.h); callers of both pass device buffers,
-// and a BufferStaging moves them through host memory. The emulated backend passes none.
+// How host code reaches buffers the CPU cannot load and store: device buffers that the CUDA
+// backend's host collectives and UCX transport (cuda_buffer_staging.h says when) move through host
+// memory. The emulated backend has none.
 #pragma once
 
 #include <cstddef>
@@ -29,8 +28,8 @@ class BufferStaging {
   virtual void copy(void* to, const void* from, size_t bytes, Deadline deadline) {
     copy_all({StagingCopy{to, from, bytes}}, deadline);
   }
-  // Several copies, run in order (a later one sees an earlier one's bytes), all done on return.
-  // The CUDA staging queues them all and waits once: a batch of small ops pays one wait.
+  // Run in order (a later one sees an earlier one's bytes), all done on return. The CUDA staging
+  // queues them all and waits once: a batch of small ops pays one wait.
   virtual void copy_all(const std::vector<StagingCopy>& copies, Deadline deadline) = 0;
   // Host memory that copy() moves at full speed (page-locked on CUDA).
   virtual void* allocate_host(size_t bytes) = 0;
@@ -39,8 +38,8 @@ class BufferStaging {
   virtual void free_host(void* buffer) noexcept = 0;
 };
 
-// Plain host memory (cache-line aligned) and memcpy: the staging of a UCX transport whose memory is
-// all host memory, and the memory of a pool's leases that its buffers cannot serve.
+// Plain host memory (cache-line aligned) and memcpy: a UCX transport's staging where all memory is
+// host memory, and a pool's leases that its buffers cannot serve.
 class HostMemoryStaging : public BufferStaging {
  public:
   static void* allocate(size_t bytes) { return ::operator new(bytes, kAlignment); }
@@ -54,26 +53,23 @@ class HostMemoryStaging : public BufferStaging {
   static constexpr std::align_val_t kAlignment{64};
 };
 
-// Host buffers of BufferStaging::allocate_host, kept for reuse by the UCX transport's staged
-// messages: on CUDA they are page-locked, and pinning costs far more than a copy through the
-// buffer, so a message borrows one instead of allocating its own.
+// Host buffers of BufferStaging::allocate_host, kept for the UCX transport's staged messages: on
+// CUDA they are page-locked, and pinning costs far more than a copy through the buffer.
 //
 // None is freed before the pool goes. Where an allocation may wait for the device (CUDA: a
 // page-locked allocation or free synchronizes with it, and transfers run inside stream host
 // functions, BM's asynchronous copies, whose stream cannot go on until the transfer returns, so an
-// allocation there could wait for itself) all of them are allocated with the pool; elsewhere each
-// when first needed. A lease the pool cannot serve (all `count` leased, or more than a buffer)
-// gets plain host memory of its own (slower device copies, no such wait).
+// allocation there could wait for itself) all are allocated with the pool; elsewhere each when
+// first needed. A lease the pool cannot serve (all `count` leased, or more than a buffer) gets
+// plain host memory of its own (slower device copies, no such wait).
 class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool> {
  public:
-  // Made by std::make_shared (leases keep it alive). `staging` must outlive every lease. Holds up
-  // to `count` buffers of `buffer_bytes`.
+  // Made by std::make_shared (leases keep it alive); `staging` must outlive every lease.
   StagingBufferPool(BufferStaging& staging, size_t buffer_bytes, size_t count);
   ~StagingBufferPool();
 
-  // A host buffer of at least `bytes`, back to the pool when the last copy of the lease goes. A
-  // lease keeps the pool alive: a UCX request may release its message's buffer after the transport
-  // that sent it began to close.
+  // At least `bytes`, back to the pool when the last copy goes. It keeps the pool alive: a UCX
+  // request may release its message's buffer after the transport that sent it began to close.
   using Lease = std::shared_ptr<std::byte>;
   Lease lease(size_t bytes);
   BufferStaging& staging() const { return staging_; }
@@ -90,17 +86,17 @@ class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool>
 };
 
 // The parts of a UCX message's iov list that go through one leased buffer: memory the CPU cannot
-// touch (copied by the staging), and host memory packed with them (copied by memcpy) so that UCX
-// gets one contiguous buffer instead of a list (ucx_am_requests.h, "Packing").
+// touch (copied by the staging), and host memory packed with them (by memcpy; ucx_am_requests.h,
+// "Packing").
 class StagedParts {
  public:
   bool empty() const { return parts_.empty(); }
-  // Entry `part` of the iov list, `bytes` at `memory`: the entry gets no buffer until lease().
+  // Entry `part` of the iov list, `bytes` at `memory`: no buffer until lease().
   void add(size_t part, std::byte* memory, size_t bytes, bool host = false) {
     parts_.push_back({part, memory, bytes_, bytes, host});
     bytes_ += bytes;
   }
-  // Makes every entry of `iov` that has a buffer (host memory) a part, packed with the others.
+  // Makes every entry of `iov` that has a buffer (host memory) a part.
   template <typename Iov>
   void pack_host(std::vector<Iov>& iov) {
     for (size_t i = 0; i < iov.size(); ++i) {
@@ -109,14 +105,13 @@ class StagedParts {
       iov[i].buffer = nullptr;
     }
   }
-  // Leases one buffer of `pool` for every part and points their entries of `iov` into it.
+  // Leases one buffer for every part and points their entries into it.
   template <typename Iov>
   void lease(StagingBufferPool& pool, std::vector<Iov>& iov) {
     buffer_ = pool.lease(bytes_);
     for (const Part& part : parts_) iov[part.part].buffer = buffer_.get() + part.offset;
   }
-  // The staging's copies between the device parts and the leased buffer, into it or out of it;
-  // the host parts' copies are made here, by memcpy.
+  // The staging's copies between the device parts and the buffer; host parts are copied here.
   std::vector<StagingCopy> copies(bool into_buffer) const;
   void release() { buffer_.reset(); }
 

@@ -1,12 +1,10 @@
 #include "hw/host/ucx_am_requests.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <string>
 
-#include "hw/host/ucx_messages.h"
 #include "memloom/error.h"
 #include "src/base/log.h"
 #include "src/base/range_map.h"
@@ -21,8 +19,7 @@ using Direction = hal::TransferOp::Direction;
 constexpr size_t kMaxOpsPerMessage = 512;
 // Messages in flight to one peer per call before the oldest must be answered.
 constexpr size_t kWindow = 8;
-// After a failure (the endpoint closed by force), how long UCX gets to hand back the requests that
-// still reference the caller's buffers.
+// After a failure, how long UCX gets to hand back requests on the caller's buffers.
 constexpr auto kReleaseTimeout = std::chrono::seconds(2);
 
 }  // namespace
@@ -34,15 +31,13 @@ struct UcxAmRequests::Message {
   size_t bytes = 0;
   std::string header;  // AmRequestHeader + ranges: UCX reads it until the send completes
   std::weak_ptr<Call> call;
-  // Parts of `local` (ucx_am_requests.h, "Staging"); their buffer from send() until retired.
-  StagedParts staged;
+  StagedParts staged;  // leased from send() until retired
   // Guarded by the pending table's lock.
-  bool send_done = false;  // UCX completed the send: it no longer reads a write's payload
+  bool send_done = false;  // UCX no longer reads a write's payload
   bool answered = false;
   Status status = Status::kSuccess;
   std::string refusal;
 
-  // With the pending table's lock held.
   void answer(Status with, std::string why) {
     status = with;
     refusal = std::move(why);
@@ -50,9 +45,8 @@ struct UcxAmRequests::Message {
   }
 };
 
-// What a UCX callback of one message needs; freed by the callback. It keeps the message, and with
-// it the message's pooled buffer, as long as UCX holds the request, and counts in the call's
-// outstanding requests and in requests_held_.
+// What a UCX callback of one message needs; freed by the callback. It keeps the message (and its
+// pooled buffer) while UCX holds the request, and counts in `outstanding` and requests_held_.
 struct UcxAmRequests::Ticket {
   Ticket(UcxAmRequests* owner, std::shared_ptr<Call> call, std::shared_ptr<Message> message)
       : owner(owner), call(std::move(call)), message(std::move(message)) {
@@ -126,8 +120,7 @@ ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t heade
     // Held from finding the message to the last touch of the caller's buffers (an eager read's
     // copy) or to counting a rendezvous receive into them: a run that gives up forgets its
     // messages under this lock before it waits for what is counted, so once it returned no
-    // handler writes into the caller's buffers. A reply for a call that gave up is dropped; a
-    // rendezvous one is not received.
+    // handler writes into the caller's buffers (a late reply is dropped, not received).
     auto lock = self->pending_.lock();
     std::shared_ptr<Message> message = self->pending_.find_locked(reply.request_id, lock);
     if (message == nullptr) return UCS_OK;
@@ -172,12 +165,10 @@ ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t heade
   msg::describe_payload(ticket->message->local, receive, &buffer, &count);
   ucs_status_ptr_t received =
       ucp_am_recv_data_nbx(self->worker_.worker(), data, buffer, count, &receive);
-  // Done or failed at once, no callback comes: ended here.
   if (!UCS_PTR_IS_PTR(received)) reply_received(nullptr, UCS_PTR_STATUS(received), 0, ticket);
   return UCS_OK;
 }
 
-// Builds messages from the ops, sends them, waits for their answers.
 class UcxAmRequests::Run {
  public:
   Run(UcxAmRequests& owner, const std::shared_ptr<UcxPeer>& peer, Deadline deadline)
@@ -204,8 +195,7 @@ class UcxAmRequests::Run {
       building_->call = call_;
     }
     building_->ranges.push_back({remote, op.bytes});
-    // A staged part's buffer is filled in by stage(): never the device address itself.
-    if (staged) {
+    if (staged) {  // its iov entry gets the pooled buffer in stage(), never the device address
       building_->staged.add(building_->local.size(), static_cast<std::byte*>(op.local_address),
                             op.bytes);
     }
@@ -221,7 +211,6 @@ class UcxAmRequests::Run {
     local_ranges_.insert(local, op.bytes);
   }
 
-  // Sends what is left, waits for every answer and raises the first refusal.
   void finish() {
     send();
     wait_for_all();
@@ -233,11 +222,9 @@ class UcxAmRequests::Run {
 
   // After a timeout, an interruption or a failed endpoint (ucx_am_requests.h, "Failures").
   void abandon() {
-    // First, so that no reply handler starts on the caller's buffers from here on (on_reply).
-    registrations_.clear();
+    registrations_.clear();  // first: no reply handler starts on the caller's buffers (on_reply)
     peer_->force_close();
-    // UCX holds only the pool's buffers, each kept by its request's ticket.
-    if (owner_.staged_ == StagedBuffers::kAll) return;
+    if (owner_.staged_ == StagedBuffers::kAll) return;  // UCX holds only the pool's buffers
     if (!owner_.worker_.progress_until([this] { return call_->outstanding.load() == 0; },
                                        Deadline::after(kReleaseTimeout))) {
       MEMLOOM_LOG(kError, "transport: UCX did not release a failed transfer's requests");
@@ -276,7 +263,6 @@ class UcxAmRequests::Run {
                              &param);
     });
     sent_.push_back(std::move(message));
-    // Done at once, or failed at once: no callback comes.
     if (!UCS_PTR_IS_PTR(request)) sent(nullptr, UCS_PTR_STATUS(request), ticket);
     while (sent_.size() - oldest_ > kWindow) {
       wait([&] { return answered(oldest_); });
@@ -284,7 +270,6 @@ class UcxAmRequests::Run {
     }
   }
 
-  // Points the message's staged parts into a buffer of the pool and copies a write's bytes there.
   void stage(Message& message) {
     message.staged.lease(*owner_.pool_, message.local);
     if (message.direction != Direction::kWrite) return;
@@ -298,8 +283,8 @@ class UcxAmRequests::Run {
     return sent_[index]->answered && sent_[index]->send_done;
   }
 
-  // Ends sent_[oldest_ .. end), all answered: their staged read bytes to the caller's buffers in
-  // one copy_all (a refused or failed message's not), their buffers back to the pool.
+  // Ends sent_[oldest_ .. end), all answered: succeeded reads' staged bytes to the caller's
+  // buffers in one copy_all, their buffers back to the pool.
   void retire(size_t end) {
     std::vector<StagingCopy> copies;
     for (size_t i = oldest_; i < end; ++i) {
@@ -328,8 +313,7 @@ class UcxAmRequests::Run {
     local_ranges_ = {};
   }
 
-  // Progresses until `done`; raises (the caller abandons the run) on a timeout, a failed endpoint
-  // or request, and (from the worker) on an interruption.
+  // Progresses until `done`; raises on a timeout, a failed endpoint or request, an interruption.
   template <typename Done>
   void wait(Done done) {
     const bool finished = owner_.worker_.progress_until(
@@ -348,7 +332,6 @@ class UcxAmRequests::Run {
   std::shared_ptr<Message> building_;
   std::vector<std::shared_ptr<Message>> sent_;
   size_t oldest_ = 0;  // sent_[oldest_ ..] may still be unanswered
-  // Forget the messages when the run ends, answered or not: a late reply is then dropped.
   std::vector<UcxPendingTable<Message>::Registration> registrations_;
   base::RangeMap<> remote_ranges_, local_ranges_;  // of messages unanswered or being built
 };
@@ -362,8 +345,7 @@ void UcxAmRequests::run(const std::shared_ptr<UcxPeer>& peer,
         run.add(*op, /*staged=*/false);
         continue;
       }
-      // With staging, every op goes in pieces of at most kChunkBytes, staged or not: the owner, a
-      // transport like this one, may stage a message's payload in one buffer of its pool.
+      // Pieces of at most kChunkBytes, staged or not: the owner may stage a message in one buffer.
       const bool staged =
           staged_ == StagedBuffers::kAll || pool_->staging().needs_staging(op->local_address);
       for (size_t done = 0; done < op->bytes; done += kChunkBytes) {

@@ -1,21 +1,21 @@
 // The requester's side of the UCX transport's am data path (ucx_am_server.h serves it): one
-// transfer() call's ops to one proven peer as kAmWrite / kAmRead messages, each answered by a
-// kAmReply. Several messages are in flight at once.
+// transfer() call's ops to one proven peer as kAmWrite / kAmRead messages, several in flight, each
+// answered by a kAmReply.
 //
 // Chunks: consecutive ops of one direction share a message up to kChunkBytes of payload (and as
 // many descriptors as an am header holds); a larger op is a message of its own (a 64 MiB write is
-// one rendezvous) unless staged. Writes send the caller's buffers as an IOV; replies land in them.
+// one rendezvous) unless staged. Writes send the caller's buffers; replies land in them.
 //
 // Staging (ucx_data_path.h): ops are cut into pieces of at most kChunkBytes, so one pooled host
 // buffer serves a message on either side. A write's staged pieces are copied in just before it is
-// sent; a read's are copied out once answered, the messages answered by one wait in one copy_all.
+// sent; a read's once answered, the messages answered by one wait in one copy_all.
 //
 // Packing: a message of several parts (ops whose local memory does not continue the previous op's)
-// goes to UCX as one pooled buffer, its host parts copied in (a write) or out (a read) by memcpy,
-// as staged parts are; the owner does the same with its ranges. UCX 1.13 moves a list of buffers by
-// rendezvous through copies of its own on both sides (ucp_rndv_progress_am_bcopy and
-// ucp_dt_iov_scatter in a profile): 1024 x 4 KiB scattered writes over UCX_TLS=tcp ran at about
-// half the rate of one 1 MiB write, with UCX 1.13 here and 1.16 on a 16-core host.
+// goes to UCX as one pooled buffer, its host parts copied by memcpy beside the staged ones; the
+// owner does the same. UCX 1.13 moves a list of buffers by rendezvous through copies of its own on
+// both sides (ucp_rndv_progress_am_bcopy and ucp_dt_iov_scatter in a profile): 1024 x 4 KiB
+// scattered writes over UCX_TLS=tcp ran at about half the rate of one 1 MiB write, with UCX 1.13
+// here and 1.16 on a 16-core host.
 //
 // Order: the owner serves messages in arrival order, but a rendezvous write's bytes land after its
 // header, so an op that overlaps one still unanswered (in remote or local memory) first waits for
@@ -23,9 +23,9 @@
 //
 // Own buffers (StagedBuffers::kAll): where endpoints go without peer error handling (UCX_TLS=sm,
 // self), UCX 1.13 may never hand back the requests of a call that gave up on a stopped or dead
-// peer, even once the endpoint is closed by force. Every op then goes through the pool as staged
-// ops do, and a message's buffer stays leased until UCX hands its request back: the caller's
-// buffers are free when the call returns, however it ended, for one copy of each byte.
+// peer, even once the endpoint is closed by force. Every op then goes through the pool, and a
+// message's buffer stays leased until UCX hands its request back: the caller's buffers are free
+// when the call returns, however it ended, for one copy of each byte.
 //
 // Failures: a refusal raises the owner's status and message (messages sent before it may have been
 // applied). A timeout, an interruption or a failed endpoint forgets the call's messages (no reply
@@ -51,16 +51,15 @@ namespace memloom::host {
 
 class UcxAmRequests {
  public:
-  // Payload per message: large enough that a message's fixed costs (header, reply, a round of the
-  // owner's handler) vanish against its bytes, small enough that several are in flight at once.
-  // Also the size of the staging pool's buffers.
+  // Payload per message (and the pool's buffer size): large enough that a message's fixed costs
+  // (header, reply, a round of the owner's handler) vanish, small enough for several in flight.
   static constexpr size_t kChunkBytes = size_t{1} << 20;
 
   // Which local buffers go through the pool rather than to UCX.
   enum class StagedBuffers {
-    kNone,          // none: every buffer is host memory UCX may hold
-    kDeviceMemory,  // those the pool's staging says need it (device memory)
-    kAll,           // every one ("Own buffers" above)
+    kNone,
+    kDeviceMemory,  // those the pool's staging says need it
+    kAll,           // "Own buffers" above
   };
 
   // Registers the reply handler on `worker`.
@@ -72,18 +71,16 @@ class UcxAmRequests {
   void run(const std::shared_ptr<UcxPeer>& peer, const std::vector<const hal::TransferOp*>& work,
            Deadline deadline);
 
-  // UCX requests not yet handed back, of calls that ended too: the transport leaves its worker
-  // open at destruction while there are any (UcxWorker::keep_open_at_destruction).
+  // UCX requests not yet handed back, of ended calls too (UcxWorker::keep_open_at_destruction).
   size_t requests_held() const { return requests_held_.load(); }
 
  private:
-  // One message in flight, what a UCX callback of it needs, and one run() (defined in the .cpp).
   struct Message;
   struct Ticket;
   class Run;
   using Call = UcxRequestCount;  // sends and reply receives of one run() UCX has not completed
-  // End a message's send and a read's rendezvous receive: UCX's callbacks, or called with a null
-  // `request` where UCX ended it at once. Both let go of the ticket; a receive answers the message.
+  // UCX's callbacks, or called with a null `request` where UCX ended it at once; both free the
+  // ticket, a receive answers the message.
   static void sent(void* request, ucs_status_t status, void* user_data);
   static void reply_received(void* request, ucs_status_t status, size_t length, void* user_data);
   static ucs_status_t on_reply(void* arg, const void* header, size_t header_length, void* data,

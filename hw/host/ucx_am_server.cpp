@@ -1,10 +1,8 @@
 #include "hw/host/ucx_am_server.h"
 
-#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <exception>
-#include <memory>
 #include <vector>
 
 #include "hw/host/ucx_messages.h"
@@ -24,7 +22,6 @@ void answer(std::unique_ptr<UcxAmServer::Request> request, Status status, std::s
 
 }  // namespace
 
-// One request being served, with what its reply or receive needs until UCX is done with it.
 struct UcxAmServer::Request {
   explicit Request(UcxAmServer& server) : server(server) { server.requests_held_.fetch_add(1); }
   ~Request() { server.requests_held_.fetch_sub(1); }
@@ -35,8 +32,7 @@ struct UcxAmServer::Request {
     server.staging_->staging().copy_all(copies, Deadline::after(kStagingTimeout));
   }
   // Runs `step` (staging copies, or leasing their buffer); false when it threw, after refusing
-  // `request` as kCommunication: the requester learns it as a failure of the link, not of its
-  // ranges.
+  // `request` as kCommunication: a failure of the link, not of the requester's ranges.
   template <typename Step>
   static bool try_staging(std::unique_ptr<Request>& request, const char* what, Step step) {
     try {
@@ -55,9 +51,8 @@ struct UcxAmServer::Request {
   std::vector<msg::AmRange> ranges;
   std::vector<std::shared_ptr<void>> holds;
   std::vector<ucp_dt_iov_t> iov;  // the ranges' memory, in order
-  // Device ranges; their host buffer lives until the reply's send or the write's copy completed.
-  StagedParts staged;
-  msg::AmReplyHeader reply{};  // must live until the reply's send completes
+  StagedParts staged;             // leased until the reply's send or the write's copy completed
+  msg::AmReplyHeader reply{};     // must live until the reply's send completes
   std::string message;
 };
 
@@ -68,7 +63,6 @@ void reply_sent(void* ucx_request, ucs_status_t status, void* user_data) {
     MEMLOOM_LOG(kDebug, ucx_error("transport: a data reply was not delivered", status));
   }
   ucp_request_free(ucx_request);
-  // Ends the holds: a read's bytes have left the region.
   delete static_cast<UcxAmServer::Request*>(user_data);
 }
 
@@ -82,8 +76,7 @@ void send_reply(std::unique_ptr<UcxAmServer::Request> request, bool with_data) {
   size_t count = request->message.size();
   if (with_data) {
     msg::describe_payload(request->iov, param, &buffer, &count);
-  } else {
-    // Refusals and write acknowledgements are small: eagerly, as every control message.
+  } else {  // a refusal or an acknowledgement: small, eager as every control message
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_AM_SEND_FLAG_EAGER;
   }
@@ -107,15 +100,13 @@ void answer(std::unique_ptr<UcxAmServer::Request> request, Status status, std::s
   send_reply(std::move(request), /*with_data=*/false);
 }
 
-// A rendezvous write's data is in: staged parts on to device memory, then the answer. By UCX's
-// callback (write_received) or at once, when ucp_am_recv_data_nbx completes in place.
+// A rendezvous write's data is in (write_received, or at once): staged parts on, then the answer.
 void finish_write(std::unique_ptr<UcxAmServer::Request> request, ucs_status_t status) {
   if (status != UCS_OK) {
     // The requester's endpoint failed or closed: nobody waits for an answer.
     MEMLOOM_LOG(kDebug, ucx_error("transport: receiving a write's data", status));
     return;
   }
-  // The bytes, now in the request's host buffer, on to the device ranges.
   if (request->staged.empty() ||
       UcxAmServer::Request::try_staging(request, "staging a write into device memory", [&] {
         request->copy(request->staged.copies(/*into_buffer=*/false));
@@ -196,10 +187,6 @@ bool UcxAmServer::accept(std::unique_ptr<Request>& request, const void* header,
   return true;
 }
 
-void UcxAmServer::pack(Request& request) const {
-  if (request.iov.size() > 1) request.staged.pack_host(request.iov);
-}
-
 bool UcxAmServer::stage(std::unique_ptr<Request>& request, bool read) {
   return Request::try_staging(request, "staging device memory", [&] {
     request->staged.lease(*staging_, request->iov);
@@ -215,7 +202,7 @@ ucs_status_t UcxAmServer::on_write(void* arg, const void* header, size_t header_
   // learns of the refusal from the reply.
   if (!self->accept(request, header, header_length, length, param)) return UCS_OK;
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
-    // Device ranges (no buffer yet) by the staging's copies straight from UCX's buffer.
+    // Device ranges (no buffer) by the staging straight from UCX's buffer.
     const char* from = static_cast<const char*>(data);
     std::vector<StagingCopy> staged;
     for (size_t i = 0; i < request->iov.size(); ++i) {
@@ -233,7 +220,7 @@ ucs_status_t UcxAmServer::on_write(void* arg, const void* header, size_t header_
     }
     return UCS_OK;
   }
-  self->pack(*request);
+  if (request->iov.size() > 1) request->staged.pack_host(request->iov);
   if (!request->staged.empty() && !self->stage(request, /*read=*/false)) return UCS_OK;
   ucp_request_param_t receive{};
   receive.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -245,7 +232,7 @@ ucs_status_t UcxAmServer::on_write(void* arg, const void* header, size_t header_
   ucs_status_ptr_t received =
       ucp_am_recv_data_nbx(self->worker_.worker(), data, buffer, count, &receive);
   if (UCS_PTR_IS_PTR(received)) {
-    request.release();  // write_received acknowledges and deletes it
+    request.release();  // write_received answers and deletes it
   } else if (UCS_PTR_IS_ERR(received)) {
     MEMLOOM_LOG(kDebug, ucx_error("transport: receiving a write's data", UCS_PTR_STATUS(received)));
   } else {
@@ -266,7 +253,7 @@ ucs_status_t UcxAmServer::on_read(void* arg, const void* header, size_t header_l
   }
   auto request = std::make_unique<Request>(*self);
   if (!self->accept(request, header, header_length, SIZE_MAX, param)) return UCS_OK;
-  self->pack(*request);
+  if (request->iov.size() > 1) request->staged.pack_host(request->iov);
   if (!request->staged.empty() && !self->stage(request, /*read=*/true)) return UCS_OK;
   request->reply = {request->request_id, 0, 0};
   // The holds end when the send completes: the bytes have left the region.

@@ -1,18 +1,17 @@
 // The owner's side of the UCX transport's am data path, served whatever path this process's own
-// transfers use. memloom moves the bytes once every range of a request lies inside one exposed
-// region (ucx_region_registry.h) and the request came over a proven endpoint (ucx_job_gate.h);
-// else a kAmReply refuses it with a status and a message, and no byte moves.
+// transfers use. The bytes move once every range of a request lies inside one exposed region
+// (ucx_region_registry.h) and it came over a proven endpoint (ucx_job_gate.h); else a kAmReply
+// refuses it with a status and a message, and no byte moves.
 //
 // Writes: eager data is copied in place inside the handler; rendezvous data is received straight
 // into the region, or for several ranges into a pooled buffer and copied on ("Packing" in
 // ucx_am_requests.h). The reply goes once the data is in place, so the requester's completion
-// means the bytes landed. Reads: the reply sends the region's bytes (several ranges: packed into a
-// pooled buffer first).
+// means the bytes landed. Reads: the reply sends the region's bytes (several ranges: packed first).
 //
-// Device memory (ucx_data_path.h) is never handed to UCX nor touched here; the staging copies it:
-// an eager write's bytes from UCX's buffer, a rendezvous write's from the pooled host buffer it was
-// received into, a read's into the host buffer the reply is sent from. A requester with staging
-// sends at most kChunkBytes a message, one pooled buffer; a larger one gets a buffer of its size.
+// Device memory (ucx_data_path.h) is never handed to UCX nor touched here; the staging copies it
+// from UCX's eager buffer or the pooled buffer a rendezvous write was received into, or into the
+// one a read's reply is sent from. A staging requester's message fits one pooled buffer; a larger
+// one gets a buffer of its size.
 //
 // Every copy holds its regions (UcxRegionRegistry::hold) until it ends, so withdraw() does not
 // unmap memory a copy is still using, and a request that arrives after withdraw() is refused.
@@ -28,7 +27,6 @@
 #include "hw/host/ucx_job_gate.h"
 #include "hw/host/ucx_region_registry.h"
 #include "hw/host/ucx_worker.h"
-#include "memloom/error.h"
 
 namespace memloom::host {
 
@@ -43,7 +41,7 @@ class UcxAmServer {
   // The owner's address, named in refusals (set once the listener is up).
   void set_own_address(const std::string& address) { own_address_ = address; }
 
-  // Requests being served that UCX has not handed back, as UcxAmRequests::requests_held().
+  // As UcxAmRequests::requests_held().
   size_t requests_held() const { return requests_held_.load(); }
 
   struct Request;  // one request being served (public for its UCX callbacks in the .cpp)
@@ -57,11 +55,8 @@ class UcxAmServer {
   // (the refusal is sent, `request` is gone) or dropped.
   bool accept(std::unique_ptr<Request>& request, const void* header, size_t header_length,
               size_t payload_bytes, const ucp_am_recv_param_t* param);
-  // Several ranges: host ones too go through the request's pooled buffer (UcxAmRequests,
-  // "Packing").
-  void pack(Request& request) const;
-  // Points the request's device ranges into a host buffer of the pool, and copies a read's bytes
-  // there; false when that failed (the failure is sent, `request` is gone).
+  // Leases the request's pooled buffer and copies a read's staged bytes there; false when that
+  // failed (the failure is sent, `request` is gone).
   bool stage(std::unique_ptr<Request>& request, bool read);
 
   UcxWorker& worker_;

@@ -1,7 +1,5 @@
 #include "hw/host/ucx_capabilities.h"
 
-#include <ucp/api/ucp.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -12,8 +10,7 @@
 namespace memloom::host {
 namespace {
 
-// A UCP context with `features`, for asking what UCX offers (no worker); null, `error` set, when
-// UCX fails.
+// A UCP context with `features` (no worker); null, `error` set, when UCX fails.
 ucp_context_h open_context(uint64_t features, std::string* error) {
   ucp_config_t* config = nullptr;
   ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);

@@ -19,12 +19,10 @@ struct UcxResources {
 const UcxResources& ucx_resources();
 // Asked now, whatever was asked before (for a test that changes UCX_TLS after the first answer).
 UcxResources ask_ucx_resources();
-
+// Those of an open context.
+std::vector<std::string> context_resources(ucp_context_h context);
 // "tl/device" of every "resource" line in ucp_context_print_info's output.
 std::vector<std::string> parse_ucx_resources(const std::string& print_info);
-
-// The resources of an open context (what ucp_context_print_info lists for it).
-std::vector<std::string> context_resources(ucp_context_h context);
 
 // Whether some resource can serve an endpoint with peer error handling (UCX_TLS left it a network
 // transport, not only shared memory, cross-memory attach, self or GPU copies). True for an empty
@@ -35,8 +33,7 @@ bool offers_peer_failure_detection(const std::vector<std::string>& resources);
 bool is_rdma_resource(const std::string& resource);
 bool ucx_offers_rdma();
 
-// Whether a UCX context here would report CUDA memory support (asked once per process): the CUDA
-// backend chooses its transport by it.
+// Whether a UCX context here reports CUDA memory support (asked once per process).
 bool ucx_supports_cuda_memory();
 
 // The UCX library's version ("1.13.1").

@@ -9,16 +9,15 @@
 //   auto (the default) rma where UCX offers an RDMA transport (ucx_capabilities.h), else am.
 //
 // The requester chooses. Every transport serves am; rma only where UCX has an RDMA transport or rma
-// was asked for; an rma requester moves to am for a peer that refuses remote keys. Device memory a
-// transport stages (its UCX has no CUDA support) moves on am only, through pooled host buffers.
+// was asked for; an rma requester moves to am for a peer that refuses remote keys. Device memory
+// that a transport stages (its UCX has no CUDA support) moves on am only.
 #pragma once
 
 namespace memloom::host {
 
 enum class UcxDataPath { kRma, kAm };
 
-// The path MEMLOOM_UCX_DATA_PATH picks here; kInvalidInput naming the variable and its values when
-// it is none of them.
+// The path MEMLOOM_UCX_DATA_PATH picks here (kInvalidInput for a value that names none).
 UcxDataPath chosen_ucx_data_path();
 
 inline const char* ucx_data_path_name(UcxDataPath path) {

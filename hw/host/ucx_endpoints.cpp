@@ -4,12 +4,9 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <thread>
 
-#include "hw/host/ucx_messages.h"
-#include "memloom/error.h"
 #include "src/base/fd_wait.h"
 #include "src/base/hex.h"
 #include "src/base/log.h"
@@ -27,11 +24,9 @@ constexpr auto kListenerCheckTimeout = std::chrono::seconds(1);
 // UCX 1.16 (seen on the GPU image; openucx/ucx#9964 reports the same) spins for good inside
 // ucp_am_send_nbx (ucp_request_pending_add) on an endpoint whose connection was refused, so the
 // job proof's first message never returns; 1.13 fails such a send. So before UCX gets a peer, one
-// plain TCP connect to the peer's listening port asks whether anything listens there (UCX's TCP
-// connection manager listens on that port). The errno of a refusal (ECONNREFUSED, or the host or
-// network unreachable); 0 when the connection is taken or the answer does not come within
-// kListenerCheckTimeout or by the call's deadline (a slow network or a filter), which leaves the
-// peer to UCX.
+// plain TCP connect asks whether anything listens on its port (UCX's TCP connection manager does).
+// The errno of a refusal (ECONNREFUSED, or the host or network unreachable); 0, leaving the peer to
+// UCX, when the connection is taken or no answer comes in time (a slow network or a filter).
 int connect_refusal(const sockaddr_storage& address, socklen_t length, Deadline deadline) {
   base::UniqueFd fd(::socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return 0;
@@ -51,15 +46,13 @@ int connect_refusal(const sockaddr_storage& address, socklen_t length, Deadline 
   return error == ECONNREFUSED || error == EHOSTUNREACH || error == ENETUNREACH ? error : 0;
 }
 
-// A closing endpoint gets this long to flush what is in flight (an orderly shutdown), or to be
-// torn down (force).
+// A closing endpoint gets this long to flush what is in flight, or to be torn down (force).
 constexpr auto kCloseTimeout = std::chrono::seconds(2);
 
-// Closes `ep` (flushing it first unless `force`), progressing until done or kCloseTimeout.
-// Without peer error handling UCX leaves a forced close undefined ("requires
-// UCP_ERR_HANDLING_MODE_PEER ... to avoid undefined behavior", ucp.h): the endpoint is flushed and
-// closed in the background instead (the request freed at once, UCX ends it as the worker
-// progresses; on a stopped peer it stays until the worker goes), so the caller does not wait.
+// Closes `ep` (flushing it first unless `force`), progressing until done or kCloseTimeout. Without
+// peer error handling UCX leaves a forced close undefined (ucp.h): the endpoint is flushed and
+// closed in the background instead (the request freed at once; on a stopped peer it stays until
+// the worker goes), so the caller does not wait.
 void close_endpoint(UcxWorker& worker, ucp_ep_h ep, bool force) {
   const bool in_background = force && worker.error_mode() == UCP_ERR_HANDLING_MODE_NONE;
   ucp_request_param_t param{};
@@ -75,7 +68,7 @@ void close_endpoint(UcxWorker& worker, ucp_ep_h ep, bool force) {
       worker.progress_until([&] { return ucp_request_check_status(request) != UCS_INPROGRESS; },
                             Deadline::after(kCloseTimeout));
   if (!closed) {
-    // UCX still owns the request; cancel it so the endpoint is torn down when UCX gets to it.
+    // UCX still owns the request: canceled, the endpoint is torn down when UCX gets to it.
     ucp_request_cancel(worker.worker(), request);
     MEMLOOM_LOG(kDebug, "transport: an endpoint did not close in time");
   }
@@ -127,8 +120,8 @@ void UcxPeer::force_close() {
     std::lock_guard<std::mutex> lock(keys_mutex_);
     keys_ = {};
   }
-  // Exchanged: of two callers closing at once, one closes. A with_ep() that loaded the endpoint
-  // before the exchange is inside one UCX call (a send, a flush, a key unpack) and ends soon.
+  // Of two callers closing at once, one closes. A with_ep() that loaded the endpoint before the
+  // exchange is inside one UCX call (a send, a flush, a key unpack) and ends soon.
   ucp_ep_h ep = ep_.exchange(nullptr);
   const Deadline bound = Deadline::after(kCloseTimeout);
   while (ep != nullptr && users_.load() != 0) {
@@ -195,9 +188,8 @@ void UcxEndpoints::on_connection(ucp_conn_request_h request, void* arg) {
   ucp_ep_h ep = nullptr;
   ucs_status_t status = ucp_ep_create(self->worker_.worker(), &params, &ep);
   if (status == UCS_ERR_UNSUPPORTED) {
-    // What UCX 1.13 answers (after logging "error handling level mismatch") when the requester's
-    // endpoint asked for other error handling: its UCX_TLS differs. The requester only learns
-    // that the connection closed, so this side names the cause.
+    // UCX 1.13's answer (it logs "error handling level mismatch") to a requester's endpoint that
+    // asked for other error handling (its UCX_TLS differs), which only sees the connection close.
     MEMLOOM_LOG(kWarn, ucx_error("transport: refused a peer's connection", status)
                            << ": its endpoint's error handling differs from this process's ("
                            << self->worker_.endpoint_setting()
@@ -213,8 +205,7 @@ void UcxEndpoints::on_connection(ucp_conn_request_h request, void* arg) {
     std::lock_guard<std::mutex> lock(self->mutex_);
     self->accepted_.emplace(ep, std::chrono::steady_clock::now());
     // Too many waiting for their proof: the oldest goes (closed outside UCX's callback). Counted
-    // only once more than kMaxUnproven endpoints are accepted at all (fewer cannot exceed it), so
-    // the connections of a job of up to that many ranks never scan the accepted ones.
+    // only past kMaxUnproven accepted at all, so a job of up to that many ranks never scans them.
     size_t unproven = 0;
     auto oldest = self->accepted_.end();
     const bool could_overflow = self->admitted_ && self->accepted_.size() > kMaxUnproven;
@@ -350,8 +341,7 @@ void UcxEndpoints::close_all() {
   }
   peers.clear();  // each closes its endpoint, flushing what is in flight
   close_failed_accepted();
-  // A peer whose write already landed here must not see the connection cut before its flush
-  // completes, so accepted endpoints are flushed, not forced.
+  // Flushed, not forced: a peer whose write landed here must not see the cut before its flush.
   for (const auto& [ep, since] : accepted) close_endpoint(worker_, ep, /*force=*/false);
   if (listener_ != nullptr) ucp_listener_destroy(listener_);
   listener_ = nullptr;
@@ -393,8 +383,7 @@ void UcxEndpoints::take_region_reply(const void* data, size_t length, ucp_ep_h) 
   std::string message = std::move(tail);  // a refusal's, else the packed key
   UcxRemoteKey key;
   if (reply->status != 0) {
-    // A peer that serves no remote keys says so (kNotSupported: the requester moves to the am
-    // path); an unproven endpoint is the link's fault.
+    // kNotSupported: the peer serves no remote keys (use am); an unproven endpoint: the link's.
     status = msg::refusal_status(reply->status, {Status::kCommunication, Status::kNotSupported});
   } else {
     ucp_rkey_h unpacked = nullptr;

@@ -1,12 +1,11 @@
 // The UCX transport's endpoints: the listener and the endpoints it accepted (the owner's side),
-// and one endpoint per peer address this process transfers to (the requester's side), with the
-// remote keys it asked for (kRegionRequest, answered by ucx_region_registry.h) until the owner
-// revokes them.
+// and one endpoint per peer address this process transfers to, with the remote keys it asked for
+// (kRegionRequest, answered by ucx_region_registry.h) until the owner revokes them.
 //
-// Endpoints use UCP_ERR_HANDLING_MODE_PEER where UCX can (UcxWorker::error_mode): a dead peer or a
-// broken link fails the endpoint's requests and marks it failed; without PEER the call that reaches
-// its deadline closes the endpoint by force. Either way the next transfer to that address creates a
-// fresh one, so a peer restarted at the same address is reached again.
+// With PEER error handling (UcxWorker::error_mode) a dead peer or a broken link fails the
+// endpoint's requests and marks it failed; without, the call that reaches its deadline closes it
+// by force. Either way the next transfer to that address creates a fresh one, so a peer restarted
+// at the same address is reached again.
 //
 // An accepted endpoint that has not passed the job proof (ucx_job_gate.h) within 5 s is closed, and
 // at most 256 wait at once (a new one closes the oldest), so silent or hostile connections neither
@@ -37,8 +36,8 @@ namespace memloom::host {
 // A remote key of a peer's region, unpacked for the endpoint it came over; destroyed with its last.
 using UcxRemoteKey = std::shared_ptr<std::remove_pointer_t<ucp_rkey_h>>;
 
-// An endpoint to one peer address. Transfers hold it (shared) while they run, so a peer dropped
-// from the cache stays valid for them; the last holder closes the endpoint.
+// An endpoint to one peer address, held (shared) by transfers while they run: one dropped from the
+// cache stays valid for them; the last holder closes it.
 class UcxPeer {
  public:
   UcxPeer(UcxWorker& worker, std::string address) : worker_(worker), address_(std::move(address)) {}
@@ -49,8 +48,8 @@ class UcxPeer {
   const std::string& address() const { return address_; }
   // The endpoint, for a thread no other may close it under (tests speaking UCP directly).
   ucp_ep_h ep() const { return ep_.load(); }
-  // `use(ep)` with the endpoint, null once force_close() ran (a caller of another thread may have
-  // closed it). force_close() lets uses under way end before it closes: none gets a closed one.
+  // `use(ep)` with the endpoint, null once force_close() ran (maybe on another thread), which
+  // lets uses under way end before it closes: none gets a closed one.
   template <typename Use>
   auto with_ep(Use use) const {
     users_.fetch_add(1);
@@ -74,9 +73,9 @@ class UcxPeer {
     failure_ = status;
     failed_ = true;
   }
-  // Raises kTimeout for UCS_OK (a transfer's deadline passed), else kCommunication with `status`.
+  // kTimeout for UCS_OK (a transfer's deadline passed), else kCommunication with `status`.
   [[noreturn]] void raise_failed(ucs_status_t status) const;
-  // Whether the owner admitted this endpoint after the job proof (ucx_job_gate.h).
+  // The owner admitted this endpoint after the job proof (ucx_job_gate.h).
   bool proven() const { return proven_; }
   void mark_proven() { proven_ = true; }
 
@@ -124,8 +123,8 @@ class UcxEndpoints {
   // Listens on `host` (an IP literal), any free port; returns the port.
   uint16_t listen(const std::string& host);
 
-  // The live endpoint to `address` ("IP", port), created when there is none or it failed (its
-  // listener check waits until `deadline` at most).
+  // The live endpoint to `address`, created when there is none or it failed (its listener check
+  // waits until `deadline` at most).
   std::shared_ptr<UcxPeer> peer(const std::string& address, const std::string& host, uint16_t port,
                                 Deadline deadline);
   // Forgets `peer` if it is still the one cached for its address.
@@ -138,9 +137,8 @@ class UcxEndpoints {
   void take_region_reply(const void* data, size_t length, ucp_ep_h);
   void take_revoke(const void* data, size_t length, ucp_ep_h reply_ep);
 
-  // Closes accepted endpoints that did not pass the job proof within kProofTimeout (periodically).
+  // Closes accepted endpoints that did not pass the job proof within kProofTimeout (housekeeping).
   void close_unproven();
-
   // Closes every endpoint (flushing briefly) and the listener; before the worker goes.
   void close_all();
 

@@ -5,11 +5,9 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
-#include <cstdint>
 #include <cstring>
 #include <vector>
 
-#include "hw/host/ucx_messages.h"
 #include "memloom/error.h"
 #include "src/base/log.h"
 
@@ -31,7 +29,7 @@ Nonce nonce_of(const uint8_t* bytes) {
   return nonce;
 }
 
-// Fresh random bytes from the CSPRNG (throws kSystem when it fails).
+// From the CSPRNG (throws kSystem when it fails).
 Nonce random_nonce() {
   Nonce nonce{};
   if (RAND_bytes(nonce.data(), static_cast<int>(nonce.size())) != 1) {
@@ -40,7 +38,6 @@ Nonce random_nonce() {
   return nonce;
 }
 
-// Which side proves: the two sides' proofs differ.
 enum class ProofRole { kServer, kRequester };
 
 // HMAC-SHA256(secret, role label || length-prefixed server address || requester nonce || server
@@ -65,13 +62,13 @@ Proof prove(const hal::JobSecret& secret, ProofRole role, const std::string& ser
   return proof;
 }
 
-// Constant-time comparison of a received proof with the expected one.
+// In constant time.
 bool proof_matches(const Proof& expected, const uint8_t* received) {
   return CRYPTO_memcmp(expected.data(), received, expected.size()) == 0;
 }
 
-// What a requester's endpoint fails with when the owner's UCX refuses the connection: seen as
-// either, depending on which side's UCX noticed first.
+// What a requester's endpoint fails with when the owner's UCX refuses the connection (which one
+// depends on which side's UCX noticed first).
 bool closed_by_owner(ucs_status_t status) {
   return status == UCS_ERR_NOT_CONNECTED || status == UCS_ERR_ENDPOINT_TIMEOUT ||
          status == UCS_ERR_CONNECTION_RESET;

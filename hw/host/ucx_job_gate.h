@@ -8,9 +8,9 @@
 //   kProof      requester -> owner   hello id, requester proof            (reply endpoint asked)
 //   kVerdict    owner -> requester   hello id, status (0: admitted)
 //
-// The owner admits the accepted endpoint the proof arrived on and refuses requests from any other
-// (remote keys, and with them an RDMA transport's puts and gets; am reads and writes). The
-// requester goes on only once the owner proved it knows the secret too.
+// The owner admits the accepted endpoint the proof arrived on and refuses requests (remote keys,
+// and with them RDMA puts and gets; am reads and writes) from any other. The requester goes on only
+// once the owner proved it knows the secret too.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -39,11 +39,11 @@ class UcxJobGate {
   // The owner's address, which both proofs name (set once the listener is up).
   void set_own_address(const std::string& address) { own_address_ = address; }
 
-  // The requester's side: proves membership over `peer`'s endpoint unless it did already. Throws
-  // kCommunication when the owner refuses or cannot prove it, kTimeout, kInterrupted.
+  // The requester's side, once per endpoint. Throws kCommunication when the owner refuses or cannot
+  // prove it, kTimeout, kInterrupted.
   void prove_to(const std::shared_ptr<UcxPeer>& peer, Deadline deadline);
 
-  // The owner's side: whether the accepted endpoint `ep` proved the secret.
+  // The owner's side.
   bool admitted(ucp_ep_h ep);
   // An accepted endpoint failed: it is admitted no more (UCX may reuse its handle).
   void forget(ucp_ep_h ep);
@@ -56,16 +56,14 @@ class UcxJobGate {
 
  private:
   using Nonce = std::array<uint8_t, 32>;
-  // A proof in flight on the requester's side.
-  struct Pending {
+  struct Pending {  // the requester's side of a proof in flight
     std::shared_ptr<UcxPeer> peer;
     Nonce nonce{};
     bool answered = false;
     bool challenged = false;  // the owner's challenge came: the connection worked
     std::string refusal;      // why the owner is not admitted, or refused us ("" when admitted)
   };
-  // The owner's side of a hello, until its proof arrives.
-  struct Challenge {
+  struct Challenge {  // the owner's side of a hello, until its proof arrives
     Nonce requester{};
     Nonce owner{};
   };

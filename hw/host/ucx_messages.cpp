@@ -1,7 +1,6 @@
 #include "hw/host/ucx_messages.h"
 
 #include "hw/host/ucx_worker.h"
-#include "memloom/error.h"
 #include "src/base/log.h"
 
 namespace memloom::host::ucx_messages {

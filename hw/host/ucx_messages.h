@@ -1,6 +1,5 @@
-// The active messages UCX transports exchange: remote keys and their revocation (the rma data
-// path), the job proof, and the am data path, where memloom moves the bytes itself; and the table
-// of requests that wait for their reply (UcxPendingTable, at the end).
+// The active messages UCX transports exchange, and the table of requests that wait for their reply
+// (UcxPendingTable, at the end).
 //
 //   kRegionRequest  requester -> owner   "which exposed region holds [address, +bytes)?"
 //   kRegionReply    owner -> requester   that region's base, size and packed rkey, or a refusal
@@ -15,7 +14,7 @@
 //
 // A control message is one little-endian struct, then (replies, revocations) variable bytes, all in
 // the data, sent eagerly so handlers get their bytes in place. The data path's messages carry their
-// descriptors in the am header (the owner knows where rendezvous data goes before it arrives).
+// descriptors in the am header: the owner knows where rendezvous data goes before it arrives.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -63,10 +62,9 @@ struct RegionReplyHeader {
   uint64_t size;
 };
 
-struct RevokeHeader {
+struct RevokeHeader {  // the owner's transport address follows: the holder finds its cache by it
   uint64_t revoke_id;
   uint64_t base;
-  // The owner's transport address follows: the holder finds its cache by it.
 };
 
 struct RevokeAck {
@@ -95,8 +93,7 @@ struct Verdict {
   uint32_t reserved;
 };
 
-// One active-message data request: `op_count` AmRange follow it in the header.
-struct AmRequestHeader {
+struct AmRequestHeader {  // `op_count` AmRange follow it in the header
   uint64_t request_id;
   uint32_t op_count;
   uint32_t reserved;
@@ -122,7 +119,7 @@ std::string encode(const Header& header, const std::string& tail = {}) {
   return bytes;
 }
 
-// The header of a received message and what follows it; nothing when it is too short.
+// The header of a received message and what follows it; nothing when too short.
 template <typename Header>
 std::optional<Header> decode(const void* data, size_t length, std::string* tail = nullptr) {
   if (data == nullptr || length < sizeof(Header)) return std::nullopt;
@@ -142,7 +139,7 @@ inline Status refusal_status(uint32_t wire, std::initializer_list<Status> known)
   return Status::kInvalidInput;
 }
 
-// Joins entries of `parts` that continue one another (a packed buffer's parts, neighbouring ops).
+// Joins entries that continue one another (a packed buffer's parts, neighbouring ops).
 inline void merge_adjacent(std::vector<ucp_dt_iov_t>& parts) {
   size_t kept = 0;
   for (size_t i = 1; i < parts.size(); ++i) {
@@ -156,8 +153,8 @@ inline void merge_adjacent(std::vector<ucp_dt_iov_t>& parts) {
   if (!parts.empty()) parts.resize(kept + 1);
 }
 
-// A payload of `parts` as ucp_am_send_nbx / ucp_am_recv_data_nbx take it: one part as a contiguous
-// buffer, several as an IOV (the datatype goes into `param`). Merges adjacent parts in place.
+// `parts` as ucp_am_send_nbx / ucp_am_recv_data_nbx take it: one contiguous buffer, or an IOV (the
+// datatype goes into `param`), adjacent parts merged in place.
 inline void describe_payload(std::vector<ucp_dt_iov_t>& parts, ucp_request_param_t& param,
                              void** buffer, size_t* count) {
   merge_adjacent(parts);
@@ -172,8 +169,8 @@ inline void describe_payload(std::vector<ucp_dt_iov_t>& parts, ucp_request_param
   *count = parts.size();
 }
 
-// Sends `bytes` as message `id` on `ep` and forgets it (a failed send shows up as the endpoint's
-// error). `reply` asks UCX to give the receiver an endpoint back to us (UCP_AM_SEND_FLAG_REPLY).
+// Sends and forgets (a failed send shows up as the endpoint's error). `reply`: the receiver gets an
+// endpoint back to us (UCP_AM_SEND_FLAG_REPLY).
 void send(ucp_ep_h ep, unsigned id, std::string bytes, bool reply);
 
 // A handler of received messages, run under the worker's lock by whichever thread progresses it.
@@ -182,26 +179,24 @@ struct Registration {
   Handler handler;
   void* arg;
 };
-// Registers `registration` (which must outlive the worker) for message `id` on `worker`.
+// `registration` must outlive the worker.
 void set_handler(ucp_worker_h worker, unsigned id, const Registration* registration);
-// Registers UCX's own kind of handler (header, data or a rendezvous descriptor), for the data
-// path's messages; `arg` must outlive the worker.
+// UCX's own kind of handler (header, data or a rendezvous descriptor), for the data path's
+// messages; `arg` must outlive the worker.
 void set_data_handler(ucp_worker_h worker, unsigned id, ucp_am_recv_callback_t handler, void* arg);
 
 }  // namespace memloom::host::ucx_messages
 
 namespace memloom::host {
 
-// Requests a UCX transport sent and waits to hear back about, by id: the requester's side of the
-// job proof (ucx_job_gate.h), of remote-key requests (ucx_endpoints.h) and of am transfers
-// (ucx_am_requests.h). The waiter adds an entry and forgets it when it stops waiting, whatever the
-// outcome; a reply handler finds the entry by the id the reply carries, and drops a reply for an
-// id no longer here (the waiter timed out). Entries are shared, so a handler may fill one in
-// outside the table's lock; their fields are guarded by the table's mutex (lock()).
+// Requests waiting for their reply, by id (job proofs, remote-key requests, am transfers). The
+// waiter adds an entry and forgets it when it stops waiting, whatever the outcome; a reply handler
+// finds the entry by the reply's id and drops a reply whose waiter gave up. Entries are shared, so
+// a handler may fill one in outside the table's lock; their fields are guarded by lock().
 template <typename Entry>
 class UcxPendingTable {
  public:
-  // Adds `entry` under a fresh id; the returned guard forgets it when it goes out of scope.
+  // Forgets its entry when it goes out of scope.
   class Registration {
    public:
     Registration(UcxPendingTable& table, uint64_t id) : table_(&table), id_(id) {}
@@ -230,22 +225,18 @@ class UcxPendingTable {
     return find_locked(id, held);
   }
 
-  // The same under lock() (`held`), kept while the caller works on the entry: no forgetting it.
+  // The same under lock() (`held`), kept while the caller works on the entry: none is forgotten.
   std::shared_ptr<Entry> find_locked(uint64_t id, const std::unique_lock<std::mutex>& /*held*/) {
     auto it = entries_.find(id);
     return it == entries_.end() ? nullptr : it->second;
   }
 
   void forget(uint64_t id) {
-    std::shared_ptr<Entry> dropped;  // destroyed outside the lock
+    typename decltype(entries_)::node_type dropped;  // destroyed outside the lock
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = entries_.find(id);
-    if (it == entries_.end()) return;
-    dropped = std::move(it->second);
-    entries_.erase(it);
+    dropped = entries_.extract(id);
   }
 
-  // The mutex that guards the entries' fields.
   std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mutex_); }
 
  private:

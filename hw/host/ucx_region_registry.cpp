@@ -11,12 +11,11 @@
 namespace memloom::host {
 namespace {
 
-// How long withdraw() waits for peers to confirm a revocation. A live peer answers within a
-// round trip; one that is stopped (not dead) keeps withdraw() from hanging past this.
+// How long withdraw() waits for peers to confirm a revocation: a live peer answers within a round
+// trip; a stopped (not dead) one would keep it waiting.
 constexpr auto kRevokeTimeout = std::chrono::seconds(2);
-// How long withdraw() waits for active-message copies into or out of the range to end: a copy in
-// progress ends within the time its bytes take (or fails with its endpoint); the bound keeps a
-// stalled peer's rendezvous from holding withdraw() forever.
+// How long withdraw() waits for am copies into or out of the range: one ends within the time its
+// bytes take (or fails with its endpoint); the bound is for a stalled peer's rendezvous.
 constexpr auto kCopyTimeout = std::chrono::seconds(10);
 
 using base::hex;
@@ -47,8 +46,8 @@ void UcxRegionRegistry::expose(void* address, size_t size) {
     }
   }
   auto region = std::make_shared<Region>();
-  // Registration (and so pinning, on RDMA transports) happens outside the lock: it may be slow.
-  // Staged device memory is not registered.
+  // Registration (pinning, on RDMA transports) may be slow: outside the lock. Not for staged
+  // memory.
   if (!staging_.needs_staging(address)) {
     ucp_mem_map_params_t params{};
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
@@ -113,7 +112,7 @@ void UcxRegionRegistry::withdraw(void* address) {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& revocation : revocations) unconfirmed_.erase(revocation.first);
   }
-  // No new hold starts (the region left the map); copies already running end first.
+  // No new hold starts (the region left the map); copies running end first.
   if (!worker_.progress_until([&] { return region->copies.load() == 0; },
                               Deadline::after(kCopyTimeout))) {
     MEMLOOM_LOG(kError, "transport: withdrawing " << hex(start)

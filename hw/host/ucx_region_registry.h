@@ -1,14 +1,14 @@
 // The owner's side of the UCX transport: the memory it exposed, registered with UCX (ucp_mem_map)
-// with its packed remote key, and the answers to peers asking for those keys (kRegionRequest); a
-// range outside every exposed region is refused, which the requester raises as kInvalidInput.
+// with its packed remote key, and the answers to kRegionRequest; a range outside every exposed
+// region is refused, which the requester raises as kInvalidInput.
 //
 // withdraw() revokes the key at every peer that got it and waits (bounded) for each to confirm, or
 // to be gone, and for the am path's copies to end (hold()), before unmapping: after it returns, no
 // peer starts a new transfer into the range. Transports other than RDMA do not enforce a remote key
 // in hardware, so this revocation is what makes a withdrawal hold for them.
 //
-// Device memory UCX cannot register is exposed without ucp_mem_map: a request for its remote key
-// is refused with kNotSupported, so rma requesters move to am for this owner (ucx_data_path.h).
+// Device memory UCX cannot register is exposed without ucp_mem_map: its remote key is refused with
+// kNotSupported, so rma requesters move to am (ucx_data_path.h).
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -31,8 +31,8 @@ namespace memloom::host {
 
 class UcxRegionRegistry {
  public:
-  // `serves_keys`: false where the context has no RMA: every remote key is then refused with
-  // kNotSupported. `staging` must outlive the registry.
+  // `serves_keys`: false where the context has no RMA (keys refused with kNotSupported). `staging`
+  // must outlive the registry.
   UcxRegionRegistry(UcxWorker& worker, UcxJobGate& gate, bool serves_keys,
                     const BufferStaging& staging)
       : worker_(worker), gate_(gate), serves_keys_(serves_keys), staging_(staging) {}
@@ -40,20 +40,19 @@ class UcxRegionRegistry {
   UcxRegionRegistry(const UcxRegionRegistry&) = delete;
   UcxRegionRegistry& operator=(const UcxRegionRegistry&) = delete;
 
-  // The owner's address, named in revocations (set once the listener is up).
+  // Named in revocations (set once the listener is up).
   void set_own_address(const std::string& address) { own_address_ = address; }
 
-  // Exposing the same range again is harmless; one that overlaps another is kInvalidInput.
+  // The same range again is harmless; one that overlaps another is kInvalidInput.
   void expose(void* address, size_t size);
   void withdraw(void* address);
 
-  // A hold, for a copy, on the exposed region that contains [address, +bytes), ended when the last
-  // copy of the pointer goes; null when no region does (or it is being withdrawn).
+  // A hold, for a copy, on the exposed region that contains [address, +bytes), until the last copy
+  // of the pointer goes; null when no region does (or it is being withdrawn).
   std::shared_ptr<void> hold(uint64_t address, uint64_t bytes);
 
   // Message handlers (ucx_messages.h), run under the worker's lock. A request from an endpoint
-  // that has not proven the job secret (ucx_job_gate.h) is refused, so no remote key leaves for a
-  // process outside the job.
+  // that has not proven the job secret is refused: no remote key leaves for a process outside.
   void answer_request(const void* data, size_t length, ucp_ep_h reply_ep);
   void take_ack(const void* data, size_t length, ucp_ep_h);
   // An accepted endpoint failed: holders behind it no longer need to confirm revocations.
@@ -64,7 +63,7 @@ class UcxRegionRegistry {
     ucp_mem_h memory = nullptr;  // null for device memory that is staged (no remote key)
     std::string packed_key;
     std::set<ucp_ep_h> holders;  // accepted endpoints whose peer got the key
-    std::atomic<int> copies{0};  // holds of the active-message path (copies in progress)
+    std::atomic<int> copies{0};  // holds of the am path (copies in progress)
   };
 
   UcxWorker& worker_;

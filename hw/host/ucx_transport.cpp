@@ -26,11 +26,9 @@ constexpr std::string_view kScheme = "ucx://";
 // The pool's buffers (UcxAmRequests::kChunkBytes each): a requester's window of messages in flight
 // and a few the serving side stages at once.
 constexpr size_t kPooledStagingBuffers = 16;
-// How long a closing transport waits for UCX to hand back the requests of calls that gave up, and
-// a batch that failed (its endpoint closed by force) for its own.
+// How long a closing transport, or a failed batch, waits for UCX to hand back requests.
 constexpr auto kReleaseTimeout = std::chrono::seconds(2);
 
-// Which of this side's buffers a transfer puts through a pool instead of handing them to UCX.
 UcxAmRequests::StagedBuffers requester_staging(const UcxWorker& worker, bool device_staging) {
   if (worker.error_mode() == UCP_ERR_HANDLING_MODE_NONE) return UcxAmRequests::StagedBuffers::kAll;
   return device_staging ? UcxAmRequests::StagedBuffers::kDeviceMemory
@@ -51,7 +49,6 @@ base::TcpAddress parse_address(const std::string& text) {
 }
 
 std::string format_address(const std::string& host, uint16_t port) {
-  // format_tcp_url brackets IPv6 literals; only the scheme differs.
   return std::string(kScheme) + base::format_tcp_url(host, port).substr(std::strlen("tcp://"));
 }
 
@@ -84,8 +81,7 @@ void check_ipv6_host(const std::string& host) {
   }
 }
 
-// MEMLOOM_TRANSPORT chose between memloom's own TCP transport and this one until the TCP transport
-// was removed; a job that still sets it is told once that it no longer chooses anything.
+// MEMLOOM_TRANSPORT chose memloom's own TCP transport, now gone: a job that sets it is told once.
 void warn_if_transport_variable_set() {
   static std::atomic<bool> warned{false};
   const char* value = std::getenv("MEMLOOM_TRANSPORT");
@@ -96,9 +92,8 @@ void warn_if_transport_variable_set() {
                                              "TCP)");
 }
 
-// The rma data path (ucx_data_path.h): one transfer() call's ops on one UCX endpoint, issued as
-// ucp_put_nbx/ucp_get_nbx without waiting, then one endpoint flush, so a batch of small ops costs
-// one round trip, not one each.
+// The rma data path (ucx_data_path.h): one transfer() call's ops issued as ucp_put_nbx/ucp_get_nbx
+// without waiting, then one endpoint flush, so a batch of small ops costs one round trip.
 //
 // Order: UCX does not order RMA operations among themselves, but transfer() promises that ops run
 // in order (a read sees an earlier write of its call). So an op that overlaps an earlier op of the
@@ -115,7 +110,7 @@ class TransferBatch {
     param_.user_data = completion_;
   }
 
-  // Waits (briefly) for requests still in flight; they are only left behind after a failure.
+  // Waits (briefly) for requests left in flight after a failure.
   ~TransferBatch() {
     const bool released = worker_.progress_until(
         [this] { return completion_->outstanding.load() == 0; }, Deadline::after(kReleaseTimeout));
@@ -157,8 +152,7 @@ class TransferBatch {
     return finished && completion_->first_error.load() == UCS_OK;
   }
 
-  // After the call gave up (above): why it failed, the first error of an op or flush, else the
-  // endpoint's, else UCS_OK (a timeout).
+  // After the call gave up: the first error of an op or flush, else the endpoint's, else UCS_OK.
   ucs_status_t abandon() {
     ucs_status_t why = completion_->first_error.load();
     if (why == UCS_OK && peer_.failed()) why = peer_.failure();
@@ -179,8 +173,7 @@ class TransferBatch {
       completion_->fail(UCS_PTR_STATUS(request));
       return false;
     }
-    // A request completes through done(); null means it completed at once.
-    if (request != nullptr) completion_->started();
+    if (request != nullptr) completion_->started();  // null: completed at once
     return completion_->first_error.load() == UCS_OK;
   }
 
@@ -244,9 +237,8 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options,
 UcxTransport::~UcxTransport() {
   worker_.stop_progress_thread();
   endpoints_.close_all();
-  // A call that gave up, or a reply to a requester that did, may have left UCX a request (closing
-  // the endpoint by force usually ends it); without peer error handling UCX may keep one queued
-  // for good on a stopped peer.
+  // A call that gave up, or a reply to a requester that did, may have left UCX a request; without
+  // peer error handling UCX may keep one queued for good on a stopped peer.
   auto held = [this] { return am_requests_.requests_held() + am_server_.requests_held(); };
   const bool released =
       worker_.progress_until([&] { return held() == 0; }, Deadline::after(kReleaseTimeout));
@@ -278,8 +270,8 @@ void UcxTransport::transfer(const std::string& peer_address,
   try {
     run(peer, work, deadline);
   } catch (const Error& error) {
-    // A refusal leaves the endpoint as it was; anything else leaves it unknown or dead (an
-    // interruption too: the next transfer to this peer gets a new endpoint).
+    // A refusal leaves the endpoint as it was; anything else, an interruption too, unknown or
+    // dead: the next transfer to this peer gets a new one.
     if (error.status() != Status::kInvalidInput) {
       if (error.status() == Status::kTimeout || error.status() == Status::kInterrupted)
         peer->force_close();
@@ -293,8 +285,7 @@ void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
                        const std::vector<const hal::TransferOp*>& work, Deadline deadline) {
   const UcxWorker::CallerScope caller(worker_);
   gate_.prove_to(peer, deadline);
-  // Device memory of this side: ucp_put_nbx/ucp_get_nbx would hand it to UCX; nor are the
-  // caller's buffers handed to UCX where its endpoints go without peer error handling.
+  // Staged memory must not reach UCX, nor any without peer error handling (ucx_am_requests.h).
   bool am = data_path_ == UcxDataPath::kAm || worker_.error_mode() == UCP_ERR_HANDLING_MODE_NONE;
   for (size_t i = 0; !am && i < work.size(); ++i) {
     am = staging_->needs_staging(work[i]->local_address);
@@ -312,8 +303,8 @@ void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
     }
   } catch (const Error& error) {
     if (error.status() != Status::kNotSupported) throw;
-    // The peer serves only am (its UCX has no RDMA transport), or stages the range: so be it, for
-    // this call and the next ones; no byte has moved yet.
+    // The peer serves only am (no RDMA transport), or stages the range: am from now on; no byte
+    // has moved yet.
     MEMLOOM_LOG(kInfo, "transport " << address_ << ": " << error.what() << "; using am for it");
     {
       std::lock_guard<std::mutex> lock(am_only_mutex_);

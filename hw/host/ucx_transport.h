@@ -1,10 +1,10 @@
 // hal::Transport on UCX, shared by both backends: one UCX worker (ucx_worker.h), a listener on the
 // options' host (else MEMLOOM_HOST_ADDR, else 127.0.0.1) at any free port, the job proof on each
 // new endpoint (ucx_job_gate.h), both data paths (ucx_data_path.h) for its transfers and its
-// peers'. UCX picks the wire from what it finds and the user's UCX_* variables, left alone.
+// peers'. UCX picks the wire from what it finds and the user's UCX_* variables.
 //
-// Addresses are "ucx://IP:PORT" ("ucx://[IPv6]:PORT"); only this file reads them. Thread-safe:
-// transfers to one peer or to several run in parallel on the shared worker.
+// Addresses are "ucx://IP:PORT" ("ucx://[IPv6]:PORT"). Thread-safe: transfers to one peer or to
+// several run in parallel on the shared worker.
 #pragma once
 
 #include <array>
@@ -29,8 +29,8 @@ namespace memloom::host {
 
 class UcxTransport : public hal::Transport {
  public:
-  // `staging`: null where UCX registers and moves device memory itself (ucx_supports_cuda_memory).
-  // Otherwise memory it says needs staging never reaches UCX (ucx_data_path.h).
+  // `staging`: null where UCX moves device memory itself (ucx_supports_cuda_memory); else memory it
+  // says needs staging never reaches UCX (ucx_data_path.h).
   explicit UcxTransport(const hal::TransportOptions& options = {},
                         std::unique_ptr<BufferStaging> staging = nullptr);
   ~UcxTransport() override;
@@ -47,7 +47,7 @@ class UcxTransport : public hal::Transport {
   void run(const std::shared_ptr<UcxPeer>& peer, const std::vector<const hal::TransferOp*>& work,
            Deadline deadline);
 
-  // The control-message handler (ucx_messages.h) that hands a message to `(this->*object).*take`.
+  // Hands a control message to `(this->*object).*take`.
   template <auto object, auto take>
   static void dispatch(void* self, const void* data, size_t length, ucp_ep_h reply_ep) {
     ((static_cast<UcxTransport*>(self)->*object).*take)(data, length, reply_ep);
@@ -56,16 +56,12 @@ class UcxTransport : public hal::Transport {
   // Declared before the worker: UCX requests in flight when it is destroyed hold pooled buffers.
   const bool stages_device_memory_;  // a staging was given; else staging_ is HostMemoryStaging
   const std::unique_ptr<BufferStaging> staging_;
-  // Both sides' staged messages, and the requester's own buffers ("Own buffers",
-  // ucx_am_requests.h). When its buffers are allocated: buffer_staging.h.
-  const std::shared_ptr<StagingBufferPool> pool_;
+  const std::shared_ptr<StagingBufferPool> pool_;  // also "Own buffers" (ucx_am_requests.h)
   // Before UCX starts: a bad MEMLOOM_UCX_DATA_PATH fails the constructor at once.
   const UcxDataPath data_path_;
-  // Whether it serves rma requesters: where UCX has an RDMA transport or rma was asked for.
-  // Elsewhere its context has no RMA at all (UcxWorker says why).
+  // Where UCX has an RDMA transport or rma was asked for; elsewhere no RMA at all (UcxWorker).
   const bool serves_rma_;
-  // The IP literal it listens on and advertises (before the worker: an IPv6 one changes the
-  // worker's UCX configuration).
+  // The IP literal it listens on; before the worker, whose configuration an IPv6 one changes.
   const std::string host_;
   // Declared before the worker: UCX may call the handlers until the worker is destroyed.
   std::array<ucx_messages::Registration, 8> handlers_{};
@@ -76,7 +72,7 @@ class UcxTransport : public hal::Transport {
   UcxAmRequests am_requests_;
   UcxEndpoints endpoints_;
   std::string address_;
-  // Peers that serve no remote keys (their UCX has no RDMA transport): reached over am.
+  // Peers that serve no remote keys: reached over am.
   std::mutex am_only_mutex_;
   std::set<std::string> am_only_peers_;
 };
