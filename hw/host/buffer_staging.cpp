@@ -47,7 +47,7 @@ void StagingBufferPool::give_back(std::byte* buffer) noexcept {
   free_.push_back(buffer);
 }
 
-std::vector<StagingCopy> StagedParts::copies(bool into_buffer) const {
+std::vector<StagingCopy> StagedParts::copy_host_parts(bool into_buffer) const {
   std::vector<StagingCopy> copies;
   for (const Part& part : parts_) {
     std::byte* buffer = buffer_.get() + part.offset;

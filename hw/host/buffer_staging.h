@@ -111,8 +111,9 @@ class StagedParts {
     buffer_ = pool.lease(bytes_);
     for (const Part& part : parts_) iov[part.part].buffer = buffer_.get() + part.offset;
   }
-  // The staging's copies between the device parts and the buffer; host parts are copied here.
-  std::vector<StagingCopy> copies(bool into_buffer) const;
+  // Copies the host parts between their memory and the buffer (into it or out of it) by memcpy,
+  // and returns the device parts' copies, which only the staging can run.
+  std::vector<StagingCopy> copy_host_parts(bool into_buffer) const;
   void release() { buffer_.reset(); }
 
  private:

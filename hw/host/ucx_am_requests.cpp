@@ -172,9 +172,10 @@ ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t heade
 class UcxAmRequests::Run {
  public:
   Run(UcxAmRequests& owner, const std::shared_ptr<UcxPeer>& peer, Deadline deadline)
-      : owner_(owner), peer_(peer), deadline_(deadline), call_(std::make_shared<Call>()) {
-    call_->endpoint = peer->in_flight();
-  }
+      : owner_(owner),
+        peer_(peer),
+        deadline_(deadline),
+        call_(std::make_shared<Call>(peer->in_flight())) {}
 
   // `op` is at most kChunkBytes when `staged` (its local memory goes through a staging buffer).
   void add(const hal::TransferOp& op, bool staged) {
@@ -273,7 +274,7 @@ class UcxAmRequests::Run {
   void stage(Message& message) {
     message.staged.lease(*owner_.pool_, message.local);
     if (message.direction != Direction::kWrite) return;
-    const std::vector<StagingCopy> copies = message.staged.copies(/*into_buffer=*/true);
+    const std::vector<StagingCopy> copies = message.staged.copy_host_parts(/*into_buffer=*/true);
     if (!copies.empty()) owner_.pool_->staging().copy_all(copies, deadline_);
   }
 
@@ -295,7 +296,7 @@ class UcxAmRequests::Run {
         succeeded = message.status == Status::kSuccess;
       }
       if (!succeeded || message.direction != Direction::kRead) continue;
-      const std::vector<StagingCopy> out = message.staged.copies(/*into_buffer=*/false);
+      const std::vector<StagingCopy> out = message.staged.copy_host_parts(/*into_buffer=*/false);
       copies.insert(copies.end(), out.begin(), out.end());
     }
     if (!copies.empty()) owner_.pool_->staging().copy_all(copies, deadline_);

@@ -109,7 +109,7 @@ void finish_write(std::unique_ptr<UcxAmServer::Request> request, ucs_status_t st
   }
   if (request->staged.empty() ||
       UcxAmServer::Request::try_staging(request, "staging a write into device memory", [&] {
-        request->copy(request->staged.copies(/*into_buffer=*/false));
+        request->copy(request->staged.copy_host_parts(/*into_buffer=*/false));
       })) {
     answer(std::move(request), Status::kSuccess);
   }
@@ -190,7 +190,7 @@ bool UcxAmServer::accept(std::unique_ptr<Request>& request, const void* header,
 bool UcxAmServer::stage(std::unique_ptr<Request>& request, bool read) {
   return Request::try_staging(request, "staging device memory", [&] {
     request->staged.lease(*staging_, request->iov);
-    if (read) request->copy(request->staged.copies(/*into_buffer=*/true));
+    if (read) request->copy(request->staged.copy_host_parts(/*into_buffer=*/true));
   });
 }
 

@@ -127,8 +127,8 @@ void UcxPeer::force_close() {
   while (ep != nullptr && users_.load() != 0) {
     if (bound.expired()) {
       // Closing it under that call could crash the process; an endpoint left open costs less.
-      const std::string why = "a UCX call on the endpoint to " + address_ + " did not return";
-      MEMLOOM_LOG(kError, "transport: " << why << " within 2 s; the endpoint is left open");
+      MEMLOOM_LOG(kError, "transport: a UCX call on the endpoint to "
+                              << address_ << " did not return within 2 s; it is left open");
       ep = nullptr;
       break;
     }

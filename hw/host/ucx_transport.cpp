@@ -103,8 +103,7 @@ void warn_if_transport_variable_set() {
 class TransferBatch {
  public:
   TransferBatch(UcxWorker& worker, UcxPeer& peer)
-      : worker_(worker), peer_(peer), completion_(new UcxRequestCount) {
-    completion_->endpoint = peer.in_flight();
+      : worker_(worker), peer_(peer), completion_(new UcxRequestCount(peer.in_flight())) {
     param_.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param_.cb.send = done;
     param_.user_data = completion_;

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "memloom/deadline.h"
 
@@ -66,12 +67,13 @@ class UcxWorker {
   bool progress_until(const std::function<bool()>& done, Deadline deadline,
                       Interruptible interruptible = Interruptible::kNo);
 
-  // Progresses while `left()` (requests of a call that gave up) keeps falling: until 0, a 20 ms
-  // stall (what a stopped or dead peer costs the call), or 2 s. Lets a live peer's transfers under
-  // way end before their endpoint is closed by force: UCX 1.13 aborts a serving process whose reply
-  // loses its connection midway (over TCP: "tcp_ep.c:939 Assertion `ep->flags &
-  // UCT_TCP_EP_FLAG_PUT_TX_WAITING_ACK' failed" for a rendezvous put, "Fatal: unexpected error:
-  // Endpoint timeout" in ucp_get_req_handler for a software get).
+  // Progresses while `left()` (every call's requests under way on an endpoint about to be closed by
+  // force, or its last flush) keeps falling: until 0, a 20 ms stall (what a stopped or dead peer
+  // costs the call), or 2 s. Lets a live peer's transfers under way end before their endpoint is
+  // closed by force: UCX 1.13 aborts a serving process whose reply loses its connection midway
+  // (over TCP: "tcp_ep.c:939 Assertion `ep->flags & UCT_TCP_EP_FLAG_PUT_TX_WAITING_ACK' failed"
+  // for a rendezvous put, "Fatal: unexpected error: Endpoint timeout" in ucp_get_req_handler for a
+  // software get).
   void progress_while_ending(const std::function<size_t()>& left);
 
   // Once the callbacks' owners exist; `housekeeping` runs on the thread about once a second.
@@ -113,15 +115,17 @@ class UcxWorker {
 // in its endpoint's count of every call's (`endpoint`, UcxPeer::in_flight), which a forced close
 // lets fall first.
 struct UcxRequestCount {
+  explicit UcxRequestCount(std::shared_ptr<std::atomic<size_t>> endpoint)
+      : endpoint(std::move(endpoint)) {}
   std::atomic<size_t> outstanding{0};
   std::atomic<ucs_status_t> first_error{UCS_OK};
-  std::shared_ptr<std::atomic<size_t>> endpoint;
+  const std::shared_ptr<std::atomic<size_t>> endpoint;
   void started() {
     outstanding.fetch_add(1);
-    if (endpoint) endpoint->fetch_add(1);
+    endpoint->fetch_add(1);
   }
   void ended() {
-    if (endpoint) endpoint->fetch_sub(1);
+    endpoint->fetch_sub(1);
     outstanding.fetch_sub(1);
   }
   void fail(ucs_status_t status) {
