@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "src/store/server.h"
+#include "wholememory/wholememory.h"
 
 namespace memloom::bench {
 namespace {
@@ -98,7 +100,7 @@ void write_all(int fd, const std::string& text) {
   ::setenv("MEMLOOM_RANK", std::to_string(info.rank).c_str(), 1);
   ::setenv("MEMLOOM_WORLD_SIZE", std::to_string(info.world_size).c_str(), 1);
   ::setenv("MEMLOOM_LOCAL_RANK", std::to_string(info.local_rank).c_str(), 1);
-  ::setenv("MEMLOOM_DEVICE", std::to_string(info.local_rank).c_str(), 1);
+  ::setenv("MEMLOOM_DEVICE", std::to_string(info.device).c_str(), 1);
   ::setenv("MEMLOOM_NODE", node.c_str(), 1);
   ::setenv("MEMLOOM_JOB_ID", job.c_str(), 1);
   ::setenv("MEMLOOM_STORE_URL", info.store_url.c_str(), 1);
@@ -187,6 +189,9 @@ Figures run_ranks(const RankJob& job, const std::function<Figures(const RankInfo
   const std::string job_id = make_job_id();
   std::string store_url;
   pid_t store = start_store_process(&store_url);
+  // Counted in a child of its own, as the backend must not start before the ranks are forked.
+  // More ranks than GPUs on a node share them, as memloom-run deals them.
+  static const int devices = std::max(1, fork_get_device_count());
   std::vector<Child> children(static_cast<size_t>(job.ranks));
   auto node_of = [&](int rank) { return static_cast<int>(long(rank) * job.nodes / job.ranks); };
   for (int rank = 0; rank < job.ranks; ++rank) {
@@ -197,6 +202,7 @@ Figures run_ranks(const RankJob& job, const std::function<Figures(const RankInfo
     int first = rank;
     while (first > 0 && node_of(first - 1) == info.node_index) --first;
     info.local_rank = rank - first;
+    info.device = info.local_rank % devices;
     info.store_url = store_url;
     info.rendezvous = rendezvous;
     int fds[2];

@@ -42,7 +42,8 @@ class RankRendezvous {
 struct RankInfo {
   int rank = 0;
   int world_size = 1;
-  int local_rank = 0;  // also the emulated device the rank uses
+  int local_rank = 0;
+  int device = 0;  // local_rank modulo the node's devices (MEMLOOM_DEVICE, deviceId)
   int node_index = 0;
   std::string store_url;  // a config store every rank may use (started for the job)
   RankRendezvous* rendezvous = nullptr;

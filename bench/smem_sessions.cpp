@@ -27,10 +27,10 @@ ShmSession::ShmSession(const RankInfo& info, uint64_t symmetric_size, uint32_t t
   config.shmInitTimeout = timeout_seconds;
   config.shmCreateTimeout = timeout_seconds;
   check_smem(smem_init(0), "smem_init");
-  check_smem(smem_shm_init(info.store_url.c_str(), static_cast<uint32_t>(info.world_size),
-                           static_cast<uint32_t>(info.rank), static_cast<uint16_t>(info.local_rank),
-                           &config),
-             "smem_shm_init");
+  check_smem(
+      smem_shm_init(info.store_url.c_str(), static_cast<uint32_t>(info.world_size),
+                    static_cast<uint32_t>(info.rank), static_cast<uint16_t>(info.device), &config),
+      "smem_shm_init");
   handle_ =
       smem_shm_create(0, static_cast<uint32_t>(info.world_size), static_cast<uint32_t>(info.rank),
                       symmetric_size, SMEMS_DATA_OP_MTE, 0, &gva_);
@@ -59,7 +59,7 @@ BmSession::BmSession(const RankInfo& info, uint64_t device_bytes, uint32_t timeo
   config.controlOperationTimeout = timeout_seconds;
   check_smem(smem_init(0), "smem_init");
   check_smem(smem_bm_init(info.store_url.c_str(), static_cast<uint32_t>(info.world_size),
-                          static_cast<uint16_t>(info.local_rank), &config),
+                          static_cast<uint16_t>(info.device), &config),
              "smem_bm_init");
   handle_ = smem_bm_create(0, static_cast<uint32_t>(info.world_size), SMEMB_DATA_OP_SDMA,
                            kBmHostSlot, device_bytes, 0);

@@ -79,7 +79,10 @@ std::unique_ptr<hal::Platform> open_backend(BackendModule& module, bool required
   try {
     return std::unique_ptr<hal::Platform>(create());
   } catch (const Error& e) {
-    if (required) throw;
+    // Only a backend that cannot run here (no driver, no GPU) falls back. A misconfigured one
+    // (MEMLOOM_DEVICE past the GPUs) must fail: falling back would run this rank on the emulated
+    // backend while its peers run CUDA, and their descriptors would not match.
+    if (required || e.status() != Status::kNotSupported) throw;
     MEMLOOM_LOG(kDebug, module.backend << " backend unavailable (" << e.what() << ")");
     g_choice_reason = std::string("the ") + module.backend + " backend is unavailable: " + e.what();
     return nullptr;

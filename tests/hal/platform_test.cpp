@@ -79,6 +79,27 @@ TEST(Platform, MemloomDeviceSelectsTheDevice) {
   EXPECT_ALL_RANKS_PASS(results);
 }
 
+// A backend that is there but misconfigured fails the process. Left to the default choice, the
+// CUDA backend once fell back to the emulated one instead (8 devices, so MEMLOOM_DEVICE=1 on a
+// 1-GPU host passed there), and that rank could not talk to its CUDA peers.
+TEST(Platform, AMisconfiguredDeviceFailsInsteadOfChangingTheBackend) {
+  testing::MultiProcessOptions options;
+  options.ranks = 1;
+  options.start_store = false;
+  auto results = testing::run_ranks(options, [](const testing::RankContext&) {
+    ::unsetenv("MEMLOOM_DEVICE");
+    const char* backend = std::getenv("MEMLOOM_BACKEND");
+    // A run on cuda takes the default choice here, which picks cuda too where it can run.
+    if (backend != nullptr && std::string(backend) == "cuda") ::unsetenv("MEMLOOM_BACKEND");
+    const int count = fresh_platform().device_count();
+    const std::string chosen = platform().name();
+    ::setenv("MEMLOOM_DEVICE", std::to_string(count).c_str(), 1);
+    EXPECT_STATUS(Status::kInvalidValue, fresh_platform())
+        << chosen << " backend with MEMLOOM_DEVICE=" << count;
+  });
+  EXPECT_ALL_RANKS_PASS(results);
+}
+
 // ---------------------------------------------------------------------------------------------
 // EMULATED-ONLY: option parsing of the emulated backend.
 
