@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 
 #include "hw/host/ucx_capabilities.h"
@@ -159,7 +158,9 @@ void UcxWorker::progress_loop() {
   constexpr auto kHousekeepingPeriod = std::chrono::seconds(1);
   auto next_housekeeping = std::chrono::steady_clock::now() + kHousekeepingPeriod;
   while (!stopping_) {
-    while (ucp_worker_progress(worker_) != 0) {
+    // Stops as soon as a caller comes, even with work left: it progresses the worker itself, and
+    // two threads taking turns on the worker's lock slow both (a batch's sends spun on it).
+    while (progressing_callers_.load() == 0 && ucp_worker_progress(worker_) != 0) {
     }
     if (std::chrono::steady_clock::now() >= next_housekeeping) {
       housekeeping_();
