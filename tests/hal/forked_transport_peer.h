@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "hw/emulated/emulated_platform.h"
+#include "hw/hal/transport.h"
 #include "tests/support/multi_process.h"
 
 namespace memloom::hal_test {
@@ -39,11 +40,12 @@ inline bool stop_process(pid_t pid) {
   return process_state(pid) == 'T';
 }
 
-// Rank 1 serves `exposed_bytes` of zeroed memory and reports (pid, address, pointer) through a
-// pipe; rank 0 uses it, then makes it disappear (SIGKILL) or hang (SIGSTOP).
+// Rank 1 serves `exposed_bytes` of zeroed memory (a transport made with `transport_options`) and
+// reports (pid, address, pointer) through a pipe; rank 0 uses it, then makes it disappear
+// (SIGKILL) or hang (SIGSTOP).
 inline void run_against_forked_peer(
     const std::function<void(pid_t, const std::string&, uint64_t)>& body,
-    size_t exposed_bytes = size_t{1} << 20) {
+    size_t exposed_bytes = size_t{1} << 20, const hal::TransportOptions& transport_options = {}) {
   int pipe_fds[2];
   ASSERT_EQ(::pipe(pipe_fds), 0);
   ::memloom::testing::MultiProcessOptions options;
@@ -54,7 +56,7 @@ inline void run_against_forked_peer(
       ::memloom::testing::run_ranks(options, [&](const ::memloom::testing::RankContext& context) {
         if (context.rank == 1) {
           ::close(pipe_fds[0]);
-          auto transport = emulated::create_transport();
+          auto transport = emulated::create_transport(transport_options);
           std::vector<std::byte> memory(exposed_bytes);
           transport->expose(memory.data(), memory.size());
           std::string line = std::to_string(getpid()) + " " + transport->address() + " " +
