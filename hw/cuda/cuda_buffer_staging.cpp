@@ -1,7 +1,11 @@
 #include "hw/cuda/cuda_buffer_staging.h"
 
+#include <cstdint>
+#include <vector>
+
 #include "hw/cuda/cuda_check.h"
 #include "memloom/error.h"
+#include "src/base/range_map.h"
 
 namespace memloom::cuda {
 
@@ -18,13 +22,54 @@ bool CudaBufferStaging::needs_staging(const void* pointer) const {
   return is_device_pointer(pointer);
 }
 
+void CudaBufferStaging::enqueue(const host::StagingCopy* copies, size_t count) {
+#if CUDART_VERSION >= 13000
+  if (count > 1) {
+    std::vector<void*> to(count);
+    std::vector<const void*> from(count);
+    std::vector<size_t> bytes(count);
+    for (size_t i = 0; i < count; ++i) {
+      to[i] = copies[i].to;
+      from[i] = copies[i].from;
+      bytes[i] = copies[i].bytes;
+    }
+    cudaMemcpyAttributes attributes{};
+    attributes.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    size_t first_with_attributes = 0;
+    if (cudaMemcpyBatchAsync(to.data(), from.data(), bytes.data(), count, &attributes,
+                             &first_with_attributes, 1, stream_) == cudaSuccess) {
+      return;
+    }
+    (void)cudaGetLastError();  // a driver without it: one call a copy, as below
+  }
+#endif
+  for (size_t i = 0; i < count; ++i) {
+    check_cuda(
+        cudaMemcpyAsync(copies[i].to, copies[i].from, copies[i].bytes, cudaMemcpyDefault, stream_),
+        "cudaMemcpyAsync (staging device memory)");
+  }
+}
+
 void CudaBufferStaging::copy_all(const std::vector<host::StagingCopy>& copies, Deadline deadline) {
   if (copies.empty()) return;
   DeviceGuard guard(device_);
-  for (const host::StagingCopy& c : copies) {
-    check_cuda(cudaMemcpyAsync(c.to, c.from, c.bytes, cudaMemcpyDefault, stream_),
-               "cudaMemcpyAsync (staging device memory)");
+  // In batches of copies that touch nothing an earlier copy of theirs touched (a batch orders
+  // nothing among its copies); the batches run in stream order, so copies run as listed.
+  base::RangeMap<> touched;
+  size_t first = 0;
+  for (size_t i = 0; i < copies.size(); ++i) {
+    const auto to = reinterpret_cast<uintptr_t>(copies[i].to);
+    const auto from = reinterpret_cast<uintptr_t>(copies[i].from);
+    if (touched.overlapping(to, copies[i].bytes) != nullptr ||
+        touched.overlapping(from, copies[i].bytes) != nullptr) {
+      enqueue(&copies[first], i - first);
+      first = i;
+      touched = {};
+    }
+    touched.insert(to, copies[i].bytes);
+    touched.insert(from, copies[i].bytes);  // refused if it overlaps `to`: undefined anyway
   }
+  enqueue(&copies[first], copies.size() - first);
   bool failed = false;
   const bool done = poll_until(
       [&] {

@@ -24,6 +24,11 @@ class CudaBufferStaging : public host::BufferStaging {
   bool allocation_waits_for_device() const override { return true; }
 
  private:
+  // Queues `count` copies that depend on none of each other: in one cudaMemcpyBatchAsync where
+  // CUDA has it (13.0 on), else one cudaMemcpyAsync each, which for 1024 staged 4 KiB pieces of a
+  // scattered batch cost about 2.4 us apiece (H100, memloom-bench bm).
+  void enqueue(const host::StagingCopy* copies, size_t count);
+
   const int device_;
   cudaStream_t stream_ = nullptr;
 };

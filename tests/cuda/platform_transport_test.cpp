@@ -105,6 +105,38 @@ TEST_F(PlatformTransport, DeviceToRemoteDeviceInABatch) {
   EXPECT_EQ(first_difference(back, data), -1);
 }
 
+// 1024 pieces of 4 KiB at every other slot, device to remote device and back into the slots
+// between, in one call each: where device memory is staged, both sides copy 256 scattered pieces a
+// message (one batch of copies on CUDA 13).
+TEST_F(PlatformTransport, ScatteredSmallDeviceOpsInOneCall) {
+  constexpr size_t kPiece = 4096, kPieces = 1024, kSpan = 2 * kPiece * kPieces;
+  static_assert(kSpan <= kBytes);
+  std::vector<uint8_t> data(kSpan);
+  for (size_t i = 0; i < kSpan; ++i) data[i] = pattern(5, i);
+  std::memcpy(host.data(), data.data(), kSpan);
+  stream->copy(local_device, host.data(), kSpan);
+  stream->synchronize(soon());
+  std::memset(host.data(), 0, kSpan);
+  stream->copy(remote_device, host.data(), kSpan);
+  stream->synchronize(soon());
+  std::vector<Op> writes, reads;
+  for (size_t p = 0; p < kPieces; ++p) {
+    const size_t even = 2 * p * kPiece, odd = even + kPiece;
+    writes.push_back(Op{Direction::kWrite, remote(odd), local_device + even, kPiece});
+    reads.push_back(Op{Direction::kRead, remote(odd), local_device + odd, kPiece});
+  }
+  requester->transfer(server->address(), writes, soon());
+  requester->transfer(server->address(), reads, soon());
+  std::vector<uint8_t> want_remote(kSpan, 0), want_local = data;
+  for (size_t p = 0; p < kPieces; ++p) {
+    const size_t even = 2 * p * kPiece, odd = even + kPiece;
+    std::memcpy(want_remote.data() + odd, data.data() + even, kPiece);
+    std::memcpy(want_local.data() + odd, data.data() + even, kPiece);
+  }
+  EXPECT_EQ(first_difference(device_bytes(remote_device, kSpan), want_remote), -1);
+  EXPECT_EQ(first_difference(device_bytes(local_device, kSpan), want_local), -1);
+}
+
 TEST_F(PlatformTransport, RefusedRangesFailAndTheConnectionSurvives) {
   std::vector<uint8_t> bytes(8192, 1);
   EXPECT_EQ(status_of([&] {
