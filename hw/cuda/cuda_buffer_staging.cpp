@@ -1,10 +1,13 @@
 #include "hw/cuda/cuda_buffer_staging.h"
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
 #include "hw/cuda/cuda_check.h"
+#include "hw/cuda/cuda_staging_copies.h"
 #include "memloom/error.h"
+#include "src/base/log.h"
 #include "src/base/range_map.h"
 
 namespace memloom::cuda {
@@ -22,7 +25,57 @@ bool CudaBufferStaging::needs_staging(const void* pointer) const {
   return is_device_pointer(pointer);
 }
 
+namespace {
+
+// The kernel pays where pieces are many and small; large ones go faster by the copy engine.
+constexpr size_t kKernelMinCopies = 8;
+constexpr size_t kKernelMaxAverageBytes = size_t{64} << 10;
+
+}  // namespace
+
+bool CudaBufferStaging::kernel_reaches(const host::StagingCopy& copy) {
+  const auto to = reinterpret_cast<uintptr_t>(copy.to);
+  const auto from = reinterpret_cast<uintptr_t>(copy.from);
+  const void* device_side = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(pinned_mutex_);
+    if (pinned_.find_containing(from, copy.bytes) != nullptr) {
+      device_side = copy.to;
+    } else if (pinned_.find_containing(to, copy.bytes) != nullptr) {
+      device_side = copy.from;
+    }
+  }
+  if (device_side == nullptr) return false;
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, device_side) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeDevice && attributes.device == device_;
+}
+
 void CudaBufferStaging::enqueue(const host::StagingCopy* copies, size_t count) {
+  size_t total = 0;
+  for (size_t i = 0; i < count; ++i) total += copies[i].bytes;
+  bool by_kernel = count >= kKernelMinCopies && total / count <= kKernelMaxAverageBytes;
+  for (size_t i = 0; by_kernel && i < count; ++i) by_kernel = kernel_reaches(copies[i]);
+  if (by_kernel) {
+    static std::atomic<bool> told{false};
+    if (!told.exchange(true)) {
+      MEMLOOM_LOG(kDebug, "CUDA staging: " << count << " small copies by kernel, 128 a launch");
+    }
+    StagingCopyList list;
+    for (size_t i = 0; i < count; ++i) {
+      list.to[list.count] = reinterpret_cast<uint64_t>(copies[i].to);
+      list.from[list.count] = reinterpret_cast<uint64_t>(copies[i].from);
+      list.bytes[list.count] = copies[i].bytes;
+      if (++list.count == StagingCopyList::kMaxCopies || i + 1 == count) {
+        launch_staging_copies(list, stream_);
+        list.count = 0;
+      }
+    }
+    return;
+  }
 #if CUDART_VERSION >= 13000
   if (count > 1) {
     std::vector<void*> to(count);
@@ -89,12 +142,28 @@ void CudaBufferStaging::copy_all(const std::vector<host::StagingCopy>& copies, D
 void* CudaBufferStaging::allocate_host(size_t bytes) {
   DeviceGuard guard(device_);
   void* buffer = nullptr;
-  // Portable: the copies may reach any device of the process by unified addressing.
-  check_cuda(cudaHostAlloc(&buffer, bytes, cudaHostAllocPortable), "cudaHostAlloc (staging)");
+  // Portable: the copies may reach any device of the process by unified addressing. Mapped: the
+  // staging kernel reads and writes it, at the address the host uses where the device says so.
+  check_cuda(cudaHostAlloc(&buffer, bytes, cudaHostAllocPortable | cudaHostAllocMapped),
+             "cudaHostAlloc (staging)");
+  void* on_device = nullptr;
+  if (cudaHostGetDevicePointer(&on_device, buffer, 0) == cudaSuccess && on_device == buffer) {
+    std::lock_guard<std::mutex> lock(pinned_mutex_);
+    pinned_.insert(reinterpret_cast<uintptr_t>(buffer), bytes);
+  } else {
+    (void)cudaGetLastError();  // copies through it go by the copy engine
+    MEMLOOM_LOG(kDebug,
+                "CUDA staging: a page-locked buffer has no device address equal to its "
+                "host address; its copies go by the copy engine");
+  }
   return buffer;
 }
 
 void CudaBufferStaging::free_host(void* buffer) noexcept {
+  {
+    std::lock_guard<std::mutex> lock(pinned_mutex_);
+    pinned_.erase(reinterpret_cast<uintptr_t>(buffer));
+  }
   (void)cudaFreeHost(buffer);
 }
 

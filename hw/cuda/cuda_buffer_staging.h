@@ -5,7 +5,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <mutex>
+
 #include "hw/host/buffer_staging.h"
+#include "src/base/range_map.h"
 
 namespace memloom::cuda {
 
@@ -24,13 +27,20 @@ class CudaBufferStaging : public host::BufferStaging {
   bool allocation_waits_for_device() const override { return true; }
 
  private:
-  // Queues `count` copies that depend on none of each other: in one cudaMemcpyBatchAsync where
-  // CUDA has it (13.0 on), else one cudaMemcpyAsync each, which for 1024 staged 4 KiB pieces of a
-  // scattered batch cost about 2.4 us apiece (H100, memloom-bench bm).
+  // Queues `count` copies that depend on none of each other: many small ones between this
+  // device's memory and buffers of allocate_host in one kernel launch per 128
+  // (cuda_staging_copies.h), else in one cudaMemcpyBatchAsync where CUDA has it (13.0 on), else
+  // one cudaMemcpyAsync each, which for 1024 staged 4 KiB pieces of a scattered batch cost about
+  // 2.4 us apiece (H100, memloom-bench bm).
   void enqueue(const host::StagingCopy* copies, size_t count);
+  // Whether the kernel can make `copy`: one side inside a buffer of allocate_host, the other memory
+  // of this device.
+  bool kernel_reaches(const host::StagingCopy& copy);
 
   const int device_;
   cudaStream_t stream_ = nullptr;
+  std::mutex pinned_mutex_;
+  base::RangeMap<> pinned_;  // allocate_host's buffers that this device's kernels can address
 };
 
 }  // namespace memloom::cuda

@@ -48,6 +48,20 @@ class PlatformTransport : public ::testing::Test {
     return std::vector<uint8_t>(host.begin(), host.begin() + static_cast<long>(bytes));
   }
 
+  // Local device memory gets pattern `seed` over [0, span), which is returned; remote device memory
+  // zeros.
+  std::vector<uint8_t> seed_device_memory(uint64_t seed, size_t span) {
+    std::vector<uint8_t> data(span);
+    for (size_t i = 0; i < span; ++i) data[i] = pattern(seed, i);
+    std::memcpy(host.data(), data.data(), span);
+    stream->copy(local_device, host.data(), span);
+    stream->synchronize(soon());
+    std::memset(host.data(), 0, span);
+    stream->copy(remote_device, host.data(), span);
+    stream->synchronize(soon());
+    return data;
+  }
+
   // The index of the first byte where `got` differs from `want`, or -1.
   static long first_difference(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want) {
     if (got.size() != want.size()) return 0;
@@ -111,14 +125,7 @@ TEST_F(PlatformTransport, DeviceToRemoteDeviceInABatch) {
 TEST_F(PlatformTransport, ScatteredSmallDeviceOpsInOneCall) {
   constexpr size_t kPiece = 4096, kPieces = 1024, kSpan = 2 * kPiece * kPieces;
   static_assert(kSpan <= kBytes);
-  std::vector<uint8_t> data(kSpan);
-  for (size_t i = 0; i < kSpan; ++i) data[i] = pattern(5, i);
-  std::memcpy(host.data(), data.data(), kSpan);
-  stream->copy(local_device, host.data(), kSpan);
-  stream->synchronize(soon());
-  std::memset(host.data(), 0, kSpan);
-  stream->copy(remote_device, host.data(), kSpan);
-  stream->synchronize(soon());
+  const std::vector<uint8_t> data = seed_device_memory(5, kSpan);
   std::vector<Op> writes, reads;
   for (size_t p = 0; p < kPieces; ++p) {
     const size_t even = 2 * p * kPiece, odd = even + kPiece;
@@ -133,6 +140,29 @@ TEST_F(PlatformTransport, ScatteredSmallDeviceOpsInOneCall) {
     std::memcpy(want_remote.data() + odd, data.data() + even, kPiece);
     std::memcpy(want_local.data() + odd, data.data() + even, kPiece);
   }
+  EXPECT_EQ(first_difference(device_bytes(remote_device, kSpan), want_remote), -1);
+  EXPECT_EQ(first_difference(device_bytes(local_device, kSpan), want_local), -1);
+}
+
+// The same with pieces of odd sizes at odd offsets (no 16-byte words on either side), and local
+// pieces in the reverse order of the remote ones.
+TEST_F(PlatformTransport, UnalignedSmallDeviceOpsInOneCall) {
+  constexpr size_t kPieces = 600, kPiece = 37, kStride = 101, kSpan = kPieces * kStride + 8;
+  const std::vector<uint8_t> data = seed_device_memory(9, kSpan);
+  std::vector<Op> writes, reads;
+  std::vector<uint8_t> want_remote(kSpan, 0), want_local = data;
+  for (size_t p = 0; p < kPieces; ++p) {
+    const size_t at = 3 + p * kStride, mirrored = 3 + (kPieces - 1 - p) * kStride;
+    writes.push_back(Op{Direction::kWrite, remote(at), local_device + mirrored, kPiece});
+    std::memcpy(want_remote.data() + at, data.data() + mirrored, kPiece);
+  }
+  for (size_t p = 0; p < kPieces; ++p) {  // back into the 50 bytes after each local piece
+    const size_t at = 3 + p * kStride;
+    reads.push_back(Op{Direction::kRead, remote(at), local_device + at + 50, kPiece});
+    std::memcpy(want_local.data() + at + 50, want_remote.data() + at, kPiece);
+  }
+  requester->transfer(server->address(), writes, soon());
+  requester->transfer(server->address(), reads, soon());
   EXPECT_EQ(first_difference(device_bytes(remote_device, kSpan), want_remote), -1);
   EXPECT_EQ(first_difference(device_bytes(local_device, kSpan), want_local), -1);
 }
