@@ -1,6 +1,7 @@
 // HAL conformance: Platform. The tests at the end (suite EmulatedPlatform) are EMULATED-ONLY:
 // they check how the emulated backend reads its options, and include its header for that.
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -52,41 +53,40 @@ TEST(Platform, EveryDeviceRunsKernels) {
   }
 }
 
+// `body` in `ranks` forked ranks without a store: each opens a platform of its own, configured by
+// the environment it sets.
+void in_forked_ranks(int ranks, const std::function<void(const testing::RankContext&)>& body) {
+  testing::MultiProcessOptions options;
+  options.ranks = ranks;
+  options.start_store = false;
+  auto results = testing::run_ranks(options, body);
+  EXPECT_ALL_RANKS_PASS(results);
+}
+
 // Forked ranks see MEMLOOM_LOCAL_RANK; without MEMLOOM_DEVICE each starts on local_rank % count.
 TEST(Platform, DefaultDeviceFollowsTheLocalRank) {
-  testing::MultiProcessOptions options;
-  options.ranks = 3;
-  options.start_store = false;
-  auto results = testing::run_ranks(options, [](const testing::RankContext& context) {
+  in_forked_ranks(3, [](const testing::RankContext& context) {
     ::unsetenv("MEMLOOM_DEVICE");
     fresh_platform();
     EXPECT_EQ(platform().current_device(), context.local_rank % platform().device_count());
   });
-  EXPECT_ALL_RANKS_PASS(results);
 }
 
 TEST(Platform, MemloomDeviceSelectsTheDevice) {
-  testing::MultiProcessOptions options;
-  options.ranks = 1;
-  options.start_store = false;
-  auto results = testing::run_ranks(options, [](const testing::RankContext&) {
+  in_forked_ranks(1, [](const testing::RankContext&) {
     ::unsetenv("MEMLOOM_DEVICE");
     const int count = fresh_platform().device_count();
     if (count < 2) return;
     ::setenv("MEMLOOM_DEVICE", std::to_string(count - 1).c_str(), 1);
     EXPECT_EQ(fresh_platform().current_device(), count - 1);  // read when the platform opens
   });
-  EXPECT_ALL_RANKS_PASS(results);
 }
 
 // A backend that is there but misconfigured fails the process. Left to the default choice, the
 // CUDA backend once fell back to the emulated one instead (8 devices, so MEMLOOM_DEVICE=1 on a
 // 1-GPU host passed there), and that rank could not talk to its CUDA peers.
 TEST(Platform, AMisconfiguredDeviceFailsInsteadOfChangingTheBackend) {
-  testing::MultiProcessOptions options;
-  options.ranks = 1;
-  options.start_store = false;
-  auto results = testing::run_ranks(options, [](const testing::RankContext&) {
+  in_forked_ranks(1, [](const testing::RankContext&) {
     ::unsetenv("MEMLOOM_DEVICE");
     const char* backend = std::getenv("MEMLOOM_BACKEND");
     // A run on cuda takes the default choice here, which picks cuda too where it can run.
@@ -97,7 +97,6 @@ TEST(Platform, AMisconfiguredDeviceFailsInsteadOfChangingTheBackend) {
     EXPECT_STATUS(Status::kInvalidValue, fresh_platform())
         << chosen << " backend with MEMLOOM_DEVICE=" << count;
   });
-  EXPECT_ALL_RANKS_PASS(results);
 }
 
 // ---------------------------------------------------------------------------------------------
