@@ -318,13 +318,9 @@ std::shared_ptr<UcxPeer> UcxEndpoints::peer(const std::string& address, const st
 }
 
 void UcxEndpoints::drop(const std::shared_ptr<UcxPeer>& peer) {
-  std::shared_ptr<UcxPeer> dropped;
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);  // the caller's `peer` is not the last: none closes
   auto it = peers_.find(peer->address());
-  if (it != peers_.end() && it->second == peer) {
-    dropped = std::move(it->second);
-    peers_.erase(it);
-  }
+  if (it != peers_.end() && it->second == peer) peers_.erase(it);
 }
 
 void UcxEndpoints::close_all() {
@@ -408,10 +404,8 @@ void UcxEndpoints::take_revoke(const void* data, size_t length, ucp_ep_h reply_e
     if (it != peers_.end()) peer = it->second;
   }
   if (peer != nullptr) peer->drop_key(revoke->base);
-  if (reply_ep != nullptr) {
-    msg::send(reply_ep, msg::kRevokeAck, msg::encode(msg::RevokeAck{revoke->revoke_id}),
-              /*reply=*/false);
-  }
+  msg::send(reply_ep, msg::kRevokeAck, msg::encode(msg::RevokeAck{revoke->revoke_id}),
+            /*reply=*/false);
 }
 
 }  // namespace memloom::host

@@ -179,9 +179,7 @@ void UcxRegionRegistry::take_ack(const void* data, size_t length, ucp_ep_h) {
 void UcxRegionRegistry::forget_holder(ucp_ep_h ep) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& [start, interval] : regions_) interval.payload->holders.erase(ep);
-  for (auto it = unconfirmed_.begin(); it != unconfirmed_.end();) {
-    it = it->second == ep ? unconfirmed_.erase(it) : std::next(it);
-  }
+  std::erase_if(unconfirmed_, [ep](const auto& revocation) { return revocation.second == ep; });
 }
 
 }  // namespace memloom::host
