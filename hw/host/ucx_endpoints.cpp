@@ -219,9 +219,9 @@ void UcxEndpoints::on_connection(ucp_conn_request_h request, void* arg) {
     }
   }
   if (evicted != nullptr) {
-    MEMLOOM_LOG(kWarn, "transport: more than " << kMaxUnproven
-                                               << " connections wait for the job proof; the "
-                                                  "oldest is dropped");
+    MEMLOOM_LOG(kWarn, "transport: more than "
+                           << kMaxUnproven
+                           << " connections wait for the job proof; the oldest is dropped");
     self->accepted_failed_(evicted);
   }
 }
@@ -287,10 +287,9 @@ std::shared_ptr<UcxPeer> UcxEndpoints::peer(const std::string& address, const st
   const socklen_t length = base::ip_socket_address(host, port, &socket_address);
   if (length == 0) raise(Status::kInvalidInput, "transport address " + address + ": bad host");
   if (const int refusal = connect_refusal(socket_address, length, deadline)) {
-    raise(Status::kCommunication, "cannot reach transport endpoint " + address + ": " +
-                                      std::strerror(refusal) +
-                                      " (no transport listens there: the peer is gone or has not "
-                                      "started)");
+    raise(Status::kCommunication,
+          "cannot reach transport endpoint " + address + ": " + std::strerror(refusal) +
+              " (no transport listens there: the peer is gone or has not started)");
   }
   auto fresh = std::make_shared<UcxPeer>(worker_, address);
   ucp_ep_params_t params{};

@@ -95,8 +95,7 @@ void UcxJobGate::prove_to(const std::shared_ptr<UcxPeer>& peer, Deadline deadlin
           " before the job proof began: if the owner runs, its UCX_TLS may differ from this "
           "process's (" +
           worker_.endpoint_setting() +
-          "), and UCX refuses such a connection; "
-          "every process of a job must use the same UCX_TLS";
+          "), and UCX refuses such a connection; every process of a job must use the same UCX_TLS";
     }
     raise(Status::kCommunication,
           ucx_error("transfer with " + peer->address() + " failed", peer->failure()) + hint);

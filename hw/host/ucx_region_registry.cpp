@@ -45,8 +45,7 @@ void UcxRegionRegistry::expose(void* address, size_t size) {
     }
   }
   auto region = std::make_shared<Region>();
-  // Registration (pinning, on RDMA transports) may be slow: outside the lock. None for staged
-  // memory.
+  // Registration (pinning, on RDMA transports) may be slow: outside the lock. None if staged.
   if (!staging_.needs_staging(address)) {
     ucp_mem_map_params_t params{};
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
