@@ -21,10 +21,9 @@ namespace msg = ucx_messages;
 // How long the listener check before a new endpoint waits for the peer's host to answer.
 constexpr auto kListenerCheckTimeout = std::chrono::seconds(1);
 
-// UCX 1.16 (seen on the GPU image; openucx/ucx#9964 reports the same) spins for good inside
-// ucp_am_send_nbx (ucp_request_pending_add) on an endpoint whose connection was refused, so the
-// job proof's first message never returns; 1.13 fails such a send. So before UCX gets a peer, one
-// plain TCP connect asks whether anything listens on its port (UCX's TCP connection manager does).
+// UCX 1.16 (openucx/ucx#9964) spins for good inside ucp_am_send_nbx on an endpoint whose
+// connection was refused, so the job proof's first message never returns (1.13 fails the send).
+// So before UCX gets a peer, one plain TCP connect asks whether anything listens on its port.
 // The errno of a refusal (ECONNREFUSED, or the host or network unreachable); 0, leaving the peer to
 // UCX, when the connection is taken or no answer comes in time (a slow network or a filter).
 int connect_refusal(const sockaddr_storage& address, socklen_t length, Deadline deadline) {
@@ -51,8 +50,7 @@ constexpr auto kCloseTimeout = std::chrono::seconds(2);
 
 // Closes `ep` (flushing it first unless `force`), progressing until done or kCloseTimeout. Without
 // peer error handling UCX leaves a forced close undefined (ucp.h): the endpoint is flushed and
-// closed in the background instead (the request freed at once; on a stopped peer it stays until
-// the worker goes), so the caller does not wait.
+// closed in the background instead, unwaited (on a stopped peer it stays until the worker goes).
 void close_endpoint(UcxWorker& worker, ucp_ep_h ep, bool force) {
   const bool in_background = force && worker.error_mode() == UCP_ERR_HANDLING_MODE_NONE;
   ucp_request_param_t param{};
@@ -79,7 +77,7 @@ void close_endpoint(UcxWorker& worker, ucp_ep_h ep, bool force) {
 
 UcxPeer::~UcxPeer() {
   keys_ = {};  // remote keys go before the endpoint they were unpacked for
-  if (ucp_ep_h ep = ep_.load()) close_endpoint(worker_, ep, failed_);
+  if (ucp_ep_h ep = ep_.load()) close_endpoint(worker_, ep, failed());
 }
 
 void UcxPeer::raise_failed(ucs_status_t status) const {
@@ -114,14 +112,14 @@ void UcxPeer::send(unsigned id, std::string bytes) const {
 }
 
 void UcxPeer::force_close() {
-  const bool live = !failed_;
+  const bool live = !failed();
   {
     // Not held while closing: closing runs callbacks, and a revocation's takes this lock.
     std::lock_guard<std::mutex> lock(keys_mutex_);
     keys_ = {};
   }
   // Of two callers closing at once, one closes. A with_ep() that loaded the endpoint before the
-  // exchange is inside one UCX call (a send, a flush, a key unpack) and ends soon.
+  // exchange is inside one UCX call and ends soon.
   ucp_ep_h ep = ep_.exchange(nullptr);
   const Deadline bound = Deadline::after(kCloseTimeout);
   while (ep != nullptr && users_.load() != 0) {
@@ -136,8 +134,8 @@ void UcxPeer::force_close() {
   }
   if (ep != nullptr && live) {
     worker_.progress_while_ending([this] { return in_flight_->load(); });
-    // And one flush, so that what completed here (a put, a message) has landed there too: else
-    // bytes of this call could land after a later call's to the same range on a new endpoint.
+    // And one flush, so that what completed here has landed there too: else bytes of this call
+    // could land after a later call's to the same range on a new endpoint.
     ucp_request_param_t param{};
     const ucs_status_ptr_t flush = ucp_ep_flush_nbx(ep, &param);
     if (UCS_PTR_IS_PTR(flush)) {
@@ -205,7 +203,7 @@ void UcxEndpoints::on_connection(ucp_conn_request_h request, void* arg) {
     std::lock_guard<std::mutex> lock(self->mutex_);
     self->accepted_.emplace(ep, std::chrono::steady_clock::now());
     // Too many waiting for their proof: the oldest goes (closed outside UCX's callback). Counted
-    // only past kMaxUnproven accepted at all, so a job of up to that many ranks never scans them.
+    // only past kMaxUnproven accepted at all: a job of up to that many ranks never scans them.
     size_t unproven = 0;
     auto oldest = self->accepted_.end();
     const bool could_overflow = self->admitted_ && self->accepted_.size() > kMaxUnproven;
@@ -221,9 +219,9 @@ void UcxEndpoints::on_connection(ucp_conn_request_h request, void* arg) {
     }
   }
   if (evicted != nullptr) {
-    MEMLOOM_LOG(kWarn, "transport: more than " << kMaxUnproven
-                                               << " connections wait for the job proof; the "
-                                                  "oldest is dropped");
+    MEMLOOM_LOG(kWarn, "transport: more than "
+                           << kMaxUnproven
+                           << " connections wait for the job proof; the oldest is dropped");
     self->accepted_failed_(evicted);
   }
 }
@@ -262,10 +260,6 @@ void UcxEndpoints::on_accepted_error(void* arg, ucp_ep_h ep, ucs_status_t status
   if (self->accepted_.erase(ep) != 0) self->failed_accepted_.push_back(ep);
 }
 
-void UcxEndpoints::on_peer_error(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
-  static_cast<UcxPeer*>(arg)->mark_failed(status);
-}
-
 void UcxEndpoints::close_failed_accepted() {
   std::vector<ucp_ep_h> failed;
   {
@@ -293,10 +287,9 @@ std::shared_ptr<UcxPeer> UcxEndpoints::peer(const std::string& address, const st
   const socklen_t length = base::ip_socket_address(host, port, &socket_address);
   if (length == 0) raise(Status::kInvalidInput, "transport address " + address + ": bad host");
   if (const int refusal = connect_refusal(socket_address, length, deadline)) {
-    raise(Status::kCommunication, "cannot reach transport endpoint " + address + ": " +
-                                      std::strerror(refusal) +
-                                      " (no transport listens there: the peer is gone or has not "
-                                      "started)");
+    raise(Status::kCommunication,
+          "cannot reach transport endpoint " + address + ": " + std::strerror(refusal) +
+              " (no transport listens there: the peer is gone or has not started)");
   }
   auto fresh = std::make_shared<UcxPeer>(worker_, address);
   ucp_ep_params_t params{};
@@ -306,7 +299,9 @@ std::shared_ptr<UcxPeer> UcxEndpoints::peer(const std::string& address, const st
   params.sockaddr.addr = reinterpret_cast<const sockaddr*>(&socket_address);
   params.sockaddr.addrlen = length;
   params.err_mode = worker_.error_mode();
-  params.err_handler.cb = on_peer_error;
+  params.err_handler.cb = [](void* peer, ucp_ep_h, ucs_status_t status) {
+    static_cast<UcxPeer*>(peer)->mark_failed(status);
+  };
   params.err_handler.arg = fresh.get();
   ucp_ep_h ep = nullptr;
   ucs_status_t status = ucp_ep_create(worker_.worker(), &params, &ep);
@@ -322,13 +317,9 @@ std::shared_ptr<UcxPeer> UcxEndpoints::peer(const std::string& address, const st
 }
 
 void UcxEndpoints::drop(const std::shared_ptr<UcxPeer>& peer) {
-  std::shared_ptr<UcxPeer> dropped;
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);  // the caller's `peer` is not the last: none closes
   auto it = peers_.find(peer->address());
-  if (it != peers_.end() && it->second == peer) {
-    dropped = std::move(it->second);
-    peers_.erase(it);
-  }
+  if (it != peers_.end() && it->second == peer) peers_.erase(it);
 }
 
 void UcxEndpoints::close_all() {
@@ -353,16 +344,10 @@ UcxRemoteKey UcxEndpoints::key_for(const std::shared_ptr<UcxPeer>& peer, uint64_
   auto pending = std::make_shared<KeyRequest>();
   pending->peer = peer;
   const auto registration = key_requests_.add(pending);
-  const uint64_t id = registration.id();
-  peer->send(msg::kRegionRequest, msg::encode(msg::RegionRequest{id, address, bytes}));
-  auto answered = [&] {
-    auto lock = key_requests_.lock();
-    return pending->answered || peer->failed();
-  };
-  if (!worker_.progress_until(answered, deadline, UcxWorker::Interruptible::kYes)) {
-    raise(Status::kTimeout,
-          "timed out asking " + peer->address() + " for the remote key of " + base::hex(address));
-  }
+  peer->send(msg::kRegionRequest,
+             msg::encode(msg::RegionRequest{registration.id(), address, bytes}));
+  peer->await(key_requests_, *pending, deadline,
+              "asking " + peer->address() + " for the remote key of " + base::hex(address));
   auto lock = key_requests_.lock();
   if (!pending->answered) peer->raise_failed(peer->failure());
   if (pending->status != Status::kSuccess) raise(pending->status, pending->message);
@@ -418,10 +403,8 @@ void UcxEndpoints::take_revoke(const void* data, size_t length, ucp_ep_h reply_e
     if (it != peers_.end()) peer = it->second;
   }
   if (peer != nullptr) peer->drop_key(revoke->base);
-  if (reply_ep != nullptr) {
-    msg::send(reply_ep, msg::kRevokeAck, msg::encode(msg::RevokeAck{revoke->revoke_id}),
-              /*reply=*/false);
-  }
+  msg::send(reply_ep, msg::kRevokeAck, msg::encode(msg::RevokeAck{revoke->revoke_id}),
+            /*reply=*/false);
 }
 
 }  // namespace memloom::host

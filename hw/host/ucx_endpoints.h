@@ -2,10 +2,9 @@
 // and one endpoint per peer address this process transfers to, with the remote keys it asked for
 // (kRegionRequest, answered by ucx_region_registry.h) until the owner revokes them.
 //
-// With PEER error handling (UcxWorker::error_mode) a dead peer or a broken link fails the
-// endpoint's requests and marks it failed; without, the call that reaches its deadline closes it
-// by force. Either way the next transfer to that address creates a fresh one, so a peer restarted
-// at the same address is reached again.
+// With PEER error handling (UcxWorker::error_mode) a dead peer or a broken link marks its endpoint
+// failed; without, the call that reaches its deadline closes it by force. Either way the next
+// transfer to that address creates a fresh one, so a peer restarted there is reached again.
 //
 // An accepted endpoint that has not passed the job proof (ucx_job_gate.h) within 5 s is closed, and
 // at most 256 wait at once (a new one closes the oldest), so silent or hostile connections neither
@@ -67,14 +66,24 @@ class UcxPeer {
     return with_ep(
         [&](ucp_ep_h ep) { return ep == nullptr ? UCS_STATUS_PTR(UCS_ERR_CANCELED) : issue(ep); });
   }
-  bool failed() const { return failed_; }
+  bool failed() const { return failure_ != UCS_OK; }
   ucs_status_t failure() const { return failure_; }
-  void mark_failed(ucs_status_t status) {
-    failure_ = status;
-    failed_ = true;
-  }
+  void mark_failed(ucs_status_t error) { failure_ = error; }
   // kTimeout for UCS_OK (a transfer's deadline passed), else kCommunication with `status`.
   [[noreturn]] void raise_failed(ucs_status_t status) const;
+  // Progresses until `entry` of `table` (a request to this peer) is answered or the endpoint
+  // failed; kTimeout ("timed out " + `doing`) past `deadline`, kInterrupted when asked to.
+  template <typename Entry>
+  void await(UcxPendingTable<Entry>& table, const Entry& entry, Deadline deadline,
+             const std::string& doing) const {
+    auto answered = [&] {
+      auto lock = table.lock();
+      return entry.answered || failed();
+    };
+    if (!worker_.progress_until(answered, deadline, UcxWorker::Interruptible::kYes)) {
+      raise(Status::kTimeout, "timed out " + doing);
+    }
+  }
   // The owner admitted this endpoint after the job proof (ucx_job_gate.h).
   bool proven() const { return proven_; }
   void mark_proven() { proven_ = true; }
@@ -87,10 +96,9 @@ class UcxPeer {
   void drop_key(uint64_t base);
   // Every call's UCX requests on the endpoint not yet completed (UcxRequestCount::endpoint).
   const std::shared_ptr<std::atomic<size_t>>& in_flight() const { return in_flight_; }
-  // Closes the endpoint by force (requests still under way end as canceled, letting go of
-  // buffers). On a live peer, every call's requests under way end first, within 2 s
-  // (UcxWorker::progress_while_ending says why: UCX 1.13 aborts a serving process whose reply or
-  // software get loses its endpoint midway); new ones find no endpoint meanwhile.
+  // Closes the endpoint by force (requests under way end as canceled, letting go of buffers). On a
+  // live peer, every call's requests under way end first, within 2 s (progress_while_ending in
+  // ucx_worker.h says why); new ones find no endpoint meanwhile.
   void force_close();
 
  private:
@@ -100,8 +108,7 @@ class UcxPeer {
   std::atomic<ucp_ep_h> ep_{nullptr};
   mutable std::atomic<int> users_{0};  // threads inside with_ep()
   const std::shared_ptr<std::atomic<size_t>> in_flight_ = std::make_shared<std::atomic<size_t>>(0);
-  std::atomic<bool> failed_{false};
-  std::atomic<ucs_status_t> failure_{UCS_OK};
+  std::atomic<ucs_status_t> failure_{UCS_OK};  // an error once failed
   std::atomic<bool> proven_{false};
   std::mutex keys_mutex_;
   base::RangeMap<UcxRemoteKey> keys_;
@@ -148,7 +155,6 @@ class UcxEndpoints {
  private:
   static void on_connection(ucp_conn_request_h request, void* arg);
   static void on_accepted_error(void* arg, ucp_ep_h ep, ucs_status_t status);
-  static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
   void close_failed_accepted();
 
   // A remote-key request in flight. The reply's key is unpacked and cached by the handler itself,

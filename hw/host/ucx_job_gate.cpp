@@ -8,7 +8,6 @@
 #include <cstring>
 #include <vector>
 
-#include "memloom/error.h"
 #include "src/base/log.h"
 
 namespace memloom::host {
@@ -82,17 +81,10 @@ void UcxJobGate::prove_to(const std::shared_ptr<UcxPeer>& peer, Deadline deadlin
   pending->peer = peer;
   pending->nonce = random_nonce();
   const auto registration = pending_.add(pending);
-  const uint64_t id = registration.id();
-  msg::Hello hello{id, {}};
+  msg::Hello hello{registration.id(), {}};
   std::memcpy(hello.nonce, pending->nonce.data(), pending->nonce.size());
   peer->send(msg::kHello, msg::encode(hello));
-  auto answered = [&] {
-    auto lock = pending_.lock();
-    return pending->answered || peer->failed();
-  };
-  if (!worker_.progress_until(answered, deadline, UcxWorker::Interruptible::kYes)) {
-    raise(Status::kTimeout, "timed out proving the job secret to " + peer->address());
-  }
+  peer->await(pending_, *pending, deadline, "proving the job secret to " + peer->address());
   auto lock = pending_.lock();
   if (!pending->answered) {
     std::string hint;
@@ -103,8 +95,7 @@ void UcxJobGate::prove_to(const std::shared_ptr<UcxPeer>& peer, Deadline deadlin
           " before the job proof began: if the owner runs, its UCX_TLS may differ from this "
           "process's (" +
           worker_.endpoint_setting() +
-          "), and UCX refuses such a connection; "
-          "every process of a job must use the same UCX_TLS";
+          "), and UCX refuses such a connection; every process of a job must use the same UCX_TLS";
     }
     raise(Status::kCommunication,
           ucx_error("transfer with " + peer->address() + " failed", peer->failure()) + hint);

@@ -8,9 +8,8 @@
 //   kProof      requester -> owner   hello id, requester proof            (reply endpoint asked)
 //   kVerdict    owner -> requester   hello id, status (0: admitted)
 //
-// The owner admits the accepted endpoint the proof arrived on and refuses requests (remote keys,
-// and with them RDMA puts and gets; am reads and writes) from any other. The requester goes on only
-// once the owner proved it knows the secret too.
+// The owner admits the accepted endpoint the proof arrived on and refuses requests (remote keys, am
+// reads and writes) from any other. The requester goes on only once the owner proved it too.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -26,9 +25,6 @@
 
 #include "hw/hal/transport.h"
 #include "hw/host/ucx_endpoints.h"
-#include "hw/host/ucx_messages.h"
-#include "hw/host/ucx_worker.h"
-#include "memloom/deadline.h"
 
 namespace memloom::host {
 
@@ -39,8 +35,8 @@ class UcxJobGate {
   // The owner's address, which both proofs name (set once the listener is up).
   void set_own_address(const std::string& address) { own_address_ = address; }
 
-  // The requester's side, once per endpoint. Throws kCommunication when the owner refuses or cannot
-  // prove it, kTimeout, kInterrupted.
+  // The requester's side, once per endpoint. kCommunication when the owner refuses or cannot prove
+  // it; kTimeout, kInterrupted.
   void prove_to(const std::shared_ptr<UcxPeer>& peer, Deadline deadline);
 
   // The owner's side.

@@ -32,7 +32,7 @@ ucs_status_t received(void* arg, const void* /*header*/, size_t /*header_length*
 }  // namespace
 
 void send(ucp_ep_h ep, unsigned id, std::string bytes, bool reply) {
-  if (ep == nullptr) return;  // closed by force: the peer is marked failed, its waiters see that
+  if (ep == nullptr) return;  // none, or closed by force (the peer is marked failed)
   auto* owned = new std::string(std::move(bytes));
   ucp_request_param_t param{};
   param.op_attr_mask =

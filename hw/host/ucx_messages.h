@@ -1,5 +1,4 @@
-// The active messages UCX transports exchange, and the table of requests that wait for their reply
-// (UcxPendingTable, at the end).
+// The active messages UCX transports exchange, and the requests that wait for a reply.
 //
 //   kRegionRequest  requester -> owner   "which exposed region holds [address, +bytes)?"
 //   kRegionReply    owner -> requester   that region's base, size and packed rkey, or a refusal
@@ -190,13 +189,12 @@ void set_data_handler(ucp_worker_h worker, unsigned id, ucp_am_recv_callback_t h
 namespace memloom::host {
 
 // Requests waiting for their reply, by id (job proofs, remote-key requests, am transfers). The
-// waiter adds an entry and forgets it when it stops waiting, whatever the outcome; a reply handler
-// finds the entry by the reply's id and drops a reply whose waiter gave up. Entries are shared, so
-// a handler may fill one in outside the table's lock; their fields are guarded by lock().
+// waiter's Registration forgets its entry when it stops waiting, whatever the outcome; a reply
+// handler finds the entry by the reply's id, or none when its waiter gave up. Entries are shared,
+// so a handler may work on one outside the table's lock; their fields are guarded by lock().
 template <typename Entry>
 class UcxPendingTable {
  public:
-  // Forgets its entry when it goes out of scope.
   class Registration {
    public:
     Registration(UcxPendingTable& table, uint64_t id) : table_(&table), id_(id) {}
@@ -224,7 +222,6 @@ class UcxPendingTable {
     auto held = lock();
     return find_locked(id, held);
   }
-
   // The same under lock() (`held`), kept while the caller works on the entry: none is forgotten.
   std::shared_ptr<Entry> find_locked(uint64_t id, const std::unique_lock<std::mutex>& /*held*/) {
     auto it = entries_.find(id);

@@ -11,11 +11,10 @@
 namespace memloom::host {
 namespace {
 
-// How long withdraw() waits for peers to confirm a revocation: a live peer answers within a round
-// trip; a stopped (not dead) one would keep it waiting.
+// How long withdraw() waits for peers to confirm a revocation (a live peer answers within a round
+// trip; a stopped one would keep it waiting), and for am copies into or out of the range (one ends
+// within the time its bytes take; the bound is for a stalled peer's rendezvous).
 constexpr auto kRevokeTimeout = std::chrono::seconds(2);
-// How long withdraw() waits for am copies into or out of the range: one ends within the time its
-// bytes take (or fails with its endpoint); the bound is for a stalled peer's rendezvous.
 constexpr auto kCopyTimeout = std::chrono::seconds(10);
 
 using base::hex;
@@ -46,8 +45,7 @@ void UcxRegionRegistry::expose(void* address, size_t size) {
     }
   }
   auto region = std::make_shared<Region>();
-  // Registration (pinning, on RDMA transports) may be slow: outside the lock. Not for staged
-  // memory.
+  // Registration (pinning, on RDMA transports) may be slow: outside the lock. None if staged.
   if (!staging_.needs_staging(address)) {
     ucp_mem_map_params_t params{};
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
@@ -180,9 +178,7 @@ void UcxRegionRegistry::take_ack(const void* data, size_t length, ucp_ep_h) {
 void UcxRegionRegistry::forget_holder(ucp_ep_h ep) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& [start, interval] : regions_) interval.payload->holders.erase(ep);
-  for (auto it = unconfirmed_.begin(); it != unconfirmed_.end();) {
-    it = it->second == ep ? unconfirmed_.erase(it) : std::next(it);
-  }
+  std::erase_if(unconfirmed_, [ep](const auto& revocation) { return revocation.second == ep; });
 }
 
 }  // namespace memloom::host

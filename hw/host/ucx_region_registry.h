@@ -1,6 +1,6 @@
 // The owner's side of the UCX transport: the memory it exposed, registered with UCX (ucp_mem_map)
 // with its packed remote key, and the answers to kRegionRequest; a range outside every exposed
-// region is refused, which the requester raises as kInvalidInput.
+// region is refused (kInvalidInput at the requester).
 //
 // withdraw() revokes the key at every peer that got it and waits (bounded) for each to confirm, or
 // to be gone, and for the am path's copies to end (hold()), before unmapping: after it returns, no
@@ -24,15 +24,13 @@
 
 #include "hw/host/buffer_staging.h"
 #include "hw/host/ucx_job_gate.h"
-#include "hw/host/ucx_worker.h"
 #include "src/base/range_map.h"
 
 namespace memloom::host {
 
 class UcxRegionRegistry {
  public:
-  // `serves_keys`: false where the context has no RMA (keys refused with kNotSupported). `staging`
-  // must outlive the registry.
+  // `serves_keys`: false where the context has no RMA (keys refused with kNotSupported).
   UcxRegionRegistry(UcxWorker& worker, UcxJobGate& gate, bool serves_keys,
                     const BufferStaging& staging)
       : worker_(worker), gate_(gate), serves_keys_(serves_keys), staging_(staging) {}
@@ -47,8 +45,8 @@ class UcxRegionRegistry {
   void expose(void* address, size_t size);
   void withdraw(void* address);
 
-  // A hold, for a copy, on the exposed region that contains [address, +bytes), until the last copy
-  // of the pointer goes; null when no region does (or it is being withdrawn).
+  // A hold, for a copy, on the exposed region that contains [address, +bytes), until the pointer's
+  // last copy goes; null when no region does (or it is being withdrawn).
   std::shared_ptr<void> hold(uint64_t address, uint64_t bytes);
 
   // Message handlers (ucx_messages.h), run under the worker's lock. A request from an endpoint
