@@ -10,9 +10,7 @@
 
 #include "hw/host/host_address.h"
 #include "hw/host/ucx_capabilities.h"
-#include "memloom/error.h"
 #include "src/base/log.h"
-#include "src/base/range_map.h"
 #include "src/base/tcp_address.h"
 
 namespace memloom::host {
@@ -28,12 +26,6 @@ constexpr std::string_view kScheme = "ucx://";
 constexpr size_t kPooledStagingBuffers = 16;
 // How long a closing transport, or a failed batch, waits for UCX to hand back requests.
 constexpr auto kReleaseTimeout = std::chrono::seconds(2);
-
-UcxAmRequests::StagedBuffers requester_staging(const UcxWorker& worker, bool device_staging) {
-  if (worker.error_mode() == UCP_ERR_HANDLING_MODE_NONE) return UcxAmRequests::StagedBuffers::kAll;
-  return device_staging ? UcxAmRequests::StagedBuffers::kDeviceMemory
-                        : UcxAmRequests::StagedBuffers::kNone;
-}
 
 base::TcpAddress parse_address(const std::string& text) {
   MEMLOOM_CHECK_ARG(text.rfind(kScheme, 0) == 0,
@@ -93,13 +85,11 @@ void warn_if_transport_variable_set() {
 }
 
 // The rma data path: one transfer() call's ops issued as ucp_put_nbx/ucp_get_nbx without waiting,
-// then one endpoint flush, so a batch of small ops costs one round trip.
-//
-// Order: UCX does not order RMA operations among themselves, but transfer() promises that ops run
-// in order (a read sees an earlier write of its call). So an op that overlaps an earlier op of the
-// batch, in remote or in local memory, first waits for everything issued before it (a flush).
-// After a failure the endpoint is closed by force (UcxPeer::force_close), so that UCX lets go of
-// the caller's buffers.
+// then one endpoint flush, so a batch of small ops costs one round trip. UCX does not order RMA
+// operations among themselves, but transfer() runs ops in order (a read sees an earlier write of
+// its call): an op that overlaps an earlier one of the batch, in remote or local memory, first
+// waits for all issued before it (a flush). After a failure the endpoint is closed by force
+// (UcxPeer::force_close), so that UCX lets go of the caller's buffers.
 class TransferBatch {
  public:
   TransferBatch(UcxWorker& worker, UcxPeer& peer)
@@ -216,7 +206,7 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options,
       gate_(worker_, options.job_secret),
       regions_(worker_, gate_, serves_rma_, *staging_),
       am_server_(worker_, regions_, gate_, pool_),
-      am_requests_(worker_, pool_, requester_staging(worker_, stages_device_memory_)),
+      am_requests_(worker_, pool_, stages_device_memory_),
       endpoints_(
           worker_,
           [this](ucp_ep_h ep) {

@@ -26,14 +26,8 @@
 #include <vector>
 
 #include "hw/hal/transport.h"
-#include "hw/host/buffer_staging.h"
 #include "hw/host/ucx_am_requests.h"
 #include "hw/host/ucx_am_server.h"
-#include "hw/host/ucx_endpoints.h"
-#include "hw/host/ucx_job_gate.h"
-#include "hw/host/ucx_messages.h"
-#include "hw/host/ucx_region_registry.h"
-#include "hw/host/ucx_worker.h"
 
 namespace memloom::host {
 
@@ -76,10 +70,8 @@ class UcxTransport : public hal::Transport {
   const bool stages_device_memory_;  // a staging was given; else staging_ is HostMemoryStaging
   const std::unique_ptr<BufferStaging> staging_;
   const std::shared_ptr<StagingBufferPool> pool_;  // also "Own buffers" (ucx_am_requests.h)
-  // Before UCX starts: a bad MEMLOOM_UCX_DATA_PATH fails the constructor at once.
-  const UcxDataPath data_path_;
-  // Where UCX has an RDMA transport or rma was asked for; elsewhere no RMA at all (UcxWorker).
-  const bool serves_rma_;
+  const UcxDataPath data_path_;  // before UCX starts: a bad MEMLOOM_UCX_DATA_PATH fails at once
+  const bool serves_rma_;  // UCX has an RDMA transport or rma was asked for; else no RMA at all
   // The IP literal it listens on; before the worker, whose configuration an IPv6 one changes.
   const std::string host_;
   // Declared before the worker: UCX may call the handlers until the worker is destroyed.
