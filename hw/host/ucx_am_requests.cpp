@@ -93,10 +93,7 @@ struct UcxAmRequests::Ticket {
 
 UcxAmRequests::UcxAmRequests(UcxWorker& worker, std::shared_ptr<StagingBufferPool> pool,
                              bool device_staging)
-    : worker_(worker),
-      pool_(std::move(pool)),
-      device_staging_(device_staging),
-      own_buffers_(worker.error_mode() == UCP_ERR_HANDLING_MODE_NONE) {
+    : worker_(worker), pool_(std::move(pool)), device_staging_(device_staging) {
   ucp_worker_attr_t attr{};
   attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
   size_t header_room = 4096;

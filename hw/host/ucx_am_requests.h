@@ -73,7 +73,7 @@ class UcxAmRequests {
   UcxWorker& worker_;
   const std::shared_ptr<StagingBufferPool> pool_;
   const bool device_staging_;
-  const bool own_buffers_;  // "Own buffers" above: every op goes through the pool
+  const bool own_buffers_ = worker_.error_mode() == UCP_ERR_HANDLING_MODE_NONE;  // "Own buffers"
   size_t max_ops_per_message_;
   std::atomic<size_t> requests_held_{0};
   UcxPendingTable<Message> pending_;  // its lock guards the messages' answers

@@ -16,8 +16,6 @@
 // unmap memory a copy is still using, and a request that arrives after withdraw() is refused.
 #pragma once
 
-#include <ucp/api/ucp.h>
-
 #include <atomic>
 #include <memory>
 #include <string>
