@@ -3,7 +3,7 @@
 #include <string>
 
 #include "hw/host/ucx_capabilities.h"
-#include "hw/host/ucx_data_path.h"
+#include "hw/host/ucx_transport.h"
 #include "hw/host/ucx_worker.h"
 #include "memloom/error.h"
 

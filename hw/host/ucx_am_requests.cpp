@@ -5,9 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "memloom/error.h"
 #include "src/base/log.h"
-#include "src/base/range_map.h"
 
 namespace memloom::host {
 namespace {
@@ -45,8 +43,8 @@ struct UcxAmRequests::Message {
   }
 };
 
-// What a UCX callback of one message needs; freed by the callback. It keeps the message (and its
-// pooled buffer) while UCX holds the request, and counts in `outstanding` and requests_held_.
+// What a UCX callback of one message needs. It keeps the message (and its pooled buffer) while UCX
+// holds the request, and counts in the call's `outstanding` and requests_held_.
 struct UcxAmRequests::Ticket {
   Ticket(UcxAmRequests* owner, std::shared_ptr<Call> call, std::shared_ptr<Message> message)
       : owner(owner), call(std::move(call)), message(std::move(message)) {
@@ -60,43 +58,25 @@ struct UcxAmRequests::Ticket {
   Ticket(const Ticket&) = delete;
   Ticket& operator=(const Ticket&) = delete;
 
-  UcxAmRequests* const owner;
-  std::shared_ptr<Call> call;
-  std::shared_ptr<Message> message;
-};
-
-UcxAmRequests::UcxAmRequests(UcxWorker& worker, std::shared_ptr<StagingBufferPool> pool,
-                             StagedBuffers staged)
-    : worker_(worker), pool_(std::move(pool)), staged_(staged) {
-  ucp_worker_attr_t attr{};
-  attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
-  size_t header_room = 4096;
-  if (ucp_worker_query(worker_.worker(), &attr) == UCS_OK) header_room = attr.max_am_header;
-  const size_t fits =
-      (header_room - std::min(header_room, sizeof(msg::AmRequestHeader))) / sizeof(msg::AmRange);
-  max_ops_per_message_ = std::max<size_t>(1, std::min(fits, kMaxOpsPerMessage));
-  msg::set_data_handler(worker_.worker(), msg::kAmReply, on_reply, this);
-}
-
-void UcxAmRequests::sent(void* request, ucs_status_t status, void* user_data) {
-  auto* ticket = static_cast<Ticket*>(user_data);
-  if (request != nullptr) ucp_request_free(request);
-  {
-    auto lock = ticket->owner->pending_.lock();
-    ticket->message->send_done = true;
-  }
-  if (status != UCS_OK) ticket->call->fail(status);
-  delete ticket;
-}
-
-void UcxAmRequests::reply_received(void* request, ucs_status_t status, size_t /*length*/,
-                                   void* user_data) {
-  auto* ticket = static_cast<Ticket*>(user_data);
-  if (request != nullptr) {
+  // UCX's callbacks, or called with a null `request` where UCX ended it at once; both free the
+  // ticket, a receive answers the message.
+  static void sent(void* request, ucs_status_t status, void* user_data) {
+    const std::unique_ptr<Ticket> ticket(static_cast<Ticket*>(user_data));
+    if (request != nullptr) ucp_request_free(request);
+    {
+      auto lock = ticket->owner->pending_.lock();
+      ticket->message->send_done = true;
+    }
     if (status != UCS_OK) ticket->call->fail(status);
-    ucp_request_free(request);
   }
-  {
+
+  static void reply_received(void* request, ucs_status_t status, size_t /*length*/,
+                             void* user_data) {
+    const std::unique_ptr<Ticket> ticket(static_cast<Ticket*>(user_data));
+    if (request != nullptr) {
+      if (status != UCS_OK) ticket->call->fail(status);
+      ucp_request_free(request);
+    }
     auto lock = ticket->owner->pending_.lock();
     if (status == UCS_OK) {
       ticket->message->answer(Status::kSuccess, {});
@@ -105,7 +85,23 @@ void UcxAmRequests::reply_received(void* request, ucs_status_t status, size_t /*
                               ucx_error("receiving a read's bytes", status));
     }
   }
-  delete ticket;
+
+  UcxAmRequests* const owner;
+  std::shared_ptr<Call> call;
+  std::shared_ptr<Message> message;
+};
+
+UcxAmRequests::UcxAmRequests(UcxWorker& worker, std::shared_ptr<StagingBufferPool> pool,
+                             bool device_staging)
+    : worker_(worker), pool_(std::move(pool)), device_staging_(device_staging) {
+  ucp_worker_attr_t attr{};
+  attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
+  size_t header_room = 4096;
+  if (ucp_worker_query(worker_.worker(), &attr) == UCS_OK) header_room = attr.max_am_header;
+  const size_t fits =
+      (header_room - std::min(header_room, sizeof(msg::AmRequestHeader))) / sizeof(msg::AmRange);
+  max_ops_per_message_ = std::max<size_t>(1, std::min(fits, kMaxOpsPerMessage));
+  msg::set_data_handler(worker_.worker(), msg::kAmReply, on_reply, this);
 }
 
 ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t header_length,
@@ -156,16 +152,8 @@ ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t heade
     if (call == nullptr) return UCS_OK;
     ticket = new Ticket(self, std::move(call), std::move(message));
   }
-  ucp_request_param_t receive{};
-  receive.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  receive.cb.recv_am = reply_received;
-  receive.user_data = ticket;
-  void* buffer = nullptr;
-  size_t count = 0;
-  msg::describe_payload(ticket->message->local, receive, &buffer, &count);
-  ucs_status_ptr_t received =
-      ucp_am_recv_data_nbx(self->worker_.worker(), data, buffer, count, &receive);
-  if (!UCS_PTR_IS_PTR(received)) reply_received(nullptr, UCS_PTR_STATUS(received), 0, ticket);
+  msg::receive_data(self->worker_.worker(), data, ticket->message->local, Ticket::reply_received,
+                    ticket);
   return UCS_OK;
 }
 
@@ -179,9 +167,8 @@ class UcxAmRequests::Run {
 
   // `op` is at most kChunkBytes when `staged` (its local memory goes through a staging buffer).
   void add(const hal::TransferOp& op, bool staged) {
-    const uint64_t remote = op.remote_address;
     const auto local = reinterpret_cast<uintptr_t>(op.local_address);
-    if (remote_ranges_.overlapping(remote, op.bytes) != nullptr ||
+    if (remote_ranges_.overlapping(op.remote_address, op.bytes) != nullptr ||
         local_ranges_.overlapping(local, op.bytes) != nullptr) {
       send();
       wait_for_all();
@@ -189,13 +176,13 @@ class UcxAmRequests::Run {
     const bool joins = building_ != nullptr && building_->direction == op.direction &&
                        building_->bytes + op.bytes <= kChunkBytes &&
                        building_->ranges.size() < owner_.max_ops_per_message_;
-    if (!joins) send();
-    if (building_ == nullptr) {
+    if (!joins) {
+      send();
       building_ = std::make_shared<Message>();
       building_->direction = op.direction;
       building_->call = call_;
     }
-    building_->ranges.push_back({remote, op.bytes});
+    building_->ranges.push_back({op.remote_address, op.bytes});
     if (staged) {  // its iov entry gets the pooled buffer in stage(), never the device address
       building_->staged.add(building_->local.size(), static_cast<std::byte*>(op.local_address),
                             op.bytes);
@@ -208,7 +195,7 @@ class UcxAmRequests::Run {
       building_->local.push_back({staged ? nullptr : op.local_address, op.bytes});
     }
     building_->bytes += op.bytes;
-    remote_ranges_.insert(remote, op.bytes);
+    remote_ranges_.insert(op.remote_address, op.bytes);
     local_ranges_.insert(local, op.bytes);
   }
 
@@ -225,7 +212,7 @@ class UcxAmRequests::Run {
   void abandon() {
     registrations_.clear();  // first: no reply handler starts on the caller's buffers (on_reply)
     peer_->force_close();
-    if (owner_.staged_ == StagedBuffers::kAll) return;  // UCX holds only the pool's buffers
+    if (owner_.own_buffers_) return;  // UCX holds only the pool's buffers
     if (!owner_.worker_.progress_until([this] { return call_->outstanding.load() == 0; },
                                        Deadline::after(kReleaseTimeout))) {
       MEMLOOM_LOG(kError, "transport: UCX did not release a failed transfer's requests");
@@ -235,8 +222,7 @@ class UcxAmRequests::Run {
  private:
   void send() {
     if (building_ == nullptr) return;
-    std::shared_ptr<Message> message = std::move(building_);
-    building_ = nullptr;
+    std::shared_ptr<Message> message = std::move(building_);  // leaves building_ null
     if (message->local.size() > 1) message->staged.pack_host(message->local);  // "Packing" (.h)
     if (!message->staged.empty()) stage(*message);
     registrations_.push_back(owner_.pending_.add(message));
@@ -248,23 +234,20 @@ class UcxAmRequests::Run {
     ucp_request_param_t param{};
     param.op_attr_mask =
         UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-    param.cb.send = sent;
+    param.cb.send = Ticket::sent;
     param.flags = UCP_AM_SEND_FLAG_REPLY;
     void* buffer = nullptr;
     size_t count = 0;
-    unsigned id = msg::kAmRead;
-    if (message->direction == Direction::kWrite) {
-      id = msg::kAmWrite;
-      msg::describe_payload(message->local, param, &buffer, &count);
-    }
+    const bool write = message->direction == Direction::kWrite;
+    if (write) msg::describe_payload(message->local, param, &buffer, &count);
     auto* ticket = new Ticket(&owner_, call_, message);
     param.user_data = ticket;
     ucs_status_ptr_t request = peer_->on_ep([&](ucp_ep_h ep) {
-      return ucp_am_send_nbx(ep, id, message->header.data(), message->header.size(), buffer, count,
-                             &param);
+      return ucp_am_send_nbx(ep, write ? msg::kAmWrite : msg::kAmRead, message->header.data(),
+                             message->header.size(), buffer, count, &param);
     });
     sent_.push_back(std::move(message));
-    if (!UCS_PTR_IS_PTR(request)) sent(nullptr, UCS_PTR_STATUS(request), ticket);
+    if (!UCS_PTR_IS_PTR(request)) Ticket::sent(nullptr, UCS_PTR_STATUS(request), ticket);
     while (sent_.size() - oldest_ > kWindow) {
       wait([&] { return answered(oldest_); });
       retire(oldest_ + 1);
@@ -290,11 +273,9 @@ class UcxAmRequests::Run {
     std::vector<StagingCopy> copies;
     for (size_t i = oldest_; i < end; ++i) {
       Message& message = *sent_[i];
-      bool succeeded = false;
-      {
-        auto lock = owner_.pending_.lock();
-        succeeded = message.status == Status::kSuccess;
-      }
+      auto lock = owner_.pending_.lock();
+      const bool succeeded = message.status == Status::kSuccess;
+      lock.unlock();
       if (!succeeded || message.direction != Direction::kRead) continue;
       const std::vector<StagingCopy> out = message.staged.copy_host_parts(/*into_buffer=*/false);
       copies.insert(copies.end(), out.begin(), out.end());
@@ -342,18 +323,16 @@ void UcxAmRequests::run(const std::shared_ptr<UcxPeer>& peer,
   Run run(*this, peer, deadline);
   try {
     for (const hal::TransferOp* op : work) {
-      if (staged_ == StagedBuffers::kNone) {
-        run.add(*op, /*staged=*/false);
-        continue;
-      }
-      // Pieces of at most kChunkBytes, staged or not: the owner may stage a message in one buffer.
+      // Where anything is staged, pieces of at most kChunkBytes, staged or not: the owner may stage
+      // a message in one buffer.
+      const size_t most = own_buffers_ || device_staging_ ? kChunkBytes : op->bytes;
       const bool staged =
-          staged_ == StagedBuffers::kAll || pool_->staging().needs_staging(op->local_address);
-      for (size_t done = 0; done < op->bytes; done += kChunkBytes) {
+          own_buffers_ || (device_staging_ && pool_->staging().needs_staging(op->local_address));
+      for (size_t done = 0; done < op->bytes; done += most) {
         hal::TransferOp piece = *op;
         piece.remote_address += done;
         piece.local_address = static_cast<std::byte*>(op->local_address) + done;
-        piece.bytes = std::min(kChunkBytes, op->bytes - done);
+        piece.bytes = std::min(most, op->bytes - done);
         run.add(piece, staged);
       }
     }

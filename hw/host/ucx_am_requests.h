@@ -6,31 +6,28 @@
 // many descriptors as an am header holds); a larger op is a message of its own (a 64 MiB write is
 // one rendezvous) unless staged. Writes send the caller's buffers; replies land in them.
 //
-// Staging (ucx_data_path.h): ops are cut into pieces of at most kChunkBytes, so one pooled host
+// Staging (device memory): ops are cut into pieces of at most kChunkBytes, so one pooled host
 // buffer serves a message on either side. A write's staged pieces are copied in just before it is
 // sent; a read's once answered, the messages answered by one wait in one copy_all.
 //
-// Packing: a message of several parts (ops whose local memory does not continue the previous op's)
-// goes to UCX as one pooled buffer, its host parts copied by memcpy beside the staged ones; the
-// owner does the same. UCX 1.13 moves a list of buffers by rendezvous through copies of its own on
-// both sides (ucp_rndv_progress_am_bcopy and ucp_dt_iov_scatter in a profile): 1024 x 4 KiB
-// scattered writes over UCX_TLS=tcp ran at about half the rate of one 1 MiB write, with UCX 1.13
-// here and 1.16 on a 16-core host.
+// Packing: a message of several parts goes to UCX as one pooled buffer, its host parts copied by
+// memcpy beside the staged ones; the owner does the same. UCX 1.13 moves a list of buffers by
+// rendezvous through copies of its own on both sides, at about half the rate of one buffer.
 //
 // Order: the owner serves messages in arrival order, but a rendezvous write's bytes land after its
 // header, so an op that overlaps one still unanswered (in remote or local memory) first waits for
-// every message in flight, as the rma path does with flushes (ucx_transport.cpp).
+// every message in flight.
 //
-// Own buffers (StagedBuffers::kAll): where endpoints go without peer error handling (UCX_TLS=sm,
-// self), UCX 1.13 may never hand back the requests of a call that gave up on a stopped or dead
-// peer, even once the endpoint is closed by force. Every op then goes through the pool, and a
-// message's buffer stays leased until UCX hands its request back: the caller's buffers are free
-// when the call returns, however it ended, for one copy of each byte.
+// Own buffers: where endpoints go without peer error handling (UCX_TLS=sm, self), UCX 1.13 may
+// never hand back the requests of a call that gave up on a stopped or dead peer, even once the
+// endpoint is closed by force. Every op then goes through the pool, its buffer leased until UCX
+// hands the request back: the caller's buffers are free when the call returns, however it ended,
+// for one copy of each byte.
 //
 // Failures: a refusal raises the owner's status and message (messages sent before it may have been
 // applied). A timeout, an interruption or a failed endpoint forgets the call's messages (no reply
 // handler touches the caller's buffers after that), lets a live peer's requests under way end,
-// closes the endpoint by force and, unless kAll, waits (bounded) until UCX let go of the buffers.
+// closes the endpoint by force and, without own buffers, waits (bounded) until UCX let go of them.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -43,9 +40,6 @@
 #include "hw/hal/transport.h"
 #include "hw/host/buffer_staging.h"
 #include "hw/host/ucx_endpoints.h"
-#include "hw/host/ucx_messages.h"
-#include "hw/host/ucx_worker.h"
-#include "memloom/deadline.h"
 
 namespace memloom::host {
 
@@ -55,15 +49,9 @@ class UcxAmRequests {
   // (header, reply, a round of the owner's handler) vanish, small enough for several in flight.
   static constexpr size_t kChunkBytes = size_t{1} << 20;
 
-  // Which local buffers go through the pool rather than to UCX.
-  enum class StagedBuffers {
-    kNone,
-    kDeviceMemory,  // those the pool's staging says need it
-    kAll,           // "Own buffers" above
-  };
-
-  // Registers the reply handler on `worker`.
-  UcxAmRequests(UcxWorker& worker, std::shared_ptr<StagingBufferPool> pool, StagedBuffers staged);
+  // Registers the reply handler on `worker`. `device_staging`: the pool's staging moves device
+  // memory (else all memory is host memory).
+  UcxAmRequests(UcxWorker& worker, std::shared_ptr<StagingBufferPool> pool, bool device_staging);
   UcxAmRequests(const UcxAmRequests&) = delete;
   UcxAmRequests& operator=(const UcxAmRequests&) = delete;
 
@@ -79,16 +67,13 @@ class UcxAmRequests {
   struct Ticket;
   class Run;
   using Call = UcxRequestCount;  // sends and reply receives of one run() UCX has not completed
-  // UCX's callbacks, or called with a null `request` where UCX ended it at once; both free the
-  // ticket, a receive answers the message.
-  static void sent(void* request, ucs_status_t status, void* user_data);
-  static void reply_received(void* request, ucs_status_t status, size_t length, void* user_data);
   static ucs_status_t on_reply(void* arg, const void* header, size_t header_length, void* data,
                                size_t length, const ucp_am_recv_param_t* param);
 
   UcxWorker& worker_;
   const std::shared_ptr<StagingBufferPool> pool_;
-  const StagedBuffers staged_;
+  const bool device_staging_;
+  const bool own_buffers_ = worker_.error_mode() == UCP_ERR_HANDLING_MODE_NONE;  // "Own buffers"
   size_t max_ops_per_message_;
   std::atomic<size_t> requests_held_{0};
   UcxPendingTable<Message> pending_;  // its lock guards the messages' answers

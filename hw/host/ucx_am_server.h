@@ -8,25 +8,19 @@
 // ucx_am_requests.h). The reply goes once the data is in place, so the requester's completion
 // means the bytes landed. Reads: the reply sends the region's bytes (several ranges: packed first).
 //
-// Device memory (ucx_data_path.h) is never handed to UCX nor touched here; the staging copies it
-// from UCX's eager buffer or the pooled buffer a rendezvous write was received into, or into the
-// one a read's reply is sent from. A staging requester's message fits one pooled buffer; a larger
-// one gets a buffer of its size.
+// Device memory is never handed to UCX nor touched here; the staging copies it from UCX's eager
+// buffer or the pooled buffer a rendezvous write was received into, or into the one a read's reply
+// is sent from. A staging requester's message fits one pooled buffer; a larger one gets its own.
 //
 // Every copy holds its regions (UcxRegionRegistry::hold) until it ends, so withdraw() does not
 // unmap memory a copy is still using, and a request that arrives after withdraw() is refused.
 #pragma once
 
-#include <ucp/api/ucp.h>
-
 #include <atomic>
 #include <memory>
 #include <string>
 
-#include "hw/host/buffer_staging.h"
-#include "hw/host/ucx_job_gate.h"
 #include "hw/host/ucx_region_registry.h"
-#include "hw/host/ucx_worker.h"
 
 namespace memloom::host {
 
@@ -44,20 +38,8 @@ class UcxAmServer {
   // As UcxAmRequests::requests_held().
   size_t requests_held() const { return requests_held_.load(); }
 
-  struct Request;  // one request being served (public for its UCX callbacks in the .cpp)
-
  private:
-  static ucs_status_t on_write(void* arg, const void* header, size_t header_length, void* data,
-                               size_t length, const ucp_am_recv_param_t* param);
-  static ucs_status_t on_read(void* arg, const void* header, size_t header_length, void* data,
-                              size_t length, const ucp_am_recv_param_t* param);
-  // Parses and checks a request of `payload_bytes` (SIZE_MAX: a read); false when it was refused
-  // (the refusal is sent, `request` is gone) or dropped.
-  bool accept(std::unique_ptr<Request>& request, const void* header, size_t header_length,
-              size_t payload_bytes, const ucp_am_recv_param_t* param);
-  // Leases the request's pooled buffer and copies a read's staged bytes there; false when that
-  // failed (the failure is sent, `request` is gone).
-  bool stage(std::unique_ptr<Request>& request, bool read);
+  struct Request;  // one being served, and the handlers and UCX callbacks that serve it
 
   UcxWorker& worker_;
   UcxRegionRegistry& regions_;

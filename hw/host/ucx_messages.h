@@ -168,6 +168,21 @@ inline void describe_payload(std::vector<ucp_dt_iov_t>& parts, ucp_request_param
   *count = parts.size();
 }
 
+// Receives a rendezvous message's data (`descriptor`) into `parts` (as describe_payload): UCX calls
+// `received` with `user_data`, or this does, with a null request, where the receive ended at once.
+inline void receive_data(ucp_worker_h worker, void* descriptor, std::vector<ucp_dt_iov_t>& parts,
+                         ucp_am_recv_data_nbx_callback_t received, void* user_data) {
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.cb.recv_am = received;
+  param.user_data = user_data;
+  void* buffer = nullptr;
+  size_t count = 0;
+  describe_payload(parts, param, &buffer, &count);
+  ucs_status_ptr_t request = ucp_am_recv_data_nbx(worker, descriptor, buffer, count, &param);
+  if (!UCS_PTR_IS_PTR(request)) received(nullptr, UCS_PTR_STATUS(request), 0, user_data);
+}
+
 // Sends and forgets (a failed send shows up as the endpoint's error). `reply`: the receiver gets an
 // endpoint back to us (UCP_AM_SEND_FLAG_REPLY).
 void send(ucp_ep_h ep, unsigned id, std::string bytes, bool reply);

@@ -10,9 +10,7 @@
 
 #include "hw/host/host_address.h"
 #include "hw/host/ucx_capabilities.h"
-#include "memloom/error.h"
 #include "src/base/log.h"
-#include "src/base/range_map.h"
 #include "src/base/tcp_address.h"
 
 namespace memloom::host {
@@ -28,12 +26,6 @@ constexpr std::string_view kScheme = "ucx://";
 constexpr size_t kPooledStagingBuffers = 16;
 // How long a closing transport, or a failed batch, waits for UCX to hand back requests.
 constexpr auto kReleaseTimeout = std::chrono::seconds(2);
-
-UcxAmRequests::StagedBuffers requester_staging(const UcxWorker& worker, bool device_staging) {
-  if (worker.error_mode() == UCP_ERR_HANDLING_MODE_NONE) return UcxAmRequests::StagedBuffers::kAll;
-  return device_staging ? UcxAmRequests::StagedBuffers::kDeviceMemory
-                        : UcxAmRequests::StagedBuffers::kNone;
-}
 
 base::TcpAddress parse_address(const std::string& text) {
   MEMLOOM_CHECK_ARG(text.rfind(kScheme, 0) == 0,
@@ -92,14 +84,12 @@ void warn_if_transport_variable_set() {
                                              "TCP)");
 }
 
-// The rma data path (ucx_data_path.h): one transfer() call's ops issued as ucp_put_nbx/ucp_get_nbx
-// without waiting, then one endpoint flush, so a batch of small ops costs one round trip.
-//
-// Order: UCX does not order RMA operations among themselves, but transfer() promises that ops run
-// in order (a read sees an earlier write of its call). So an op that overlaps an earlier op of the
-// batch, in remote or in local memory, first waits for everything issued before it (a flush).
-// After a failure the endpoint is closed by force (UcxPeer::force_close), so that UCX lets go of
-// the caller's buffers.
+// The rma data path: one transfer() call's ops issued as ucp_put_nbx/ucp_get_nbx without waiting,
+// then one endpoint flush, so a batch of small ops costs one round trip. UCX does not order RMA
+// operations among themselves, but transfer() runs ops in order (a read sees an earlier write of
+// its call): an op that overlaps an earlier one of the batch, in remote or local memory, first
+// waits for all issued before it (a flush). After a failure the endpoint is closed by force
+// (UcxPeer::force_close), so that UCX lets go of the caller's buffers.
 class TransferBatch {
  public:
   TransferBatch(UcxWorker& worker, UcxPeer& peer)
@@ -111,44 +101,37 @@ class TransferBatch {
 
   // Waits (briefly) for requests left in flight after a failure.
   ~TransferBatch() {
-    const bool released = worker_.progress_until(
-        [this] { return completion_->outstanding.load() == 0; }, Deadline::after(kReleaseTimeout));
-    if (released) {
+    if (worker_.progress_until([this] { return completion_->outstanding.load() == 0; },
+                               Deadline::after(kReleaseTimeout))) {
       delete completion_;
-    } else {
-      // UCX may still call back into it: leaking a few bytes beats a use after free.
+    } else {  // UCX may still call back into it: leaking a few bytes beats a use after free
       MEMLOOM_LOG(kError, "transport: UCX did not release a failed transfer's requests");
     }
   }
 
-  // Issues one op; false when the batch already failed or the deadline passed.
-  bool issue(const hal::TransferOp& op, ucp_rkey_h key, Deadline deadline) {
-    const auto local = reinterpret_cast<uintptr_t>(op.local_address);
-    if (remote_ranges_.overlapping(op.remote_address, op.bytes) != nullptr ||
-        local_ranges_.overlapping(local, op.bytes) != nullptr) {
-      if (!complete(deadline)) return false;
-      remote_ranges_ = {};
-      local_ranges_ = {};
+  // Issues every op (`keys[i]` for `work[i]`), then flushes; false at the deadline or on a failure.
+  bool run(const std::vector<const hal::TransferOp*>& work, const std::vector<UcxRemoteKey>& keys,
+           Deadline deadline) {
+    for (size_t i = 0; i < work.size(); ++i) {
+      const hal::TransferOp& op = *work[i];
+      const auto local = reinterpret_cast<uintptr_t>(op.local_address);
+      if (remote_ranges_.overlapping(op.remote_address, op.bytes) != nullptr ||
+          local_ranges_.overlapping(local, op.bytes) != nullptr) {
+        if (!complete(deadline)) return false;
+        remote_ranges_ = {};
+        local_ranges_ = {};
+      }
+      remote_ranges_.insert(op.remote_address, op.bytes);
+      local_ranges_.insert(local, op.bytes);
+      const ucp_rkey_h key = keys[i].get();
+      const bool issued = track(peer_.on_ep([&](ucp_ep_h ep) {
+        return op.direction == Direction::kWrite
+                   ? ucp_put_nbx(ep, op.local_address, op.bytes, op.remote_address, key, &param_)
+                   : ucp_get_nbx(ep, op.local_address, op.bytes, op.remote_address, key, &param_);
+      }));
+      if (!issued) return false;
     }
-    remote_ranges_.insert(op.remote_address, op.bytes);
-    local_ranges_.insert(local, op.bytes);
-    return track(peer_.on_ep([&](ucp_ep_h ep) {
-      return op.direction == Direction::kWrite
-                 ? ucp_put_nbx(ep, op.local_address, op.bytes, op.remote_address, key, &param_)
-                 : ucp_get_nbx(ep, op.local_address, op.bytes, op.remote_address, key, &param_);
-    }));
-  }
-
-  // Flushes the endpoint and waits for every op; false at the deadline or on a failure.
-  bool complete(Deadline deadline) {
-    auto flush = [this](ucp_ep_h ep) { return ucp_ep_flush_nbx(ep, &param_); };
-    if (!track(peer_.on_ep(flush))) return false;
-    const bool finished = worker_.progress_until(
-        [this] {
-          return completion_->outstanding.load() == 0 || completion_->first_error.load() != UCS_OK;
-        },
-        deadline, UcxWorker::Interruptible::kYes);
-    return finished && completion_->first_error.load() == UCS_OK;
+    return complete(deadline);
   }
 
   // After the call gave up: the first error of an op or flush, else the endpoint's, else UCS_OK.
@@ -165,6 +148,19 @@ class TransferBatch {
     if (status != UCS_OK) completion->fail(status);
     ucp_request_free(request);
     completion->ended();
+  }
+
+  // Flushes the endpoint and waits for every op; false at the deadline or on a failure.
+  bool complete(Deadline deadline) {
+    if (!track(peer_.on_ep([this](ucp_ep_h ep) { return ucp_ep_flush_nbx(ep, &param_); }))) {
+      return false;
+    }
+    const bool finished = worker_.progress_until(
+        [this] {
+          return completion_->outstanding.load() == 0 || completion_->first_error.load() != UCS_OK;
+        },
+        deadline, UcxWorker::Interruptible::kYes);
+    return finished && completion_->first_error.load() == UCS_OK;
   }
 
   bool track(ucs_status_ptr_t request) {
@@ -185,6 +181,18 @@ class TransferBatch {
 
 }  // namespace
 
+UcxDataPath chosen_ucx_data_path() {
+  const char* value = std::getenv("MEMLOOM_UCX_DATA_PATH");
+  const std::string path = value == nullptr ? "" : value;
+  if (path.empty() || path == "auto") {
+    return ucx_offers_rdma() ? UcxDataPath::kRma : UcxDataPath::kAm;
+  }
+  if (path == "am") return UcxDataPath::kAm;
+  if (path == "rma") return UcxDataPath::kRma;
+  raise(Status::kInvalidInput,
+        "MEMLOOM_UCX_DATA_PATH=" + path + " is not a UCX data path (auto, am or rma)");
+}
+
 UcxTransport::UcxTransport(const hal::TransportOptions& options,
                            std::unique_ptr<BufferStaging> staging)
     : stages_device_memory_(staging != nullptr),
@@ -198,7 +206,7 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options,
       gate_(worker_, options.job_secret),
       regions_(worker_, gate_, serves_rma_, *staging_),
       am_server_(worker_, regions_, gate_, pool_),
-      am_requests_(worker_, pool_, requester_staging(worker_, stages_device_memory_)),
+      am_requests_(worker_, pool_, stages_device_memory_),
       endpoints_(
           worker_,
           [this](ucp_ep_h ep) {
@@ -239,9 +247,7 @@ UcxTransport::~UcxTransport() {
   // A call that gave up, or a reply to a requester that did, may have left UCX a request; without
   // peer error handling UCX may keep one queued for good on a stopped peer.
   auto held = [this] { return am_requests_.requests_held() + am_server_.requests_held(); };
-  const bool released =
-      worker_.progress_until([&] { return held() == 0; }, Deadline::after(kReleaseTimeout));
-  if (!released) {
+  if (!worker_.progress_until([&] { return held() == 0; }, Deadline::after(kReleaseTimeout))) {
     MEMLOOM_LOG(kError, "transport " << address_ << ": UCX still holds " << held()
                                      << " request(s) with a peer that stopped answering; the UCX "
                                         "worker is left open until the process exits (destroying "
@@ -314,11 +320,7 @@ void UcxTransport::run(const std::shared_ptr<UcxPeer>& peer,
   TransferBatch batch(worker_, *peer);
   bool completed = false;
   try {
-    bool issued = true;
-    for (size_t i = 0; i < work.size() && issued; ++i) {
-      issued = batch.issue(*work[i], keys[i].get(), deadline);
-    }
-    completed = issued && batch.complete(deadline);
+    completed = batch.run(work, keys, deadline);
   } catch (const Error&) {
     batch.abandon();  // interrupted by the caller: nothing else throws here
     throw;

@@ -1,7 +1,18 @@
 // hal::Transport on UCX, shared by both backends: one UCX worker (ucx_worker.h), a listener on the
 // options' host (else MEMLOOM_HOST_ADDR, else 127.0.0.1) at any free port, the job proof on each
-// new endpoint (ucx_job_gate.h), both data paths (ucx_data_path.h) for its transfers and its
-// peers'. UCX picks the wire from what it finds and the user's UCX_* variables.
+// new endpoint (ucx_job_gate.h), both data paths for its transfers and its peers'. UCX picks the
+// wire from what it finds and the user's UCX_* variables.
+//
+// Data paths, chosen by the requester (MEMLOOM_UCX_DATA_PATH):
+//   rma  ucp_put_nbx/ucp_get_nbx with remote keys: one-sided, the NIC moves the bytes where UCX
+//        has an RDMA transport. Without one UCX emulates RMA in software: its handlers check no
+//        remote key, and UCX 1.13 aborts the serving process when a peer's links are cut mid-put.
+//   am   active messages that memloom serves itself (ucx_am_requests.h, ucx_am_server.h): every
+//        range checked against the exposed regions, the copy done by the owner.
+//   auto (the default) rma where UCX offers an RDMA transport (ucx_capabilities.h), else am.
+// Every transport serves am; rma only where UCX has an RDMA transport or rma was asked for; an rma
+// requester moves to am for a peer that refuses remote keys. Device memory that a transport stages
+// (its UCX has no CUDA support) moves on am only.
 //
 // Addresses are "ucx://IP:PORT" ("ucx://[IPv6]:PORT"). Thread-safe: transfers to one peer or to
 // several run in parallel on the shared worker.
@@ -15,22 +26,24 @@
 #include <vector>
 
 #include "hw/hal/transport.h"
-#include "hw/host/buffer_staging.h"
 #include "hw/host/ucx_am_requests.h"
 #include "hw/host/ucx_am_server.h"
-#include "hw/host/ucx_data_path.h"
-#include "hw/host/ucx_endpoints.h"
-#include "hw/host/ucx_job_gate.h"
-#include "hw/host/ucx_messages.h"
-#include "hw/host/ucx_region_registry.h"
-#include "hw/host/ucx_worker.h"
 
 namespace memloom::host {
+
+enum class UcxDataPath { kRma, kAm };
+
+// The path MEMLOOM_UCX_DATA_PATH picks here (kInvalidInput for a value that names none).
+UcxDataPath chosen_ucx_data_path();
+
+inline const char* ucx_data_path_name(UcxDataPath path) {
+  return path == UcxDataPath::kAm ? "am" : "rma";
+}
 
 class UcxTransport : public hal::Transport {
  public:
   // `staging`: null where UCX moves device memory itself (ucx_supports_cuda_memory); else memory it
-  // says needs staging never reaches UCX (ucx_data_path.h).
+  // says needs staging never reaches UCX.
   explicit UcxTransport(const hal::TransportOptions& options = {},
                         std::unique_ptr<BufferStaging> staging = nullptr);
   ~UcxTransport() override;
@@ -57,10 +70,8 @@ class UcxTransport : public hal::Transport {
   const bool stages_device_memory_;  // a staging was given; else staging_ is HostMemoryStaging
   const std::unique_ptr<BufferStaging> staging_;
   const std::shared_ptr<StagingBufferPool> pool_;  // also "Own buffers" (ucx_am_requests.h)
-  // Before UCX starts: a bad MEMLOOM_UCX_DATA_PATH fails the constructor at once.
-  const UcxDataPath data_path_;
-  // Where UCX has an RDMA transport or rma was asked for; elsewhere no RMA at all (UcxWorker).
-  const bool serves_rma_;
+  const UcxDataPath data_path_;  // before UCX starts: a bad MEMLOOM_UCX_DATA_PATH fails at once
+  const bool serves_rma_;  // UCX has an RDMA transport or rma was asked for; else no RMA at all
   // The IP literal it listens on; before the worker, whose configuration an IPv6 one changes.
   const std::string host_;
   // Declared before the worker: UCX may call the handlers until the worker is destroyed.
@@ -72,9 +83,8 @@ class UcxTransport : public hal::Transport {
   UcxAmRequests am_requests_;
   UcxEndpoints endpoints_;
   std::string address_;
-  // Peers that serve no remote keys: reached over am.
   std::mutex am_only_mutex_;
-  std::set<std::string> am_only_peers_;
+  std::set<std::string> am_only_peers_;  // peers that serve no remote keys: reached over am
 };
 
 }  // namespace memloom::host

@@ -16,7 +16,7 @@
 
 #include "hw/emulated/emulated_platform.h"
 #include "hw/hal/transport.h"
-#include "hw/host/ucx_data_path.h"
+#include "hw/host/ucx_transport.h"
 #include "memloom/error.h"
 #include "memloom/interrupt.h"
 #include "tests/hal/forked_transport_peer.h"
