@@ -23,8 +23,8 @@ bool is_host_local_resource(const std::string& resource) {
 
 }  // namespace
 
-ucp_context_h open_context(uint64_t features, std::string* error,
-                           const std::function<ucs_status_t(ucp_config_t*)>& configure) {
+ucp_context_h open_ucx_context(uint64_t features, std::string* error,
+                               const std::function<ucs_status_t(ucp_config_t*)>& configure) {
   ucp_config_t* config = nullptr;
   ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
   if (status != UCS_OK) {
@@ -48,7 +48,7 @@ ucp_context_h open_context(uint64_t features, std::string* error,
 UcxResources ask_ucx_resources() {
   UcxResources answer;
   ucp_context_h context =
-      open_context(UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP, &answer.error);
+      open_ucx_context(UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP, &answer.error);
   if (context == nullptr) return answer;
   answer.resources = context_resources(context);
   ucp_cleanup(context);
@@ -106,7 +106,7 @@ bool ucx_offers_rdma() {
 bool ucx_supports_cuda_memory() {
   static const bool supported = [] {
     std::string error;
-    ucp_context_h context = open_context(UCP_FEATURE_RMA | UCP_FEATURE_AM, &error);
+    ucp_context_h context = open_ucx_context(UCP_FEATURE_RMA | UCP_FEATURE_AM, &error);
     if (context == nullptr) return false;
     ucp_context_attr_t attr{};
     attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;

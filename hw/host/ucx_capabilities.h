@@ -18,8 +18,9 @@ struct UcxResources {
 
 // A UCP context with `features` (no worker), UCX's configuration changed by `configure` if given;
 // null, `error` set, when UCX (or `configure`) fails.
-ucp_context_h open_context(uint64_t features, std::string* error,
-                           const std::function<ucs_status_t(ucp_config_t*)>& configure = nullptr);
+ucp_context_h open_ucx_context(
+    uint64_t features, std::string* error,
+    const std::function<ucs_status_t(ucp_config_t*)>& configure = nullptr);
 
 // Asked once per process (a UCP context is opened and closed; no worker), or now, whatever was
 // asked before (for a test that changes UCX_TLS after the first answer).

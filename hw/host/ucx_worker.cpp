@@ -50,7 +50,7 @@ UcxWorker::UcxWorker(bool rma, bool ipv6) {
     return transports.empty() ? UCS_OK : ucp_config_modify(config, "TLS", transports.c_str());
   };
   std::string error;
-  context_ = open_context(features, &error, configure);
+  context_ = open_ucx_context(features, &error, configure);
   if (context_ != nullptr && !offers_peer_failure_detection(context_resources(context_))) {
     error_mode_ = UCP_ERR_HANDLING_MODE_NONE;
     static std::atomic<bool> warned{false};  // every transport of the process finds this UCX_TLS
@@ -69,7 +69,7 @@ UcxWorker::UcxWorker(bool rma, bool ipv6) {
     if (!user_transports_.empty() && user_transports_[0] != '^') {
       ucp_cleanup(context_);
       transports = user_transports_ + ",tcp";
-      context_ = open_context(features, &error, configure);
+      context_ = open_ucx_context(features, &error, configure);
     }
   }
   if (context_ == nullptr) raise(Status::kCommunication, error);

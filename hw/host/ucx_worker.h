@@ -72,9 +72,8 @@ class UcxWorker {
   // Once the callbacks' owners exist; `housekeeping` runs on the thread about once a second.
   void start_progress_thread(std::function<void()> housekeeping);
   void stop_progress_thread();  // before the objects its callbacks touch go; idempotent
-  // The destructor then leaves the worker and context open: destroying a worker UCX still holds a
-  // request on, UCX 1.13 aborts ("pending request ... should have been flushed") or calls back
-  // into objects already gone.
+  // The destructor then leaves the worker and context open: freeing a worker with requests on it,
+  // UCX 1.13 aborts ("pending request ... should have been flushed") or calls into gone objects.
   void keep_open_at_destruction() { keep_open_ = true; }
 
  private:
