@@ -8,7 +8,6 @@
 #include "hw/cuda/cuda_staging_copies.h"
 #include "memloom/error.h"
 #include "src/base/log.h"
-#include "src/base/range_map.h"
 
 namespace memloom::cuda {
 
@@ -24,14 +23,6 @@ CudaBufferStaging::~CudaBufferStaging() {
 bool CudaBufferStaging::needs_staging(const void* pointer) const {
   return is_device_pointer(pointer);
 }
-
-namespace {
-
-// The kernel pays where pieces are many and small; large ones go faster by the copy engine.
-constexpr size_t kKernelMinCopies = 8;
-constexpr size_t kKernelMaxAverageBytes = size_t{64} << 10;
-
-}  // namespace
 
 bool CudaBufferStaging::kernel_reaches(const host::StagingCopy& copy) {
   const auto to = reinterpret_cast<uintptr_t>(copy.to);
@@ -55,6 +46,9 @@ bool CudaBufferStaging::kernel_reaches(const host::StagingCopy& copy) {
 }
 
 void CudaBufferStaging::enqueue(const host::StagingCopy* copies, size_t count) {
+  // The kernel pays where pieces are many and small; large ones go faster by the copy engine.
+  constexpr size_t kKernelMinCopies = 8;
+  constexpr size_t kKernelMaxAverageBytes = size_t{64} << 10;
   size_t total = 0;
   for (size_t i = 0; i < count; ++i) total += copies[i].bytes;
   bool by_kernel = count >= kKernelMinCopies && total / count <= kKernelMaxAverageBytes;
@@ -64,16 +58,7 @@ void CudaBufferStaging::enqueue(const host::StagingCopy* copies, size_t count) {
     if (!told.exchange(true)) {
       MEMLOOM_LOG(kDebug, "CUDA staging: " << count << " small copies by kernel, 128 a launch");
     }
-    StagingCopyList list;
-    for (size_t i = 0; i < count; ++i) {
-      list.to[list.count] = reinterpret_cast<uint64_t>(copies[i].to);
-      list.from[list.count] = reinterpret_cast<uint64_t>(copies[i].from);
-      list.bytes[list.count] = copies[i].bytes;
-      if (++list.count == StagingCopyList::kMaxCopies || i + 1 == count) {
-        launch_staging_copies(list, stream_);
-        list.count = 0;
-      }
-    }
+    launch_staging_copies(copies, count, stream_);
     return;
   }
 #if CUDART_VERSION >= 13000
@@ -123,20 +108,18 @@ void CudaBufferStaging::copy_all(const std::vector<host::StagingCopy>& copies, D
     touched.insert(from, copies[i].bytes);  // refused if it overlaps `to`: undefined anyway
   }
   enqueue(&copies[first], copies.size() - first);
-  bool failed = false;
+  cudaError_t state = cudaErrorNotReady;
   const bool done = poll_until(
       [&] {
-        cudaError_t state = cudaStreamQuery(stream_);
-        if (state == cudaErrorNotReady) {
-          (void)cudaGetLastError();
-          return false;
-        }
-        failed = state != cudaSuccess;
-        return true;
+        state = cudaStreamQuery(stream_);
+        if (state == cudaErrorNotReady) (void)cudaGetLastError();
+        return state != cudaErrorNotReady;
       },
       deadline);
   if (!done) raise(Status::kTimeout, "staging device memory through host memory: deadline passed");
-  if (failed) raise_cuda(cudaGetLastError(), "staging device memory through host memory");
+  if (state != cudaSuccess) {
+    raise_cuda(cudaGetLastError(), "staging device memory through host memory");
+  }
 }
 
 void* CudaBufferStaging::allocate_host(size_t bytes) {

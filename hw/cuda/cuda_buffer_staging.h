@@ -1,6 +1,6 @@
-// Device memory staged through host memory for the host collectives (groups NCCL refuses or that
-// need no communicator) and the UCX transport where its UCX has no CUDA support: copies on a stream
-// of its own, bounded by the deadline, into page-locked host buffers.
+// Device memory staged through page-locked host buffers, on a stream of its own, for the host
+// collectives (groups NCCL refuses or that need no communicator) and the UCX transport where its
+// UCX has no CUDA support.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -28,13 +28,10 @@ class CudaBufferStaging : public host::BufferStaging {
 
  private:
   // Queues `count` copies that depend on none of each other: many small ones between this
-  // device's memory and buffers of allocate_host in one kernel launch per 128
-  // (cuda_staging_copies.h), else in one cudaMemcpyBatchAsync where CUDA has it (13.0 on), else
-  // one cudaMemcpyAsync each, which for 1024 staged 4 KiB pieces of a scattered batch cost about
-  // 2.4 us apiece (H100, memloom-bench bm).
+  // device's memory and buffers of allocate_host by kernel (cuda_staging_copies.h), else in one
+  // cudaMemcpyBatchAsync where CUDA has it (13.0 on), else one cudaMemcpyAsync each.
   void enqueue(const host::StagingCopy* copies, size_t count);
-  // Whether the kernel can make `copy`: one side inside a buffer of allocate_host, the other memory
-  // of this device.
+  // Whether one side of `copy` is inside a buffer of allocate_host, the other this device's memory.
   bool kernel_reaches(const host::StagingCopy& copy);
 
   const int device_;

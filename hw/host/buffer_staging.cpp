@@ -33,18 +33,14 @@ StagingBufferPool::Lease StagingBufferPool::lease(size_t bytes) {
       ++allocated_;
     }
     if (buffer != nullptr) {
-      return Lease(buffer,
-                   [self = shared_from_this()](std::byte* leased) { self->give_back(leased); });
+      return Lease(buffer, [self = shared_from_this()](std::byte* leased) {
+        std::lock_guard<std::mutex> lock(self->mutex_);
+        self->free_.push_back(leased);
+      });
     }
   }
-  // Never page-locked: see the header.
   return Lease(static_cast<std::byte*>(HostMemoryStaging::allocate(bytes)),
                HostMemoryStaging::free);
-}
-
-void StagingBufferPool::give_back(std::byte* buffer) noexcept {
-  std::lock_guard<std::mutex> lock(mutex_);
-  free_.push_back(buffer);
 }
 
 std::vector<StagingCopy> StagedParts::copy_host_parts(bool into_buffer) const {

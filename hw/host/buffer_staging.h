@@ -1,6 +1,5 @@
 // How host code reaches buffers the CPU cannot load and store: device buffers that the CUDA
-// backend's host collectives and UCX transport (cuda_buffer_staging.h says when) move through host
-// memory. The emulated backend has none.
+// backend's host collectives and UCX transport move through host memory.
 #pragma once
 
 #include <cstddef>
@@ -28,8 +27,7 @@ class BufferStaging {
   virtual void copy(void* to, const void* from, size_t bytes, Deadline deadline) {
     copy_all({StagingCopy{to, from, bytes}}, deadline);
   }
-  // Run in order (a later one sees an earlier one's bytes), all done on return. The CUDA staging
-  // queues them all and waits once: a batch of small ops pays one wait.
+  // In order (a later one sees an earlier one's bytes), all done on return, with one wait.
   virtual void copy_all(const std::vector<StagingCopy>& copies, Deadline deadline) = 0;
   // Host memory that copy() moves at full speed (page-locked on CUDA).
   virtual void* allocate_host(size_t bytes) = 0;
@@ -38,45 +36,39 @@ class BufferStaging {
   virtual void free_host(void* buffer) noexcept = 0;
 };
 
-// Plain host memory (cache-line aligned) and memcpy: a UCX transport's staging where all memory is
-// host memory, and a pool's leases that its buffers cannot serve.
+// Plain host memory and memcpy: where all memory is host memory, and a pool's leases that its
+// buffers cannot serve.
 class HostMemoryStaging : public BufferStaging {
  public:
+  static constexpr std::align_val_t kAlignment{64};  // a cache line
   static void* allocate(size_t bytes) { return ::operator new(bytes, kAlignment); }
   static void free(void* buffer) noexcept { ::operator delete(buffer, kAlignment); }
   bool needs_staging(const void*) const override { return false; }
   void copy_all(const std::vector<StagingCopy>& copies, Deadline) override;
   void* allocate_host(size_t bytes) override { return allocate(bytes); }
   void free_host(void* buffer) noexcept override { free(buffer); }
-
- private:
-  static constexpr std::align_val_t kAlignment{64};
 };
 
-// Host buffers of BufferStaging::allocate_host, kept for the UCX transport's staged messages: on
-// CUDA they are page-locked, and pinning costs far more than a copy through the buffer.
-//
-// None is freed before the pool goes. Where an allocation may wait for the device (CUDA: a
-// page-locked allocation or free synchronizes with it, and transfers run inside stream host
-// functions, BM's asynchronous copies, whose stream cannot go on until the transfer returns, so an
-// allocation there could wait for itself) all are allocated with the pool; elsewhere each when
-// first needed. A lease the pool cannot serve (all `count` leased, or more than a buffer) gets
-// plain host memory of its own (slower device copies, no such wait).
+// Host buffers of BufferStaging::allocate_host for the UCX transport's staged messages, kept: on
+// CUDA they are page-locked, and pinning costs far more than a copy through the buffer. None is
+// freed before the pool goes. Where an allocation may wait for the device, all are allocated with
+// the pool, else each when first needed: on CUDA transfers run inside stream host functions (BM's
+// asynchronous copies), so a page-locked allocation there, which synchronizes with the device,
+// could wait for itself. A lease the pool cannot serve (all `count` leased, or more than a buffer)
+// gets plain host memory of its own (slower device copies, no such wait).
 class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool> {
  public:
   // Made by std::make_shared (leases keep it alive); `staging` must outlive every lease.
   StagingBufferPool(BufferStaging& staging, size_t buffer_bytes, size_t count);
   ~StagingBufferPool();
 
-  // At least `bytes`, back to the pool when the last copy goes. It keeps the pool alive: a UCX
-  // request may release its message's buffer after the transport that sent it began to close.
+  // At least `bytes`, back to the pool when the last copy goes. Keeps the pool alive: a UCX request
+  // may release its message's buffer after the transport that sent it began to close.
   using Lease = std::shared_ptr<std::byte>;
   Lease lease(size_t bytes);
   BufferStaging& staging() const { return staging_; }
 
  private:
-  void give_back(std::byte* buffer) noexcept;
-
   BufferStaging& staging_;
   const size_t buffer_bytes_;
   const size_t count_;
@@ -86,8 +78,7 @@ class StagingBufferPool : public std::enable_shared_from_this<StagingBufferPool>
 };
 
 // The parts of a UCX message's iov list that go through one leased buffer: memory the CPU cannot
-// touch (copied by the staging), and host memory packed with them (by memcpy; ucx_am_requests.h,
-// "Packing").
+// touch (copied by the staging), and host memory packed with them (ucx_am_requests.h, "Packing").
 class StagedParts {
  public:
   bool empty() const { return parts_.empty(); }
@@ -111,8 +102,8 @@ class StagedParts {
     buffer_ = pool.lease(bytes_);
     for (const Part& part : parts_) iov[part.part].buffer = buffer_.get() + part.offset;
   }
-  // Copies the host parts between their memory and the buffer (into it or out of it) by memcpy,
-  // and returns the device parts' copies, which only the staging can run.
+  // Copies the host parts into or out of the buffer by memcpy; returns the device parts' copies,
+  // which only the staging can run.
   std::vector<StagingCopy> copy_host_parts(bool into_buffer) const;
   void release() { buffer_.reset(); }
 

@@ -10,25 +10,6 @@
 namespace memloom::host {
 namespace {
 
-// A UCP context with `features` (no worker); null, `error` set, when UCX fails.
-ucp_context_h open_context(uint64_t features, std::string* error) {
-  ucp_config_t* config = nullptr;
-  ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
-  if (status != UCS_OK) {
-    *error = ucx_error("UCX configuration", status);
-    return nullptr;
-  }
-  ucp_params_t params{};
-  params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = features;
-  ucp_context_h context = nullptr;
-  status = ucp_init(&params, config, &context);
-  ucp_config_release(config);
-  if (status == UCS_OK) return context;
-  *error = ucx_error("UCX context", status);
-  return nullptr;
-}
-
 // A transport that reaches only processes of this host: shared memory (posix, sysv, knem, xpmem),
 // cross-memory attach (cma), loopback (self) and GPU copies (cuda_*, rocm_*, gdr_copy). UCX 1.13
 // serves no endpoint with peer error handling over any of them.
@@ -42,12 +23,32 @@ bool is_host_local_resource(const std::string& resource) {
 
 }  // namespace
 
+ucp_context_h open_ucx_context(uint64_t features, std::string* error,
+                               const std::function<ucs_status_t(ucp_config_t*)>& configure) {
+  ucp_config_t* config = nullptr;
+  ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
+  if (status != UCS_OK) {
+    *error = ucx_error("UCX configuration", status);
+    return nullptr;
+  }
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = features;
+  ucp_context_h context = nullptr;
+  if (configure) status = configure(config);
+  if (status == UCS_OK) status = ucp_init(&params, config, &context);
+  ucp_config_release(config);
+  if (status == UCS_OK) return context;
+  *error = ucx_error("UCX context", status);
+  return nullptr;
+}
+
 // What ucp_context_print_info writes for a context with the worker's features: the features
 // decide which transports UCX keeps (RMA needs put/get, WAKEUP an event fd).
 UcxResources ask_ucx_resources() {
   UcxResources answer;
   ucp_context_h context =
-      open_context(UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP, &answer.error);
+      open_ucx_context(UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP, &answer.error);
   if (context == nullptr) return answer;
   answer.resources = context_resources(context);
   ucp_cleanup(context);
@@ -81,17 +82,14 @@ std::vector<std::string> parse_ucx_resources(const std::string& print_info) {
     const size_t marker = line.rfind("-- ");
     if (marker == std::string::npos) continue;
     std::string resource = line.substr(marker + 3);
-    while (!resource.empty() && (resource.back() == ' ' || resource.back() == '\r')) {
-      resource.pop_back();
-    }
+    resource.erase(resource.find_last_not_of(" \r") + 1);  // npos + 1: all blank, all erased
     if (resource.find('/') != std::string::npos) resources.push_back(resource);
   }
   return resources;
 }
 
 bool is_rdma_resource(const std::string& resource) {
-  const std::string transport = resource.substr(0, resource.find('/'));
-  const std::string family = transport.substr(0, transport.find('_'));
+  const std::string family = resource.substr(0, resource.find_first_of("_/"));
   return family == "rc" || family == "dc" || family == "ud";
 }
 
@@ -108,7 +106,7 @@ bool ucx_offers_rdma() {
 bool ucx_supports_cuda_memory() {
   static const bool supported = [] {
     std::string error;
-    ucp_context_h context = open_context(UCP_FEATURE_RMA | UCP_FEATURE_AM, &error);
+    ucp_context_h context = open_ucx_context(UCP_FEATURE_RMA | UCP_FEATURE_AM, &error);
     if (context == nullptr) return false;
     ucp_context_attr_t attr{};
     attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;

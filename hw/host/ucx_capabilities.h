@@ -5,6 +5,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,18 +16,22 @@ struct UcxResources {
   std::string error;                   // UCX could not be asked (resources is empty)
 };
 
-// Asked once per process (a UCP context is opened and closed; no worker).
+// A UCP context with `features` (no worker), UCX's configuration changed by `configure` if given;
+// null, `error` set, when UCX (or `configure`) fails.
+ucp_context_h open_ucx_context(
+    uint64_t features, std::string* error,
+    const std::function<ucs_status_t(ucp_config_t*)>& configure = nullptr);
+
+// Asked once per process (a UCP context is opened and closed; no worker), or now, whatever was
+// asked before (for a test that changes UCX_TLS after the first answer).
 const UcxResources& ucx_resources();
-// Asked now, whatever was asked before (for a test that changes UCX_TLS after the first answer).
 UcxResources ask_ucx_resources();
-// Those of an open context.
+// An open context's; "tl/device" of every "resource" line in ucp_context_print_info's output.
 std::vector<std::string> context_resources(ucp_context_h context);
-// "tl/device" of every "resource" line in ucp_context_print_info's output.
 std::vector<std::string> parse_ucx_resources(const std::string& print_info);
 
-// Whether some resource can serve an endpoint with peer error handling (UCX_TLS left it a network
-// transport, not only shared memory, cross-memory attach, self or GPU copies). True for an empty
-// list: UCX found nothing at all, and that fails elsewhere.
+// Whether some resource can serve an endpoint with peer error handling (a network transport, not
+// only transports within this host). True for an empty list: UCX found nothing, failing elsewhere.
 bool offers_peer_failure_detection(const std::vector<std::string>& resources);
 
 // An RDMA transport: UCX's rc, dc and ud families (rc_verbs, rc_mlx5, dc_mlx5, ud_verbs, ...).

@@ -22,15 +22,12 @@ namespace {
 constexpr int kSpinsBeforeSleep = 200;
 // A sleeping waiter re-checks at least this often (a wake-up consumed by another thread).
 constexpr int kSleepSliceMs = 1;
-// progress_while_ending(): the stall that stops it, and its limit.
 constexpr auto kEndingStall = std::chrono::milliseconds(20);
 constexpr auto kEndingLimit = std::chrono::seconds(2);
 
-// UCX's TCP transport moves RMA in software, in segments of UCX_TCP_{TX,RX}_SEG_SIZE (8 KiB by
-// default); 256 KiB segments doubled 64 MiB put/get between emulated nodes here (1.1 -> 2.3 GB/s).
-// Applied to the configuration object only where the user left the variable unset. UCX 1.13 keeps
-// transport options given to ucp_config_modify under their name inside the transport's table
-// (TX_SEG_SIZE, without UCX_TCP_), and warns of invalid configurations for the prefixed ones.
+// Sets a TCP option of the configuration object (never the environment) where the user left its
+// variable unset. UCX 1.13 keeps transport options given to ucp_config_modify under their name
+// inside the transport's table (TX_SEG_SIZE, without UCX_TCP_), and warns of the prefixed ones.
 void default_unless_set(ucp_config_t* config, const char* variable, const char* value) {
   if (std::getenv(variable) != nullptr) return;
   const char* name = variable + std::strlen("UCX_TCP_");
@@ -38,51 +35,56 @@ void default_unless_set(ucp_config_t* config, const char* variable, const char* 
   if (status != UCS_OK) MEMLOOM_LOG(kDebug, ucx_error(std::string("UCX default ") + name, status));
 }
 
-// Said once per process: every transport of the process finds the same UCX_TLS.
-void warn_of_deadline_only_failures(const std::string& transports) {
-  static std::atomic<bool> warned{false};
-  if (warned.exchange(true)) return;
-  MEMLOOM_LOG(kWarn, "transport: UCX_TLS="
-                         << transports
-                         << " leaves UCX no transport that detects a failed peer (its shared-memory"
-                            " transports cannot), so UCX endpoints go without peer error handling:"
-                            " a dead peer is found only when a call's deadline passes");
-}
-
 }  // namespace
 
 UcxWorker::UcxWorker(bool rma, bool ipv6) {
   if (const char* chosen = std::getenv("UCX_TLS")) user_transports_ = chosen;
-  ucp_config_t* config = nullptr;
-  ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
-  if (status != UCS_OK) raise(Status::kCommunication, ucx_error("UCX configuration", status));
-  default_unless_set(config, "UCX_TCP_TX_SEG_SIZE", "256k");
-  default_unless_set(config, "UCX_TCP_RX_SEG_SIZE", "256k");
-  if (ipv6) default_unless_set(config, "UCX_TCP_AF_PRIO", "inet6");
-  ucp_params_t params{};
-  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP | (rma ? UCP_FEATURE_RMA : 0);
-  params.mt_workers_shared = 0;
-  status = ucp_init(&params, config, &context_);
-  if (status == UCS_OK && !offers_peer_failure_detection(context_resources(context_))) {
-    status = reopen_for_host_local_transports(config, params);
+  const uint64_t features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP | (rma ? UCP_FEATURE_RMA : 0);
+  std::string transports;  // UCX_TLS for the context, "" for the user's
+  const auto configure = [&](ucp_config_t* config) {
+    // UCX's TCP transport moves RMA in software, in segments of 8 KiB by default; 256 KiB
+    // segments doubled 64 MiB put/get between emulated nodes.
+    default_unless_set(config, "UCX_TCP_TX_SEG_SIZE", "256k");
+    default_unless_set(config, "UCX_TCP_RX_SEG_SIZE", "256k");
+    if (ipv6) default_unless_set(config, "UCX_TCP_AF_PRIO", "inet6");
+    return transports.empty() ? UCS_OK : ucp_config_modify(config, "TLS", transports.c_str());
+  };
+  std::string error;
+  context_ = open_ucx_context(features, &error, configure);
+  if (context_ != nullptr && !offers_peer_failure_detection(context_resources(context_))) {
+    error_mode_ = UCP_ERR_HANDLING_MODE_NONE;
+    static std::atomic<bool> warned{false};  // every transport of the process finds this UCX_TLS
+    if (!warned.exchange(true)) {
+      MEMLOOM_LOG(kWarn, "transport: UCX_TLS="
+                             << user_transports_
+                             << " leaves UCX no transport that detects a failed peer (its"
+                                " shared-memory transports cannot), so UCX endpoints go without"
+                                " peer error handling: a dead peer is found only when a call's"
+                                " deadline passes");
+    }
+    // UCX's client-server connections (memloom's listener) fail unless a network transport is
+    // enabled on the listener's device ("device lo is not enabled"). With tcp added and no peer
+    // error handling, UCX 1.13 still gives peers on this host only shared-memory lanes; tcp carries
+    // connection setup and other hosts. An exclusion list ("^...") leaves tcp in unless it says so.
+    if (!user_transports_.empty() && user_transports_[0] != '^') {
+      ucp_cleanup(context_);
+      transports = user_transports_ + ",tcp";
+      context_ = open_ucx_context(features, &error, configure);
+    }
   }
-  ucp_config_release(config);
-  if (status != UCS_OK) raise(Status::kCommunication, ucx_error("UCX context", status));
+  if (context_ == nullptr) raise(Status::kCommunication, error);
 
   ucp_worker_params_t worker_params{};
   worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   worker_params.thread_mode = UCS_THREAD_MODE_MULTI;
-  status = ucp_worker_create(context_, &worker_params, &worker_);
-  if (status != UCS_OK) {
-    ucp_cleanup(context_);
-    raise(Status::kCommunication, ucx_error("UCX worker", status));
-  }
   ucp_worker_attr_t worker_attr{};
   worker_attr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
-  status = ucp_worker_query(worker_, &worker_attr);
   std::string problem;
-  if (status != UCS_OK || worker_attr.thread_mode != UCS_THREAD_MODE_MULTI) {
+  ucs_status_t status = ucp_worker_create(context_, &worker_params, &worker_);
+  if (status != UCS_OK) {
+    problem = ucx_error("UCX worker", status);
+  } else if (ucp_worker_query(worker_, &worker_attr) != UCS_OK ||
+             worker_attr.thread_mode != UCS_THREAD_MODE_MULTI) {
     problem = "this UCX has no multi-threaded workers (built without --enable-mt)";
   } else if ((status = ucp_worker_get_efd(worker_, &event_fd_)) != UCS_OK) {
     problem = ucx_error("UCX worker event fd", status);
@@ -90,29 +92,10 @@ UcxWorker::UcxWorker(bool rma, bool ipv6) {
     problem = std::string("transport wake pipe: ") + std::strerror(errno);
   }
   if (!problem.empty()) {
-    ucp_worker_destroy(worker_);
+    if (worker_ != nullptr) ucp_worker_destroy(worker_);
     ucp_cleanup(context_);
     raise(Status::kCommunication, problem);
   }
-}
-
-ucs_status_t UcxWorker::reopen_for_host_local_transports(ucp_config_t* config,
-                                                         const ucp_params_t& params) {
-  error_mode_ = UCP_ERR_HANDLING_MODE_NONE;
-  const std::string& transports = user_transports_;
-  warn_of_deadline_only_failures(transports);
-  // UCX's client-server connections (memloom's listener) fail unless a network transport is
-  // enabled on the device the listener's address belongs to ("device lo is not enabled"). With tcp
-  // enabled and no peer error handling asked, UCX 1.13 still gives a peer on this host only
-  // shared-memory lanes (they score higher); tcp carries the connection setup, and peers on other
-  // hosts. An exclusion list ("^...") already leaves tcp in unless it excludes it: kept as it is.
-  if (transports.empty() || transports[0] == '^') return UCS_OK;
-  ucp_cleanup(context_);
-  context_ = nullptr;
-  const std::string with_tcp = transports + ",tcp";
-  const ucs_status_t status = ucp_config_modify(config, "TLS", with_tcp.c_str());
-  if (status != UCS_OK) return status;
-  return ucp_init(&params, config, &context_);
 }
 
 std::string UcxWorker::endpoint_setting() const {
@@ -159,8 +142,7 @@ void UcxWorker::progress_loop() {
   constexpr auto kHousekeepingPeriod = std::chrono::seconds(1);
   auto next_housekeeping = std::chrono::steady_clock::now() + kHousekeepingPeriod;
   while (!stopping_) {
-    // Stops as soon as a caller comes, even with work left: it progresses the worker itself, and
-    // two threads taking turns on the worker's lock slow both (a batch's sends spun on it).
+    // Stops as soon as a caller comes, even with work left (CallerScope says why).
     while (progressing_callers_.load() == 0 && ucp_worker_progress(worker_) != 0) {
     }
     if (std::chrono::steady_clock::now() >= next_housekeeping) {
@@ -172,16 +154,10 @@ void UcxWorker::progress_loop() {
       progress_thread_parked_ = true;
       if (progressing_callers_.load() > 0) wait_for_events(1000, /*with_events=*/false);
       progress_thread_parked_ = false;
-      continue;
+    } else if (ucp_worker_arm(worker_) != UCS_ERR_BUSY) {  // BUSY: events came; progress again
+      wait_for_events(1000);
     }
-    // BUSY: events arrived since the last progress; progress again before sleeping.
-    if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
-    wait_for_events(1000);
   }
-}
-
-UcxWorker::CallerScope::CallerScope(UcxWorker& worker) : worker_(worker) {
-  worker_.progressing_callers_.fetch_add(1);
 }
 
 UcxWorker::CallerScope::~CallerScope() {
@@ -200,23 +176,20 @@ bool UcxWorker::progress_until(const std::function<bool()>& done, Deadline deadl
     if (asks) base::throw_if_interrupted();
     if (ucp_worker_progress(worker_) != 0) {
       idle = 0;
-      continue;
+    } else if (++idle == kSpinsBeforeSleep) {
+      idle = 0;
+      if (ucp_worker_arm(worker_) == UCS_OK)
+        wait_for_events(deadline.poll_timeout_ms(kSleepSliceMs));
     }
-    if (++idle < kSpinsBeforeSleep) continue;
-    idle = 0;
-    if (ucp_worker_arm(worker_) == UCS_OK) wait_for_events(deadline.poll_timeout_ms(kSleepSliceMs));
   }
   return true;
 }
 
 void UcxWorker::progress_while_ending(const std::function<size_t()>& left) {
   const Deadline limit = Deadline::after(kEndingLimit);
-  size_t now_left = left();
-  while (now_left != 0 && !limit.expired()) {
-    const bool fell = progress_until([&] { return left() < now_left; },
-                                     Deadline::after(kEndingStall).earlier(limit));
-    if (!fell) return;
-    now_left = left();
+  for (size_t now_left = left(); now_left != 0 && !limit.expired(); now_left = left()) {
+    const Deadline stall = Deadline::after(kEndingStall).earlier(limit);
+    if (!progress_until([&] { return left() < now_left; }, stall)) return;
   }
 }
 
