@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "src/base/fd_wait.h"
 #include "src/base/hex.h"
@@ -309,10 +310,11 @@ std::shared_ptr<UcxPeer> UcxEndpoints::peer(const std::string& address, const st
   if (status != UCS_OK) {
     raise(Status::kCommunication, ucx_error("cannot reach transport endpoint " + address, status));
   }
+  std::shared_ptr<UcxPeer> replaced;  // a failed one cached meanwhile: released outside the lock
   std::lock_guard<std::mutex> lock(mutex_);
   auto [it, inserted] = peers_.emplace(address, fresh);
   if (!inserted && !it->second->failed()) return it->second;  // another thread connected first
-  it->second = fresh;
+  if (!inserted) replaced = std::exchange(it->second, fresh);
   return fresh;
 }
 

@@ -8,7 +8,7 @@
 // in hardware, so this revocation is what makes a withdrawal hold for them.
 //
 // Device memory UCX cannot register is exposed without ucp_mem_map: its remote key is refused with
-// kNotSupported, so rma requesters move to am (ucx_data_path.h).
+// kNotSupported, so rma requesters move to am (ucx_transport.h).
 #pragma once
 
 #include <ucp/api/ucp.h>
