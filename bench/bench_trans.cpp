@@ -252,7 +252,7 @@ int run_trans(const std::vector<std::string>& args) {
     report_sizes(
         " across nodes", remote, "raw TCP stream",
         [&](const std::string&, size_t bytes, double seconds) { return tcp.at(bytes) / seconds; },
-        0.8, tally);
+        0.9, tally);
     report_batches(" across nodes", remote, 20.0, tally);
     const double round_trip = remote.at("write 8");
     tally.add(report_against("trans write 8 B across nodes (round trip)", round_trip * 1e6, "us",
