@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <iterator>
+#include <mutex>
 #include <vector>
 
 #include "hw/host/ucx_messages.h"
@@ -92,6 +94,7 @@ struct UcxAmServer::Request {
   static void write_received(void* ucx_request, ucs_status_t status, size_t, void* user_data) {
     std::unique_ptr<Request> request(static_cast<Request*>(user_data));
     if (ucx_request != nullptr) ucp_request_free(ucx_request);
+    if (request->server.end_receiving(request.get())) return;  // abandoned: nobody waits
     if (status != UCS_OK) {
       // The requester's endpoint failed or closed: nobody waits for an answer.
       MEMLOOM_LOG(kDebug, ucx_error("transport: receiving a write's data", status));
@@ -202,6 +205,10 @@ struct UcxAmServer::Request {
     }
     if (!stage(request, /*read=*/false)) return UCS_OK;
     Request* receiving = request.release();  // write_received answers and deletes it
+    {
+      std::lock_guard<std::mutex> lock(self->receiving_mutex_);
+      self->receiving_.emplace(receiving->reply_ep, receiving);
+    }
     msg::receive_data(self->worker_.worker(), data, receiving->iov, write_received, receiving);
     return UCS_OK;
   }
@@ -241,6 +248,46 @@ UcxAmServer::UcxAmServer(UcxWorker& worker, UcxRegionRegistry& regions, UcxJobGa
     : worker_(worker), regions_(regions), gate_(gate), staging_(std::move(staging)) {
   msg::set_data_handler(worker_.worker(), msg::kAmWrite, Request::on_write, this);
   msg::set_data_handler(worker_.worker(), msg::kAmRead, Request::on_read, this);
+}
+
+UcxAmServer::~UcxAmServer() {
+  if (worker_.worker() != nullptr) return;  // kept open: UCX may still own them, leaked
+  for (Request* request : abandoned_) delete request;
+}
+
+size_t UcxAmServer::requests_abandoned() const {
+  std::lock_guard<std::mutex> lock(receiving_mutex_);
+  return abandoned_.size();
+}
+
+void UcxAmServer::endpoint_failed(ucp_ep_h ep) {
+  std::vector<std::shared_ptr<void>> holds;  // ended outside the lock: an end may wake withdraw()
+  std::lock_guard<std::mutex> lock(receiving_mutex_);
+  auto [first, last] = receiving_.equal_range(ep);
+  for (auto it = first; it != last; ++it) {
+    Request* request = it->second;
+    for (auto& hold : request->holds) holds.push_back(std::move(hold));
+    request->holds.clear();
+    abandoned_.insert(request);
+  }
+  if (first != last) {
+    MEMLOOM_LOG(kDebug, "transport " << own_address_ << ": " << std::distance(first, last)
+                                     << " write(s) abandoned with their failed endpoint");
+  }
+  receiving_.erase(first, last);
+}
+
+bool UcxAmServer::end_receiving(Request* request) {
+  std::lock_guard<std::mutex> lock(receiving_mutex_);
+  if (abandoned_.erase(request) != 0) return true;
+  auto [first, last] = receiving_.equal_range(request->reply_ep);
+  for (auto it = first; it != last; ++it) {
+    if (it->second == request) {
+      receiving_.erase(it);
+      break;
+    }
+  }
+  return false;
 }
 
 }  // namespace memloom::host

@@ -212,6 +212,7 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options,
           [this](ucp_ep_h ep) {
             gate_.forget(ep);
             regions_.forget_holder(ep);
+            am_server_.endpoint_failed(ep);
           },
           [this](ucp_ep_h ep) { return gate_.admitted(ep); }) {
   const std::pair<unsigned, msg::Handler> taken[] = {
@@ -253,7 +254,11 @@ UcxTransport::~UcxTransport() {
                                         "worker is left open until the process exits (destroying "
                                         "it would abort the process)");
     worker_.keep_open_at_destruction();
+    return;
   }
+  // Now, while every object its callbacks reach lives: UCX may still end receives it had never
+  // ended (abandoned, ucx_am_server.h) here; after this it calls nothing of ours.
+  worker_.destroy_worker();
 }
 
 void UcxTransport::transfer(const std::string& peer_address,

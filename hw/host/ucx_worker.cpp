@@ -107,11 +107,17 @@ std::string UcxWorker::endpoint_setting() const {
 UcxWorker::~UcxWorker() {
   stop_progress_thread();
   if (!keep_open_) {
-    ucp_worker_destroy(worker_);
+    destroy_worker();
     ucp_cleanup(context_);
   }
   ::close(wake_pipe_[0]);
   ::close(wake_pipe_[1]);
+}
+
+void UcxWorker::destroy_worker() {
+  stop_progress_thread();
+  if (worker_ != nullptr) ucp_worker_destroy(worker_);
+  worker_ = nullptr;
 }
 
 void UcxWorker::start_progress_thread(std::function<void()> housekeeping) {

@@ -75,6 +75,10 @@ class UcxWorker {
   // The destructor then leaves the worker and context open: freeing a worker with requests on it,
   // UCX 1.13 aborts ("pending request ... should have been flushed") or calls into gone objects.
   void keep_open_at_destruction() { keep_open_ = true; }
+  // Destroys the worker now, the context at destruction: while the objects its callbacks reach
+  // still live, for requests that UCX never ends but ends here (ucx_am_server.h). Stops the
+  // progress thread first; nothing may use the worker after. Idempotent.
+  void destroy_worker();
 
  private:
   void progress_loop();
