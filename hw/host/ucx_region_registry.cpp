@@ -1,6 +1,7 @@
 #include "hw/host/ucx_region_registry.h"
 
 #include <chrono>
+#include <utility>
 #include <vector>
 
 #include "hw/host/ucx_messages.h"
@@ -28,8 +29,13 @@ void unmap(ucp_context_h context, ucp_mem_h memory) {
 
 }  // namespace
 
-UcxRegionRegistry::~UcxRegionRegistry() {
-  for (const auto& [start, interval] : regions_) unmap(worker_.context(), interval.payload->memory);
+void UcxRegionRegistry::unmap_all() {
+  base::RangeMap<std::shared_ptr<Region>> regions;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::swap(regions, regions_);
+  }
+  for (const auto& [start, interval] : regions) unmap(worker_.context(), interval.payload->memory);
 }
 
 void UcxRegionRegistry::expose(void* address, size_t size) {

@@ -34,9 +34,13 @@ class UcxRegionRegistry {
   UcxRegionRegistry(UcxWorker& worker, UcxJobGate& gate, bool serves_keys,
                     const BufferStaging& staging)
       : worker_(worker), gate_(gate), serves_keys_(serves_keys), staging_(staging) {}
-  ~UcxRegionRegistry();
+  ~UcxRegionRegistry() { unmap_all(); }
   UcxRegionRegistry(const UcxRegionRegistry&) = delete;
   UcxRegionRegistry& operator=(const UcxRegionRegistry&) = delete;
+
+  // Unregisters and forgets every region, at the transport's end: before its worker goes, since
+  // UCX 1.16 defers unmapping memory that a request still uses to the worker's progress.
+  void unmap_all();
 
   // Named in revocations (set once the listener is up).
   void set_own_address(const std::string& address) { own_address_ = address; }

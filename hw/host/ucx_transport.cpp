@@ -257,7 +257,10 @@ UcxTransport::~UcxTransport() {
     return;
   }
   // Now, while every object its callbacks reach lives: UCX may still end receives it had never
-  // ended (abandoned, ucx_am_server.h) here; after this it calls nothing of ours.
+  // ended (abandoned, ucx_am_server.h) here; after this it calls nothing of ours. The regions go
+  // first: UCX 1.16 defers unmapping one such a receive uses to the worker (unmapped after the
+  // worker, the process hung in ucs_callbackq_add_oneshot on the GPU image).
+  regions_.unmap_all();
   worker_.destroy_worker();
 }
 
