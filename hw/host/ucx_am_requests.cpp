@@ -4,8 +4,11 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "src/base/log.h"
+#include "src/base/range_map.h"
 
 namespace memloom::host {
 namespace {
@@ -19,6 +22,30 @@ constexpr size_t kMaxOpsPerMessage = 512;
 constexpr size_t kWindow = 8;
 // After a failure, how long UCX gets to hand back requests on the caller's buffers.
 constexpr auto kReleaseTimeout = std::chrono::seconds(2);
+
+// The ranges of a call's ops not yet answered, to find an op that overlaps an earlier one. An op
+// above every range so far (a batch in ascending order: no overlap possible) costs no tree work:
+// ranges wait in a list until an op below the highest end needs the tree.
+class IssuedRanges {
+ public:
+  bool overlaps(uint64_t start, uint64_t bytes) {
+    if (start >= end_) return false;
+    for (const auto& [from, length] : waiting_) tree_.insert(from, length);
+    waiting_.clear();
+    return tree_.overlapping(start, bytes) != nullptr;
+  }
+  // After overlaps() said no.
+  void add(uint64_t start, uint64_t bytes) {
+    waiting_.emplace_back(start, bytes);
+    end_ = std::max(end_, start + bytes);
+  }
+  void clear() { *this = {}; }
+
+ private:
+  base::RangeMap<> tree_;
+  std::vector<std::pair<uint64_t, uint64_t>> waiting_;  // ranges not in tree_ yet
+  uint64_t end_ = 0;                                    // above every range added
+};
 
 }  // namespace
 
@@ -168,8 +195,8 @@ class UcxAmRequests::Run {
   // `op` is at most kChunkBytes when `staged` (its local memory goes through a staging buffer).
   void add(const hal::TransferOp& op, bool staged) {
     const auto local = reinterpret_cast<uintptr_t>(op.local_address);
-    if (remote_ranges_.overlapping(op.remote_address, op.bytes) != nullptr ||
-        local_ranges_.overlapping(local, op.bytes) != nullptr) {
+    if (remote_ranges_.overlaps(op.remote_address, op.bytes) ||
+        local_ranges_.overlaps(local, op.bytes)) {
       send();
       wait_for_all();
     }
@@ -195,8 +222,8 @@ class UcxAmRequests::Run {
       building_->local.push_back({staged ? nullptr : op.local_address, op.bytes});
     }
     building_->bytes += op.bytes;
-    remote_ranges_.insert(op.remote_address, op.bytes);
-    local_ranges_.insert(local, op.bytes);
+    remote_ranges_.add(op.remote_address, op.bytes);
+    local_ranges_.add(local, op.bytes);
   }
 
   void finish() {
@@ -291,8 +318,8 @@ class UcxAmRequests::Run {
       return seen == sent_.size() && call_->outstanding.load() == 0;
     });
     retire(sent_.size());
-    remote_ranges_ = {};
-    local_ranges_ = {};
+    remote_ranges_.clear();
+    local_ranges_.clear();
   }
 
   // Progresses until `done`; raises on a timeout, a failed endpoint or request, an interruption.
@@ -315,7 +342,7 @@ class UcxAmRequests::Run {
   std::vector<std::shared_ptr<Message>> sent_;
   size_t oldest_ = 0;  // sent_[oldest_ ..] may still be unanswered
   std::vector<UcxPendingTable<Message>::Registration> registrations_;
-  base::RangeMap<> remote_ranges_, local_ranges_;  // of messages unanswered or being built
+  IssuedRanges remote_ranges_, local_ranges_;  // of messages unanswered or being built
 };
 
 void UcxAmRequests::run(const std::shared_ptr<UcxPeer>& peer,
