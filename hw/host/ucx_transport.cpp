@@ -258,8 +258,8 @@ UcxTransport::~UcxTransport() {
   }
   // Now, while every object its callbacks reach lives: UCX may still end receives it had never
   // ended (abandoned, ucx_am_server.h) here; after this it calls nothing of ours. The regions go
-  // first: UCX 1.16 defers unmapping one such a receive uses to the worker (unmapped after the
-  // worker, the process hung in ucs_callbackq_add_oneshot on the GPU image).
+  // first: UCX 1.16 hands the unmapping of memory such a receive still uses to the worker's
+  // progress (unmapped after the worker, the process hung in ucs_callbackq_add_oneshot).
   regions_.unmap_all();
   worker_.destroy_worker();
 }
