@@ -1,17 +1,20 @@
 #include "bench/bench_ranks.h"
 
 #include <arpa/inet.h>
+#include <linux/futex.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,15 +32,22 @@ namespace {
 
 constexpr auto kSetupTimeout = std::chrono::seconds(120);
 
-template <typename Ready>
-void wait_until(Ready ready, const char* what) {
+// Sleeps until `word` no longer holds `seen`. A shared futex (the ranks are processes sharing the
+// mapping): a rank waiting at the barrier while another times its transfers sleeps, instead of
+// waking thousands of times a second beside the timed work (a serving rank waits there throughout).
+void wait_while(const std::atomic<uint32_t>& word, uint32_t seen, const char* what) {
   const auto deadline = std::chrono::steady_clock::now() + kSetupTimeout;
-  while (!ready()) {
+  while (word.load() == seen) {
     if (std::chrono::steady_clock::now() > deadline) {
       throw std::runtime_error(std::string("timed out waiting for ") + what);
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    timespec slice{0, 100'000'000};  // the deadline is checked between slices
+    ::syscall(SYS_futex, &word, FUTEX_WAIT, seen, &slice, nullptr, 0);
   }
+}
+
+void wake_all(std::atomic<uint32_t>& word) {
+  ::syscall(SYS_futex, &word, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
 std::string make_job_id() {
@@ -156,18 +166,20 @@ void RankRendezvous::barrier(int world_size) {
   if (arrived_.fetch_add(1) + 1 == static_cast<uint32_t>(world_size)) {
     arrived_.store(0);
     generation_.fetch_add(1);
+    wake_all(generation_);
     return;
   }
-  wait_until([&] { return generation_.load() != generation; }, "the other ranks (set-up barrier)");
+  wait_while(generation_, generation, "the other ranks (set-up barrier)");
 }
 
 void RankRendezvous::publish(int mailbox, uint64_t value) {
   values_[mailbox].store(value);
   posted_[mailbox].store(1);
+  wake_all(posted_[mailbox]);
 }
 
 uint64_t RankRendezvous::wait_for(int mailbox) {
-  wait_until([&] { return posted_[mailbox].load() != 0; }, "a value from another rank");
+  wait_while(posted_[mailbox], 0, "a value from another rank");
   return values_[mailbox].load();
 }
 

@@ -23,7 +23,8 @@ inline void keep_min(Figures& figures, const std::string& name, double seconds) 
 
 // A small shared-memory area mapped before the fork, for set-up steps only (never timed): a
 // barrier, and mailboxes that pass a value (an address, a port) from one rank to the others.
-// Every wait ends with an exception after 120 s.
+// Waits sleep on a futex in the area, so a rank waiting while another is timed costs no CPU;
+// every wait ends with an exception after 120 s.
 class RankRendezvous {
  public:
   static constexpr int kMailboxes = 16;
@@ -33,6 +34,7 @@ class RankRendezvous {
   uint64_t wait_for(int mailbox);
 
  private:
+  static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words are plain uint32_t");
   std::atomic<uint32_t> arrived_{0};
   std::atomic<uint32_t> generation_{0};
   std::atomic<uint64_t> values_[kMailboxes]{};

@@ -199,6 +199,7 @@ void UcxEndpoints::on_connection(ucp_conn_request_h request, void* arg) {
     MEMLOOM_LOG(kWarn, ucx_error("transport: accepting a peer", status));
     return;
   }
+  self->worker_.note_peer_connected();
   ucp_ep_h evicted = nullptr;
   {
     std::lock_guard<std::mutex> lock(self->mutex_);

@@ -20,6 +20,12 @@ namespace {
 // How many empty progress calls a waiting thread makes before it sleeps on the event fd: enough to
 // catch a reply on the same host without a system call, few enough not to starve the peer's core.
 constexpr int kSpinsBeforeSleep = 200;
+// How long the progress thread keeps progressing after its last message before it sleeps: a
+// requester's next message in a run of small transfers finds it awake. Woken from its sleep for
+// each message, it took longer than the wire (README, "Figures": the 8-byte round trip).
+constexpr auto kServeSpin = std::chrono::microseconds(100);
+// How often a parked progress thread looks whether the callers have left, where none wakes it.
+constexpr int kParkedSliceMs = 1;
 // A sleeping waiter re-checks at least this often (a wake-up consumed by another thread).
 constexpr int kSleepSliceMs = 1;
 constexpr auto kEndingStall = std::chrono::milliseconds(20);
@@ -149,16 +155,21 @@ void UcxWorker::progress_loop() {
   auto next_housekeeping = std::chrono::steady_clock::now() + kHousekeepingPeriod;
   while (!stopping_) {
     // Stops as soon as a caller comes, even with work left (CallerScope says why).
-    while (progressing_callers_.load() == 0 && ucp_worker_progress(worker_) != 0) {
+    for (auto idle_since = std::chrono::steady_clock::now(); progressing_callers_.load() == 0;) {
+      if (ucp_worker_progress(worker_) != 0) {
+        idle_since = std::chrono::steady_clock::now();
+      } else if (std::chrono::steady_clock::now() - idle_since >= kServeSpin) {
+        break;
+      }
     }
     if (std::chrono::steady_clock::now() >= next_housekeeping) {
       housekeeping_();
       next_housekeeping = std::chrono::steady_clock::now() + kHousekeepingPeriod;
     }
     if (progressing_callers_.load() > 0) {
-      // A caller progresses the worker: wait for the last one to leave (it writes the pipe).
+      // A caller progresses the worker: wait for the last one to leave (CallerScope).
       progress_thread_parked_ = true;
-      if (progressing_callers_.load() > 0) wait_for_events(1000, /*with_events=*/false);
+      if (progressing_callers_.load() > 0) wait_for_events(kParkedSliceMs, /*with_events=*/false);
       progress_thread_parked_ = false;
     } else if (ucp_worker_arm(worker_) != UCS_ERR_BUSY) {  // BUSY: events came; progress again
       wait_for_events(1000);
@@ -167,7 +178,8 @@ void UcxWorker::progress_loop() {
 }
 
 UcxWorker::CallerScope::~CallerScope() {
-  if (worker_.progressing_callers_.fetch_sub(1) == 1 && worker_.progress_thread_parked_.load()) {
+  if (worker_.progressing_callers_.fetch_sub(1) == 1 && worker_.peers_connected_.load() &&
+      worker_.progress_thread_parked_.load()) {
     [[maybe_unused]] ssize_t woken = ::write(worker_.wake_pipe_[1], "x", 1);
   }
 }

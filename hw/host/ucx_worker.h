@@ -1,6 +1,7 @@
 // One UCX context and worker for one Transport, shared by its threads (UCS_THREAD_MODE_MULTI):
 // transfer threads progress it while they wait (no hand-off on the latency path); a progress
-// thread answers peers otherwise, sleeping on the worker's event fd (idle, it costs no CPU).
+// thread answers peers otherwise, sleeping on the worker's event fd once 100 us passed without a
+// message (idle, it costs no CPU).
 //
 // Lock order: UCX takes the worker's lock inside every ucp_* call and runs callbacks under it, so
 // code here never calls into UCX while holding a mutex of its own that a callback also takes.
@@ -45,6 +46,9 @@ class UcxWorker {
   // While one lives (a transfer call, first message to last answer), its thread progresses the
   // worker and the progress thread stands aside: two threads taking turns on its spin lock slow
   // both. Not across a wait outside UCX (the listener check's connect): nobody would answer peers.
+  // The last to leave wakes the progress thread where peers have connected (they may wait for an
+  // answer); else it takes over within a millisecond: waking it after every call would make it
+  // compete for a core with the peer that the next call waits for.
   class CallerScope {
    public:
     explicit CallerScope(UcxWorker& worker) : worker_(worker) {
@@ -57,6 +61,9 @@ class UcxWorker {
    private:
     UcxWorker& worker_;
   };
+
+  // A peer connected to this worker's listener: from now on it may wait for answers.
+  void note_peer_connected() { peers_connected_ = true; }
 
   // Until `done()` holds; false if the deadline passed first. kYes throws kInterrupted if asked.
   bool progress_until(const std::function<bool()>& done, Deadline deadline,
@@ -94,9 +101,11 @@ class UcxWorker {
   int wake_pipe_[2] = {-1, -1};
   std::atomic<bool> stopping_{false};
   bool keep_open_ = false;
-  // CallerScopes: the progress thread parks on the wake pipe while any live; the last wakes it.
+  // CallerScopes: the progress thread parks on the wake pipe while any live (CallerScope says who
+  // wakes it).
   std::atomic<int> progressing_callers_{0};
   std::atomic<bool> progress_thread_parked_{false};
+  std::atomic<bool> peers_connected_{false};
   std::function<void()> housekeeping_;
   std::thread progress_thread_;
 };
