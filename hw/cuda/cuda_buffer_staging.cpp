@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "hw/cuda/cuda_check.h"
@@ -10,6 +12,23 @@
 #include "src/base/log.h"
 
 namespace memloom::cuda {
+namespace {
+
+// Page-locked buffers outlive the staging that allocated them and serve the next one: freeing one
+// (cudaFreeHost) waits for the whole device, so a transport destroyed while a stream's host
+// function waits for its caller (TRANS's queued transfers outlive their instance) would wait for
+// good; allocating one waits likewise. Never freed: at exit CUDA may be gone first.
+struct KeptBuffers {
+  std::mutex mutex;
+  std::multimap<size_t, void*> by_size;
+};
+
+KeptBuffers& kept_buffers() {
+  static auto* kept = new KeptBuffers;
+  return *kept;
+}
+
+}  // namespace
 
 CudaBufferStaging::CudaBufferStaging(int device) : device_(device) {
   DeviceGuard guard(device_);
@@ -125,13 +144,24 @@ void CudaBufferStaging::copy_all(const std::vector<host::StagingCopy>& copies, D
 void* CudaBufferStaging::allocate_host(size_t bytes) {
   DeviceGuard guard(device_);
   void* buffer = nullptr;
+  {
+    KeptBuffers& kept = kept_buffers();
+    std::lock_guard<std::mutex> lock(kept.mutex);
+    if (auto it = kept.by_size.find(bytes); it != kept.by_size.end()) {
+      buffer = it->second;
+      kept.by_size.erase(it);
+    }
+  }
   // Portable: the copies may reach any device of the process by unified addressing. Mapped: the
   // staging kernel reads and writes it, at the address the host uses where the device says so.
-  check_cuda(cudaHostAlloc(&buffer, bytes, cudaHostAllocPortable | cudaHostAllocMapped),
-             "cudaHostAlloc (staging)");
+  if (buffer == nullptr) {
+    check_cuda(cudaHostAlloc(&buffer, bytes, cudaHostAllocPortable | cudaHostAllocMapped),
+               "cudaHostAlloc (staging)");
+  }
+  std::lock_guard<std::mutex> lock(pinned_mutex_);
+  sizes_[buffer] = bytes;
   void* on_device = nullptr;
   if (cudaHostGetDevicePointer(&on_device, buffer, 0) == cudaSuccess && on_device == buffer) {
-    std::lock_guard<std::mutex> lock(pinned_mutex_);
     pinned_.insert(reinterpret_cast<uintptr_t>(buffer), bytes);
   } else {
     (void)cudaGetLastError();  // copies through it go by the copy engine
@@ -143,11 +173,18 @@ void* CudaBufferStaging::allocate_host(size_t bytes) {
 }
 
 void CudaBufferStaging::free_host(void* buffer) noexcept {
+  size_t bytes = 0;
   {
     std::lock_guard<std::mutex> lock(pinned_mutex_);
     pinned_.erase(reinterpret_cast<uintptr_t>(buffer));
+    auto it = sizes_.find(buffer);
+    if (it == sizes_.end()) return;  // not one of allocate_host's
+    bytes = it->second;
+    sizes_.erase(it);
   }
-  (void)cudaFreeHost(buffer);
+  KeptBuffers& kept = kept_buffers();
+  std::lock_guard<std::mutex> lock(kept.mutex);
+  kept.by_size.emplace(bytes, buffer);
 }
 
 }  // namespace memloom::cuda

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <map>
 #include <mutex>
 
 #include "hw/host/buffer_staging.h"
@@ -22,6 +23,8 @@ class CudaBufferStaging : public host::BufferStaging {
   bool needs_staging(const void* pointer) const override;
   // Thread-safe: the transport's serving thread and its requesting threads share one staging.
   void copy_all(const std::vector<host::StagingCopy>& copies, Deadline deadline) override;
+  // Page-locked; free_host keeps the buffer for the process's next allocate_host of that size
+  // (freeing waits for the device: cuda_buffer_staging.cpp says why that must not happen).
   void* allocate_host(size_t bytes) override;
   void free_host(void* buffer) noexcept override;
   bool allocation_waits_for_device() const override { return true; }
@@ -37,7 +40,8 @@ class CudaBufferStaging : public host::BufferStaging {
   const int device_;
   cudaStream_t stream_ = nullptr;
   std::mutex pinned_mutex_;
-  base::RangeMap<> pinned_;  // allocate_host's buffers that this device's kernels can address
+  base::RangeMap<> pinned_;        // allocate_host's buffers that this device's kernels can address
+  std::map<void*, size_t> sizes_;  // every buffer of allocate_host not yet freed, by address
 };
 
 }  // namespace memloom::cuda
