@@ -326,19 +326,32 @@ void UcxEndpoints::drop(const std::shared_ptr<UcxPeer>& peer) {
 }
 
 void UcxEndpoints::close_all() {
-  std::map<std::string, std::shared_ptr<UcxPeer>> peers;
-  std::map<ucp_ep_h, std::chrono::steady_clock::time_point> accepted;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    peers.swap(peers_);
-    accepted.swap(accepted_);
-  }
-  peers.clear();  // each closes its endpoint, flushing what is in flight
-  close_failed_accepted();
-  // Flushed, not forced: a peer whose write landed here must not see the cut before its flush.
-  for (const auto& [ep, since] : accepted) close_endpoint(worker_, ep, /*force=*/false);
+  // The listener first: closing progresses the worker, which would accept peers still connecting
+  // (they would be left open, to be closed after the worker is gone).
   if (listener_ != nullptr) ucp_listener_destroy(listener_);
   listener_ = nullptr;
+  const bool worker_gone = worker_.worker() == nullptr;  // it took every endpoint with it
+  for (;;) {
+    std::map<std::string, std::shared_ptr<UcxPeer>> peers;
+    std::map<ucp_ep_h, std::chrono::steady_clock::time_point> accepted;
+    std::vector<ucp_ep_h> failed;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      peers.swap(peers_);
+      accepted.swap(accepted_);
+      failed.swap(failed_accepted_);
+    }
+    if (peers.empty() && accepted.empty() && failed.empty()) return;
+    if (worker_gone) {
+      for (auto& [address, peer] : peers) peer->ep_ = nullptr;
+      continue;
+    }
+    peers.clear();  // each closes its endpoint, flushing what is in flight
+    for (ucp_ep_h ep : failed) close_endpoint(worker_, ep, /*force=*/true);
+    // Flushed, not forced: a peer whose write landed here must not see the cut before its flush.
+    // An endpoint that fails meanwhile goes to failed_accepted_, closed in the next round.
+    for (const auto& [ep, since] : accepted) close_endpoint(worker_, ep, /*force=*/false);
+  }
 }
 
 UcxRemoteKey UcxEndpoints::key_for(const std::shared_ptr<UcxPeer>& peer, uint64_t address,

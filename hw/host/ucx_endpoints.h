@@ -146,7 +146,8 @@ class UcxEndpoints {
 
   // Closes accepted endpoints that did not pass the job proof within kProofTimeout (housekeeping).
   void close_unproven();
-  // Closes every endpoint (flushing briefly) and the listener; before the worker goes.
+  // Closes the listener and every endpoint (flushing briefly), also those that fail or come
+  // meanwhile; before the worker goes. Once it went (destroy_worker), only forgets them.
   void close_all();
 
   static constexpr auto kProofTimeout = std::chrono::seconds(5);

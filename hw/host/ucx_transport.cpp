@@ -256,6 +256,8 @@ UcxTransport::~UcxTransport() {
     worker_.keep_open_at_destruction();
     return;
   }
+  // Endpoints that failed while it waited.
+  endpoints_.close_all();
   // Now, while every object its callbacks reach lives: UCX may still end receives it had never
   // ended (abandoned, ucx_am_server.h) here; after this it calls nothing of ours. The regions go
   // first: UCX 1.16 hands the unmapping of memory such a receive still uses to the worker's

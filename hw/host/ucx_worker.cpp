@@ -154,13 +154,15 @@ void UcxWorker::progress_loop() {
   constexpr auto kHousekeepingPeriod = std::chrono::seconds(1);
   auto next_housekeeping = std::chrono::steady_clock::now() + kHousekeepingPeriod;
   while (!stopping_) {
-    // Stops as soon as a caller comes, even with work left (CallerScope says why).
-    for (auto idle_since = std::chrono::steady_clock::now(); progressing_callers_.load() == 0;) {
-      if (ucp_worker_progress(worker_) != 0) {
-        idle_since = std::chrono::steady_clock::now();
-      } else if (std::chrono::steady_clock::now() - idle_since >= kServeSpin) {
-        break;
-      }
+    // Stops as soon as a caller comes, even with work left (CallerScope says why), and when the
+    // housekeeping or a stop is due: a peer whose messages never pause for kServeSpin would
+    // otherwise keep it here.
+    for (auto idle_since = std::chrono::steady_clock::now();
+         progressing_callers_.load() == 0 && !stopping_;) {
+      const bool worked = ucp_worker_progress(worker_) != 0;
+      const auto now = std::chrono::steady_clock::now();
+      if (worked) idle_since = now;
+      if (now - idle_since >= kServeSpin || now >= next_housekeeping) break;
     }
     if (std::chrono::steady_clock::now() >= next_housekeeping) {
       housekeeping_();
