@@ -1,20 +1,17 @@
 #include "bench/bench_ranks.h"
 
 #include <arpa/inet.h>
-#include <linux/futex.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "hw/host/wait_policy.h"
 #include "src/store/server.h"
 #include "wholememory/wholememory.h"
 
@@ -32,22 +30,17 @@ namespace {
 
 constexpr auto kSetupTimeout = std::chrono::seconds(120);
 
-// Sleeps until `word` no longer holds `seen`. A shared futex (the ranks are processes sharing the
-// mapping): a rank waiting at the barrier while another times its transfers sleeps, instead of
-// waking thousands of times a second beside the timed work (a serving rank waits there throughout).
-void wait_while(const std::atomic<uint32_t>& word, uint32_t seen, const char* what) {
+// Sleeps until `word` no longer holds `seen`, on a futex shared by the ranks' processes: a rank
+// waiting at the barrier while another times its transfers sleeps, instead of waking thousands of
+// times a second beside the timed work (a serving rank waits there throughout).
+void wait_while(std::atomic<uint32_t>& word, uint32_t seen, const char* what) {
   const auto deadline = std::chrono::steady_clock::now() + kSetupTimeout;
   while (word.load() == seen) {
     if (std::chrono::steady_clock::now() > deadline) {
       throw std::runtime_error(std::string("timed out waiting for ") + what);
     }
-    timespec slice{0, 100'000'000};  // the deadline is checked between slices
-    ::syscall(SYS_futex, &word, FUTEX_WAIT, seen, &slice, nullptr, 0);
+    host::futex_wait(&word, seen, 100'000'000);  // the deadline is checked between slices
   }
-}
-
-void wake_all(std::atomic<uint32_t>& word) {
-  ::syscall(SYS_futex, &word, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
 std::string make_job_id() {
@@ -166,7 +159,7 @@ void RankRendezvous::barrier(int world_size) {
   if (arrived_.fetch_add(1) + 1 == static_cast<uint32_t>(world_size)) {
     arrived_.store(0);
     generation_.fetch_add(1);
-    wake_all(generation_);
+    host::futex_wake_all(&generation_);
     return;
   }
   wait_while(generation_, generation, "the other ranks (set-up barrier)");
@@ -175,7 +168,7 @@ void RankRendezvous::barrier(int world_size) {
 void RankRendezvous::publish(int mailbox, uint64_t value) {
   values_[mailbox].store(value);
   posted_[mailbox].store(1);
-  wake_all(posted_[mailbox]);
+  host::futex_wake_all(&posted_[mailbox]);
 }
 
 uint64_t RankRendezvous::wait_for(int mailbox) {
