@@ -9,6 +9,7 @@
 #include "hw/cuda/cuda_kernels.h"
 #include "hw/cuda/cuda_phase_times.h"
 #include "hw/cuda/host_function_worker.h"
+#include "hw/cuda/host_registrations.h"
 #include "memloom/error.h"
 #include "src/base/log.h"
 
@@ -85,8 +86,11 @@ void CudaStream::submit(hal::StreamWork work) {
     case hal::StreamWorkKind::kCopy: {
       PhaseTimer timer("copy", stream_);
       // cudaMemcpyDefault: unified addressing tells device, mapped GVA and host memory apart.
-      check_cuda(cudaMemcpyAsync(work.dst, work.src, work.bytes, cudaMemcpyDefault, stream_),
-                 "cudaMemcpyAsync");
+      copy_within_registrations(
+          work.dst, work.src, work.bytes, [this](void* to, const void* from, size_t bytes) {
+            check_cuda(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream_),
+                       "cudaMemcpyAsync");
+          });
       return;
     }
     case hal::StreamWorkKind::kKernel:

@@ -11,6 +11,7 @@
 
 #include "hw/cuda/cuda_check.h"
 #include "hw/cuda/device_range_export.h"
+#include "hw/cuda/host_registrations.h"
 #include "hw/cuda/vmm_segment.h"
 #include "memloom/error.h"
 #include "src/base/hex.h"
@@ -340,6 +341,7 @@ void VmmMemoryDomain::register_user_memory(void* address, size_t size) {
     cudaError_t result = cudaHostRegister(address, size, kHostRegisterFlags);
     if (result == cudaSuccess) {
       pinned_here = true;
+      note_host_registered(address, size);
     } else if (result == cudaErrorHostMemoryAlreadyRegistered) {
       (void)cudaGetLastError();  // pinned by its owner (a mapped host segment, the user)
     } else {
@@ -356,6 +358,7 @@ void VmmMemoryDomain::unregister_user_memory(void* address) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto* registration = &registered_.expect_start(address);
   if (registration->payload.pinned_here) {
+    note_host_unregistered(address);
     DeviceGuard guard(current_device_.load());
     check_cuda(cudaHostUnregister(address), "cudaHostUnregister");
   }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "hw/cuda/cuda_check.h"
+#include "hw/cuda/host_registrations.h"
 #include "hw/cuda/vmm_segment.h"
 #include "memloom/error.h"
 #include "src/base/hex.h"
@@ -128,9 +129,11 @@ void map_host_segment(void* address, const hal::Segment& segment) {
            -1, 0);
     raise_cuda(result, "cudaHostRegister of a host segment");
   }
+  note_host_registered(address, host.size());
 }
 
 void unmap_host_segment(void* address, size_t size) {
+  note_host_unregistered(address);
   cudaError_t result = cudaHostUnregister(address);
   if (result != cudaSuccess) {
     (void)cudaGetLastError();

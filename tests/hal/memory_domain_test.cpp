@@ -59,6 +59,36 @@ TEST(MemoryDomain, HostSegmentsAreReadableAndWritableInPlace) {
   domain().unmap_anywhere(again, bytes);
 }
 
+// WholeMemory's contiguous host ranges map every rank's segment side by side, and a rank's rows may
+// start in the segment before its own. A copy across the seams works as one (the CUDA backend cuts
+// it: CUDA refuses one copy whose host side runs from one page-locked registration into the next).
+TEST(MemoryDomain, CopiesCrossTheSeamsOfHostSegmentsMappedSideBySide) {
+  const size_t g = domain().granularity(MemoryKind::kHost);
+  auto stream = platform().create_stream(platform().current_device());
+  auto range = domain().reserve(3 * g);
+  std::vector<std::unique_ptr<hal::Segment>> segments;
+  for (size_t i = 0; i < 3; ++i) {
+    segments.push_back(domain().allocate(MemoryKind::kHost, -1, g));
+    range->map(i * g, *segments.back());
+  }
+  // From the middle of the first segment to the middle of the third.
+  auto* seams = static_cast<uint8_t*>(range->base()) + g / 2;
+  const size_t bytes = 2 * g;
+  std::vector<uint8_t> pageable(bytes);
+  for (size_t i = 0; i < bytes; ++i) pageable[i] = kernels::fill_pattern_byte(31, i);
+  stream->copy(seams, pageable.data(), bytes);
+  stream->synchronize(soon());
+  EXPECT_EQ(std::memcmp(seams, pageable.data(), bytes), 0) << "pageable memory into the seams";
+  MappedSegment device(MemoryKind::kDevice, bytes);
+  stream->copy(device.address, seams, bytes);
+  EXPECT_EQ(first_pattern_mismatch(read_back(*stream, device.address, bytes), 31), -1)
+      << "the seams to device memory";
+  HostBuffer registered(bytes, 0x5A);
+  stream->copy(seams, registered.data(), bytes);
+  EXPECT_EQ(read_back(*stream, seams, bytes), std::vector<uint8_t>(bytes, 0x5A))
+      << "registered memory into the seams and back out";
+}
+
 TEST(MemoryDomain, VaRangeMapsSegmentsAtOffsets) {
   const size_t g = domain().granularity(MemoryKind::kDevice);
   const int device = platform().current_device();

@@ -1,0 +1,41 @@
+// The host ranges memloom page-locked with cudaHostRegister, and copies cut at their edges.
+//
+// CUDA refuses (cudaErrorInvalidValue) a copy whose host side starts in one registration and runs
+// past its end, even into another registration right beside it. WholeMemory's contiguous host
+// ranges are exactly that: every rank's pages are a segment registered on its own, mapped side by
+// side, and a rank's rows may start in the last page of the rank before it (partitions are cut by
+// rows, pages by the granularity). On the emulated backend the same copy is one memcpy.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+namespace memloom::cuda {
+
+// Records a range just registered with cudaHostRegister.
+void note_host_registered(const void* address, size_t size);
+// Forgets the registration that starts at `address` (before it is unregistered).
+void note_host_unregistered(const void* address);
+
+// The leading bytes of [address, +bytes) that cross no edge of a recorded registration: up to
+// the end of the one that holds `address`, or up to the start of the next one.
+size_t bytes_before_registration_edge(const void* address, size_t bytes);
+
+// Calls `copy(dst, src, bytes)` for consecutive pieces of the copy, none crossing an edge of a
+// registration on either side.
+template <typename Copy>
+void copy_within_registrations(void* dst, const void* src, size_t bytes, Copy copy) {
+  auto* to = static_cast<std::byte*>(dst);
+  const auto* from = static_cast<const std::byte*>(src);
+  while (bytes > 0) {
+    const size_t piece = std::min(bytes_before_registration_edge(to, bytes),
+                                  bytes_before_registration_edge(from, bytes));
+    copy(to, from, piece);
+    to += piece;
+    from += piece;
+    bytes -= piece;
+  }
+}
+
+}  // namespace memloom::cuda
