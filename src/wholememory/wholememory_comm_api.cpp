@@ -103,6 +103,9 @@ wholememory_error_code_t wholememory_create_communicator(wholememory_comm_t* com
                                                          wholememory_unique_id_t unique_id,
                                                          int rank, int size) {
   return wm::guarded("wholememory_create_communicator", [&] {
+    // From the call's start: the backend may start below (a CUDA context among busy GPU
+    // processes can take seconds), and MEMLOOM_TIMEOUT_S bounds the whole call.
+    const memloom::Deadline deadline = wm::collective_deadline();
     auto& runtime = wm::Runtime::instance();
     runtime.require_initialized();
     wm::checked_output(comm, "comm");
@@ -115,7 +118,6 @@ wholememory_error_code_t wholememory_create_communicator(wholememory_comm_t* com
         rank >= 0 && rank < size,
         "rank " + std::to_string(rank) + " is out of range [0, " + std::to_string(size) + ")");
     const auto id = wm::decode_unique_id(unique_id);
-    const memloom::Deadline deadline = wm::collective_deadline();
     const memloom::store::CallDeadlineScope store_calls(deadline);
     auto client = runtime.store_client(id.store_url, id.token_hex());
     auto group = memloom::core::Group::create(
