@@ -7,6 +7,8 @@
 // it counts once. Receipts are removed by this client's next write (or when it closes).
 #include "src/store/etcd_client.h"
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <random>
@@ -40,9 +42,12 @@ constexpr milliseconds kCloseTime{2000};
 // The last value and revision seen of this many keys: an add or append of a key this client
 // wrote before usually needs one transaction, not two.
 constexpr size_t kCachedKeys = 1024;
-// A transaction that lost a race to another writer waits up to this long (random) before its
-// next attempt, so that many clients on one counter do not keep colliding.
-constexpr int kMaxConflictPauseUs = 4000;
+// A transaction that lost a race to another writer waits a random pause before its next attempt:
+// up to this many of its own round trips, divided by the races the call has lost. A call that
+// lost more tries again sooner, so the one waiting longest tends to win the next race. With a pause
+// that did not shrink (up to 4 ms), 32 clients adding to one counter through a slow etcd (TLS,
+// AddressSanitizer, two cores) left some adds losing race after race past their deadline.
+constexpr int kConflictPauseRoundTrips = 4;
 
 std::string random_id() {
   std::random_device device;
@@ -327,6 +332,7 @@ std::string EtcdClient::read_modify_write(
   Deadline deadline = call_deadline();
   std::minstd_rand jitter(static_cast<uint32_t>(std::hash<std::string>()(receipt)));
   bool from_cache = current.has_value();
+  int races_lost = 0;
   for (int attempt = 0;; ++attempt) {
     std::pair<std::string, std::string> computed;
     try {
@@ -340,9 +346,11 @@ std::string EtcdClient::read_modify_write(
     from_cache = false;
     auto& [value, result] = computed;
     std::string compare_key = current ? mod_revision_is(full, revision) : version_is(full, 0);
+    const auto sent = std::chrono::steady_clock::now();
     JsonValue reply = txn({compare_key, version_is(receipt, 0)},
                           {put_op(full, value, job_lease()), put_op(receipt, result, job_lease())},
                           {range_op(full), range_op(receipt)}, what);
+    const auto round_trip = std::chrono::steady_clock::now() - sent;
     if (reply.find("succeeded") != nullptr) {
       receipt_done(receipt);
       // The transaction's revision is the one our put got.
@@ -362,9 +370,12 @@ std::string EtcdClient::read_modify_write(
     if (deadline.expired()) raise(Status::kTimeout, "store " + what + ": too much contention");
     // A first guess of "missing" that was wrong is no collision; later failures are.
     if (guessed) {
-      int limit = std::min(kMaxConflictPauseUs, 250 << std::min(attempt, 4));
-      std::this_thread::sleep_for(
-          std::chrono::microseconds(jitter() % static_cast<unsigned>(limit)));
+      const auto limit = std::chrono::duration_cast<std::chrono::microseconds>(
+                             round_trip * kConflictPauseRoundTrips / ++races_lost)
+                             .count();
+      const auto pause = std::chrono::microseconds(
+          jitter() % static_cast<unsigned>(std::clamp<int64_t>(limit, 1, UINT32_MAX)));
+      std::this_thread::sleep_for(std::min<std::chrono::microseconds>(pause, deadline.remaining()));
     }
   }
 }
