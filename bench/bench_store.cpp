@@ -133,7 +133,7 @@ int run_store_bench(const std::vector<std::string>& args) {
 }  // namespace
 
 MEMLOOM_REGISTER_BENCH("store",
-                       "set/get ops/s and latency, 64 clients: TCP store vs a local etcd [OPS]",
+                       "set/get/add ops/s and latency, 64 clients: TCP store vs a local etcd [OPS]",
                        run_store_bench);
 
 }  // namespace memloom::bench
