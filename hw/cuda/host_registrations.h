@@ -1,10 +1,11 @@
 // The host ranges memloom page-locked with cudaHostRegister, and copies cut at their edges.
 //
-// CUDA refuses (cudaErrorInvalidValue) a copy whose host side starts in one registration and runs
-// past its end, even into another registration right beside it. WholeMemory's contiguous host
-// ranges are exactly that: every rank's pages are a segment registered on its own, mapped side by
-// side, and a rank's rows may start in the last page of the rank before it (partitions are cut by
-// rows, pages by the granularity). On the emulated backend the same copy is one memcpy.
+// CUDA refuses (cudaErrorInvalidValue) a copy whose host range is partly registered, and, as far as
+// memloom has seen, one that runs from one registration into another right beside it: rank 1 of
+// Ops/UnevenChunks.../Host failed so on an H100 (2026-12-07). WholeMemory's contiguous host ranges
+// are exactly that: every rank's pages are a segment registered on its own, mapped side by side,
+// and a rank's rows may start in the last page of the rank before it (partitions are cut by rows,
+// pages by the granularity). On the emulated backend the same copy is one memcpy.
 #pragma once
 
 #include <algorithm>
