@@ -1,5 +1,6 @@
 #include "hw/cuda/host_registrations.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "src/base/range_map.h"
@@ -37,14 +38,17 @@ void note_host_unregistered(const void* address) {
   table.ranges.erase(as_number(address));
 }
 
-size_t bytes_before_registration_edge(const void* address, size_t bytes) {
-  const uint64_t start = as_number(address);
+size_t bytes_before_registration_edge(const void* dst, const void* src, size_t bytes) {
   auto& table = registrations();
   std::lock_guard<std::mutex> lock(table.mutex);
-  const auto* first = table.ranges.overlapping(start, bytes);
-  if (first == nullptr) return bytes;
-  if (first->start > start) return first->start - start;
-  return std::min<uint64_t>(bytes, first->start + first->size - start);
+  auto before_edge = [&](const void* address) -> uint64_t {
+    const uint64_t start = as_number(address);
+    const auto* first = table.ranges.overlapping(start, bytes);
+    if (first == nullptr) return bytes;
+    if (first->start > start) return first->start - start;
+    return std::min<uint64_t>(bytes, first->start + first->size - start);
+  };
+  return std::min(before_edge(dst), before_edge(src));
 }
 
 }  // namespace memloom::cuda

@@ -8,7 +8,6 @@
 // pages by the granularity). On the emulated backend the same copy is one memcpy.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -19,9 +18,10 @@ void note_host_registered(const void* address, size_t size);
 // Forgets the registration that starts at `address` (before it is unregistered).
 void note_host_unregistered(const void* address);
 
-// The leading bytes of [address, +bytes) that cross no edge of a recorded registration: up to
-// the end of the one that holds `address`, or up to the start of the next one.
-size_t bytes_before_registration_edge(const void* address, size_t bytes);
+// The leading bytes of a copy of `bytes` from `src` to `dst` that cross no edge of a recorded
+// registration on either side: on each, up to the end of the one that holds the address, or up to
+// the start of the next one.
+size_t bytes_before_registration_edge(const void* dst, const void* src, size_t bytes);
 
 // Calls `copy(dst, src, bytes)` for consecutive pieces of the copy, none crossing an edge of a
 // registration on either side.
@@ -30,8 +30,7 @@ void copy_within_registrations(void* dst, const void* src, size_t bytes, Copy co
   auto* to = static_cast<std::byte*>(dst);
   const auto* from = static_cast<const std::byte*>(src);
   while (bytes > 0) {
-    const size_t piece = std::min(bytes_before_registration_edge(to, bytes),
-                                  bytes_before_registration_edge(from, bytes));
+    const size_t piece = bytes_before_registration_edge(to, from, bytes);
     copy(to, from, piece);
     to += piece;
     from += piece;
