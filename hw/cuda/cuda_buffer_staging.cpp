@@ -48,10 +48,14 @@ bool CudaBufferStaging::kernel_reaches(const host::StagingCopy& copy) {
   const auto from = reinterpret_cast<uintptr_t>(copy.from);
   const void* device_side = nullptr;
   {
-    std::lock_guard<std::mutex> lock(pinned_mutex_);
-    if (pinned_.find_containing(from, copy.bytes) != nullptr) {
+    std::lock_guard<std::mutex> lock(buffers_mutex_);
+    auto addressable = [&](uintptr_t address) {
+      const auto* buffer = buffers_.find_containing(address, copy.bytes);
+      return buffer != nullptr && buffer->payload;
+    };
+    if (addressable(from)) {
       device_side = copy.to;
-    } else if (pinned_.find_containing(to, copy.bytes) != nullptr) {
+    } else if (addressable(to)) {
       device_side = copy.from;
     }
   }
@@ -158,29 +162,29 @@ void* CudaBufferStaging::allocate_host(size_t bytes) {
     check_cuda(cudaHostAlloc(&buffer, bytes, cudaHostAllocPortable | cudaHostAllocMapped),
                "cudaHostAlloc (staging)");
   }
-  std::lock_guard<std::mutex> lock(pinned_mutex_);
-  sizes_[buffer] = bytes;
   void* on_device = nullptr;
-  if (cudaHostGetDevicePointer(&on_device, buffer, 0) == cudaSuccess && on_device == buffer) {
-    pinned_.insert(reinterpret_cast<uintptr_t>(buffer), bytes);
-  } else {
+  const bool addressable =
+      cudaHostGetDevicePointer(&on_device, buffer, 0) == cudaSuccess && on_device == buffer;
+  if (!addressable) {
     (void)cudaGetLastError();  // copies through it go by the copy engine
     MEMLOOM_LOG(kDebug,
                 "CUDA staging: a page-locked buffer has no device address equal to its "
                 "host address; its copies go by the copy engine");
   }
+  std::lock_guard<std::mutex> lock(buffers_mutex_);
+  buffers_.insert(reinterpret_cast<uintptr_t>(buffer), bytes, addressable);
   return buffer;
 }
 
 void CudaBufferStaging::free_host(void* buffer) noexcept {
+  const auto start = reinterpret_cast<uintptr_t>(buffer);
   size_t bytes = 0;
   {
-    std::lock_guard<std::mutex> lock(pinned_mutex_);
-    pinned_.erase(reinterpret_cast<uintptr_t>(buffer));
-    auto it = sizes_.find(buffer);
-    if (it == sizes_.end()) return;  // not one of allocate_host's
-    bytes = it->second;
-    sizes_.erase(it);
+    std::lock_guard<std::mutex> lock(buffers_mutex_);
+    const auto* allocated = buffers_.find(start);
+    if (allocated == nullptr) return;  // not one of allocate_host's
+    bytes = allocated->size;
+    buffers_.erase(start);
   }
   KeptBuffers& kept = kept_buffers();
   std::lock_guard<std::mutex> lock(kept.mutex);

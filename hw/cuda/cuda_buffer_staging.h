@@ -5,7 +5,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <map>
 #include <mutex>
 
 #include "hw/host/buffer_staging.h"
@@ -39,9 +38,9 @@ class CudaBufferStaging : public host::BufferStaging {
 
   const int device_;
   cudaStream_t stream_ = nullptr;
-  std::mutex pinned_mutex_;
-  base::RangeMap<> pinned_;        // allocate_host's buffers that this device's kernels can address
-  std::map<void*, size_t> sizes_;  // every buffer of allocate_host not yet freed, by address
+  std::mutex buffers_mutex_;
+  // Every buffer of allocate_host not yet freed; payload: this device's kernels can address it.
+  base::RangeMap<bool> buffers_;
 };
 
 }  // namespace memloom::cuda
