@@ -43,13 +43,10 @@ constexpr milliseconds kCloseTime{2000};
 // wrote before usually needs one transaction, not two.
 constexpr size_t kCachedKeys = 1024;
 // A transaction that lost a race to another writer waits a random pause before its next attempt:
-// up to this many of its own round trips, divided by the races the call has lost. A call that
-// lost more tries again sooner, so the one waiting longest tends to win the next race. With a pause
-// that did not shrink (up to 4 ms), 32 clients adding to one counter through a slow etcd (TLS,
-// AddressSanitizer, two cores) left some adds losing race after race past their deadline. 16
-// rather than 4 or 8: with 64 writers on one counter, fewer wasted transactions left etcd time
-// for 93-95 adds/s instead of 68-75 (4) or 79-87 (8), and the slowest add took 5 s instead of
-// 7-9 s; with 4 writers, rate and mean were the same (bench/RESULTS.md).
+// up to this many of its own round trips, divided by the races the call has lost, so the call
+// waiting longest tends to win the next race and few transactions are wasted. A flat pause (up to
+// 4 ms) left adds of 32 clients on one counter losing past their deadline; 16 beat 4 and 8 with 64
+// writers and cost nothing with 4 (bench/RESULTS.md, "Config store: adds to one counter").
 constexpr int kConflictPauseRoundTrips = 16;
 
 std::string random_id() {
