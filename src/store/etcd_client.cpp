@@ -46,7 +46,7 @@ constexpr size_t kCachedKeys = 1024;
 // up to this many of its own round trips, divided by the races the call has lost, so the call
 // waiting longest tends to win the next race and few transactions are wasted. A flat pause (up to
 // 4 ms) left adds of 32 clients on one counter losing past their deadline; 16 beat 4 and 8 with 64
-// writers and cost nothing with 4 (bench/RESULTS.md, "Config store: adds to one counter").
+// writers and kept rate and mean with 4 (bench/RESULTS.md, "Config store: adds to one counter").
 constexpr int kConflictPauseRoundTrips = 16;
 
 std::string random_id() {
