@@ -65,7 +65,8 @@ void Group::retire() noexcept {
 
 std::shared_ptr<Group> Group::create(std::shared_ptr<store::Client> client, store::KeyPrefix prefix,
                                      int rank, int size, Deadline deadline, GroupTraffic traffic,
-                                     const std::optional<GroupIdentity>& identity) {
+                                     const std::optional<GroupIdentity>& identity,
+                                     const std::function<void()>& once_met) {
   MEMLOOM_CHECK_ARG(client != nullptr, "group needs a config store client");
   MEMLOOM_CHECK_ARG(size > 0, "group size must be positive, got " + std::to_string(size));
   MEMLOOM_CHECK_ARG(
@@ -159,6 +160,7 @@ std::shared_ptr<Group> Group::create(std::shared_ptr<store::Client> client, stor
   spec.pid_of_rank = group->pids_;
   spec.control_only = traffic == GroupTraffic::kControl;
   group->traffic_ = traffic;
+  if (once_met) once_met();
   group->collectives_ = platform().create_collectives(spec, group->bootstrap_, deadline);
   return group;
 }

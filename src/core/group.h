@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,12 +30,15 @@ class Group {
   // Collective over `size` processes, each passing its own rank. Waits for every member until the
   // deadline; a timeout names the ranks that never arrived. Two processes claiming one rank fail.
   // With an identity (what names the group besides its prefix, meeting_record.h), a rank whose
-  // peers wait under another value names both values instead of timing out.
+  // peers wait under another value names both values instead of timing out. `once_met` runs when
+  // every rank arrived, before the collectives start: work that may start the device goes there,
+  // so that it delays no rank's arrival (a CUDA context among busy GPU processes takes seconds).
   static std::shared_ptr<Group> create(std::shared_ptr<store::Client> client,
                                        store::KeyPrefix prefix, int rank, int size,
                                        Deadline deadline,
                                        GroupTraffic traffic = GroupTraffic::kData,
-                                       const std::optional<GroupIdentity>& identity = {});
+                                       const std::optional<GroupIdentity>& identity = {},
+                                       const std::function<void()>& once_met = {});
   ~Group();
 
   int rank() const { return rank_; }

@@ -103,16 +103,13 @@ wholememory_error_code_t wholememory_create_communicator(wholememory_comm_t* com
                                                          wholememory_unique_id_t unique_id,
                                                          int rank, int size) {
   return wm::guarded("wholememory_create_communicator", [&] {
-    // From the call's start: the backend may start below (a CUDA context among busy GPU
-    // processes can take seconds), and MEMLOOM_TIMEOUT_S bounds the whole call.
+    // From the call's start: MEMLOOM_TIMEOUT_S bounds the whole call, the backend's start
+    // included.
     const memloom::Deadline deadline = wm::collective_deadline();
     auto& runtime = wm::Runtime::instance();
     runtime.require_initialized();
     wm::checked_output(comm, "comm");
     *comm = nullptr;
-    // As upstream, the communicator works on the device the calling thread chose (unless a
-    // variable fixed the device).
-    memloom::core::platform().follow_caller_device();
     MEMLOOM_CHECK_ARG(size > 0, "communicator size must be positive, got " + std::to_string(size));
     MEMLOOM_CHECK_ARG(
         rank >= 0 && rank < size,
@@ -122,7 +119,12 @@ wholememory_error_code_t wholememory_create_communicator(wholememory_comm_t* com
     auto client = runtime.store_client(id.store_url, id.token_hex());
     auto group = memloom::core::Group::create(
         client, memloom::store::KeyPrefix("wm/" + id.token_hex() + "/"), rank, size, deadline,
-        memloom::core::GroupTraffic::kData, unique_id_identity(id, size));
+        memloom::core::GroupTraffic::kData, unique_id_identity(id, size), [] {
+          // As upstream, the communicator works on the device the calling thread chose (unless a
+          // variable fixed the device). This starts the backend: only once the ranks met, so
+          // that ranks given different unique ids see each other's records in time.
+          memloom::core::platform().follow_caller_device();
+        });
     *comm = runtime.add_comm(std::make_shared<wm::Communicator>(std::move(group)));
   });
 }
