@@ -198,8 +198,6 @@ export MEMLOOM_TEST_STACKS_ON_TIMEOUT=1
 # of their 60 s hang guard in the suite (run at 22e1d28). The guard grows by half here, which
 # keeps it within each test binary's ctest timeout; the tests' own deadline checks are unaffected.
 export MEMLOOM_TEST_TIMEOUT_SCALE=${MEMLOOM_TEST_TIMEOUT_SCALE:-1.5}
-left=$(remaining)
-cuda_seconds=$((left - ${GPU_VALIDATE_EMULATED_S:-70} - 40))
 # The etcd store's tests start a real etcd; images without one leave them out (CI runs them).
 base_exclude=install
 if ! command -v etcd >/dev/null; then
@@ -219,7 +217,6 @@ if ((python_on)); then
   SUITE_EXCLUDE=$base_exclude run_suite python-cuda 120 MEMLOOM_BACKEND=cuda NCCL_DEBUG=WARN
   python_rc=$?
   tests_regex=$saved_regex
-  cuda_seconds=$((cuda_seconds - 60))
 fi
 # Device memory between emulated nodes on the UCX transport (issue 22), first, so that it runs
 # whatever the whole suite leaves undone: the image's UCX has no CUDA memory support, so device
@@ -235,8 +232,10 @@ if [[ $ucx_regex != none ]]; then
     NCCL_DEBUG=WARN
   ucx_rc=$?
   tests_regex=$saved_regex
-  cuda_seconds=$((cuda_seconds - 90))
 fi
+# The whole suite gets what the runs above left (they take seconds, not their caps), less the
+# emulated control run's share and 40 s for the summary.
+cuda_seconds=$(($(remaining) - ${GPU_VALIDATE_EMULATED_S:-70} - 40))
 SUITE_EXCLUDE="$base_exclude|python" run_suite cuda "$cuda_seconds" MEMLOOM_BACKEND=cuda NCCL_DEBUG=WARN
 cuda_rc=$?
 left=$(remaining)
