@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -186,12 +187,18 @@ EmulatedOptions EmulatedOptions::from_environment() {
   options.device_capacity = env_bytes("MEMLOOM_EMU_DEVICE_MEM", options.device_capacity);
   options.cpu_threads = env_int("MEMLOOM_EMU_CPU_THREADS", options.cpu_threads, 0, 4096);
   options.granularity = env_bytes("MEMLOOM_EMU_GRANULARITY", options.granularity);
+  options.start_delay_ms = env_int("MEMLOOM_EMU_START_DELAY_MS", 0, 0, 600000);
   check_options(options);
   return options;
 }
 
 std::unique_ptr<hal::Platform> create_platform(const EmulatedOptions& options) {
   check_options(options);
+  if (options.start_delay_ms > 0) {
+    MEMLOOM_LOG(kDebug, "emulated backend: starting " << options.start_delay_ms
+                                                      << " ms late (MEMLOOM_EMU_START_DELAY_MS)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(options.start_delay_ms));
+  }
   return std::make_unique<EmulatedPlatform>(options);
 }
 

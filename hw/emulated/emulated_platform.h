@@ -17,6 +17,8 @@ struct EmulatedOptions {
   int cpu_threads = 0;                   // MEMLOOM_EMU_CPU_THREADS: kernel threads shared by all
                                          // streams of the process (0: hardware threads)
   size_t granularity = 4096;             // MEMLOOM_EMU_GRANULARITY (e.g. 2M mimics CUDA VMM)
+  int start_delay_ms = 0;  // MEMLOOM_EMU_START_DELAY_MS: the start takes this long, as a CUDA
+                           // context among busy GPU processes can (tests of slow starts)
   static EmulatedOptions from_environment();
 };
 

@@ -24,6 +24,7 @@ const std::vector<Setting>& memloom_settings() {
       {"MEMLOOM_EMU_DEVICE_MEM", "16G"},
       {"MEMLOOM_EMU_GRANULARITY", "4K"},
       {"MEMLOOM_EMU_CPU_THREADS", "0 (the hardware threads)"},
+      {"MEMLOOM_EMU_START_DELAY_MS", "0"},
       {"MEMLOOM_EMU_COLL_CHUNK", "256K"},
       {"MEMLOOM_EMU_BARRIER_SPIN_US", "1000 (0 when ranks outnumber cores)"},
       {"MEMLOOM_EMU_BARRIER_YIELD_US", "1000"},

@@ -124,10 +124,14 @@ TEST(MismatchedIds, SmemBmCreateWithDifferentIdsNamesBoth) {
 }
 
 // Both ranks belong to one launcher job (MEMLOOM_JOB_ID, MEMLOOM_WORLD_SIZE=2) and each creates
-// its own unique id for the same store.
-TEST(MismatchedIds, WholeMemoryCommunicatorsWithDifferentUniqueIdsNameBoth) {
-  auto results = testing::run_ranks(two_ranks(), [](const testing::RankContext& ctx) {
+// its own unique id for the same store. `rank_one_start_delay_ms`: how late rank 1's backend
+// starts (the emulated backend's MEMLOOM_EMU_START_DELAY_MS; others ignore it).
+void expect_communicators_name_both(int rank_one_start_delay_ms) {
+  auto results = testing::run_ranks(two_ranks(), [&](const testing::RankContext& ctx) {
     ::setenv("MEMLOOM_TIMEOUT_S", std::to_string(deadline_seconds(ctx.rank)).c_str(), 1);
+    if (ctx.rank == 1) {
+      ::setenv("MEMLOOM_EMU_START_DELAY_MS", std::to_string(rank_one_start_delay_ms).c_str(), 1);
+    }
     ASSERT_EQ(wholememory_init(0, LEVEL_FATAL), WHOLEMEMORY_SUCCESS);
     wholememory_unique_id_t id{};
     ASSERT_EQ(wholememory_create_unique_id(&id), WHOLEMEMORY_SUCCESS);
@@ -147,6 +151,17 @@ TEST(MismatchedIds, WholeMemoryCommunicatorsWithDifferentUniqueIdsNameBoth) {
     EXPECT_EQ(wholememory_finalize(), WHOLEMEMORY_SUCCESS);
   });
   EXPECT_ALL_RANKS_PASS(results);
+}
+
+TEST(MismatchedIds, WholeMemoryCommunicatorsWithDifferentUniqueIdsNameBoth) {
+  expect_communicators_name_both(0);
+}
+
+// Rank 1's backend takes 2.5 s to start, as a CUDA context did among a dozen GPU processes. Had it
+// started before rank 1 wrote its meeting record, the record would come 3.5 s after rank 0's
+// start, past rank 0's 3 s deadline, and both ranks would only time out.
+TEST(MismatchedIds, WholeMemoryCommunicatorsNameBothWhenABackendStartsSlowly) {
+  expect_communicators_name_both(2500);
 }
 
 }  // namespace
