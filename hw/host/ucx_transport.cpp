@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -70,6 +71,28 @@ void check_ipv6_host(const std::string& host) {
               ") needs UCX_TCP_AF_PRIO to put inet6 first (it is '" + priority +
               "'): UCX 1.13 corrupts memory when a peer that connected over IPv6 meets IPv4 "
               "interface addresses");
+  }
+}
+
+// UCX 1.13's new protocols (UCX_PROTO_ENABLE=y; off by default in 1.13) abort the process once an
+// endpoint of the listener connects ("proto_reconfig.c:53 Assertion `!(ep->flags &
+// UCP_EP_FLAG_REMOTE_CONNECTED)'", seen in 5 of the 6 PlatformTransport tests): refused, naming
+// why.
+void check_protocol_setting() {
+  const char* value = std::getenv("UCX_PROTO_ENABLE");
+  if (value == nullptr) return;
+  std::string lowered(value);
+  for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const bool on =
+      lowered == "y" || lowered == "yes" || lowered == "on" || lowered == "1" || lowered == "true";
+  unsigned major = 0, minor = 0, release = 0;
+  ucp_get_version(&major, &minor, &release);
+  if (on && major == 1 && minor == 13) {
+    raise(Status::kNotSupported,
+          std::string("UCX_PROTO_ENABLE=") + value + ": UCX " + std::to_string(major) + "." +
+              std::to_string(minor) + "." + std::to_string(release) +
+              "'s new protocols abort the process on the transport's connections; unset it "
+              "(UCX 1.13's default)");
   }
 }
 
@@ -230,6 +253,7 @@ UcxTransport::UcxTransport(const hal::TransportOptions& options,
     msg::set_handler(worker_.worker(), taken[i].first, &handlers_[i]);
   }
   warn_if_transport_variable_set();
+  check_protocol_setting();
   if (is_ipv6_literal(host_)) check_ipv6_host(host_);
   address_ = format_address(host_, endpoints_.listen(host_));
   regions_.set_own_address(address_);
