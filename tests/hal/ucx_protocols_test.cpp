@@ -4,14 +4,25 @@
 #include <gtest/gtest.h>
 #include <ucp/api/ucp.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "hw/host/ucx_transport.h"
 #include "memloom/error.h"
+#include "tests/support/scoped_env.h"
 
 namespace memloom {
 namespace {
+
+// The error of creating a transport with UCX_PROTO_ENABLE=`value` ("" when it was created).
+std::string error_with_protocols(const char* value) {
+  const test::ScopedEnv protocols("UCX_PROTO_ENABLE", value);
+  try {
+    host::UcxTransport transport(hal::TransportOptions{});
+  } catch (const Error& error) {
+    return std::string(status_name(error.status())) + ": " + error.what();
+  }
+  return "";
+}
 
 TEST(UcxProtocols, TheNewProtocolsOfUcx113AreRefusedNamingTheVariable) {
   unsigned major = 0, minor = 0, release = 0;
@@ -19,42 +30,13 @@ TEST(UcxProtocols, TheNewProtocolsOfUcx113AreRefusedNamingTheVariable) {
   if (major != 1 || minor != 13) {
     GTEST_SKIP() << "UCX " << major << "." << minor << " here: only 1.13's are refused";
   }
-  const char* saved = std::getenv("UCX_PROTO_ENABLE");
-  const std::string kept = saved != nullptr ? saved : "";
-  ::setenv("UCX_PROTO_ENABLE", "y", 1);
-  Status status = Status::kSuccess;
-  std::string message;
-  try {
-    host::UcxTransport transport(hal::TransportOptions{});
-  } catch (const Error& error) {
-    status = error.status();
-    message = error.what();
-  }
-  if (saved != nullptr) {
-    ::setenv("UCX_PROTO_ENABLE", kept.c_str(), 1);
-  } else {
-    ::unsetenv("UCX_PROTO_ENABLE");
-  }
-  EXPECT_EQ(status, Status::kNotSupported) << message;
-  EXPECT_NE(message.find("UCX_PROTO_ENABLE=y"), std::string::npos) << message;
+  const std::string error = error_with_protocols("y");
+  EXPECT_EQ(error.rfind(status_name(Status::kNotSupported), 0), 0u) << error;
+  EXPECT_NE(error.find("UCX_PROTO_ENABLE=y"), std::string::npos) << error;
 }
 
 TEST(UcxProtocols, TurningThemOffExplicitlyIsAccepted) {
-  const char* saved = std::getenv("UCX_PROTO_ENABLE");
-  const std::string kept = saved != nullptr ? saved : "";
-  ::setenv("UCX_PROTO_ENABLE", "n", 1);
-  std::string message;
-  try {
-    host::UcxTransport transport(hal::TransportOptions{});
-  } catch (const Error& error) {
-    message = error.what();
-  }
-  if (saved != nullptr) {
-    ::setenv("UCX_PROTO_ENABLE", kept.c_str(), 1);
-  } else {
-    ::unsetenv("UCX_PROTO_ENABLE");
-  }
-  EXPECT_EQ(message, "");
+  EXPECT_EQ(error_with_protocols("n"), "");
 }
 
 }  // namespace
