@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "hw/host/ucx_transfer_order.h"
 #include "src/base/log.h"
-#include "src/base/range_map.h"
 
 namespace memloom::host {
 namespace {
@@ -22,30 +22,6 @@ constexpr size_t kMaxOpsPerMessage = 512;
 constexpr size_t kWindow = 8;
 // After a failure, how long UCX gets to hand back requests on the caller's buffers.
 constexpr auto kReleaseTimeout = std::chrono::seconds(2);
-
-// The ranges of a call's ops not yet answered, to find an op that overlaps an earlier one. An op
-// above every range so far (a batch in ascending order: no overlap possible) costs no tree work:
-// ranges wait in a list until an op below the highest end needs the tree.
-class IssuedRanges {
- public:
-  bool overlaps(uint64_t start, uint64_t bytes) {
-    if (start >= end_) return false;
-    for (const auto& [from, length] : waiting_) tree_.insert(from, length);
-    waiting_.clear();
-    return tree_.overlapping(start, bytes) != nullptr;
-  }
-  // After overlaps() said no.
-  void add(uint64_t start, uint64_t bytes) {
-    waiting_.emplace_back(start, bytes);
-    end_ = std::max(end_, start + bytes);
-  }
-  void clear() { *this = {}; }
-
- private:
-  base::RangeMap<> tree_;
-  std::vector<std::pair<uint64_t, uint64_t>> waiting_;  // ranges not in tree_ yet
-  uint64_t end_ = 0;                                    // above every range added
-};
 
 }  // namespace
 
@@ -186,17 +162,17 @@ ucs_status_t UcxAmRequests::on_reply(void* arg, const void* header, size_t heade
 
 class UcxAmRequests::Run {
  public:
-  Run(UcxAmRequests& owner, const std::shared_ptr<UcxPeer>& peer, Deadline deadline)
+  Run(UcxAmRequests& owner, const std::shared_ptr<UcxPeer>& peer,
+      const std::vector<const hal::TransferOp*>& work, Deadline deadline)
       : owner_(owner),
         peer_(peer),
         deadline_(deadline),
+        order_(work),
         call_(std::make_shared<Call>(peer->in_flight())) {}
 
   // `op` is at most kChunkBytes when `staged` (its local memory goes through a staging buffer).
   void add(const hal::TransferOp& op, bool staged) {
-    const auto local = reinterpret_cast<uintptr_t>(op.local_address);
-    if (remote_ranges_.overlaps(op.remote_address, op.bytes) ||
-        local_ranges_.overlaps(local, op.bytes)) {
+    if (order_.must_wait(op)) {
       send();
       wait_for_all();
     }
@@ -222,8 +198,7 @@ class UcxAmRequests::Run {
       building_->local.push_back({staged ? nullptr : op.local_address, op.bytes});
     }
     building_->bytes += op.bytes;
-    remote_ranges_.add(op.remote_address, op.bytes);
-    local_ranges_.add(local, op.bytes);
+    order_.add(op);
   }
 
   void finish() {
@@ -318,8 +293,7 @@ class UcxAmRequests::Run {
       return seen == sent_.size() && call_->outstanding.load() == 0;
     });
     retire(sent_.size());
-    remote_ranges_.clear();
-    local_ranges_.clear();
+    order_.restart();
   }
 
   // Progresses until `done`; raises on a timeout, a failed endpoint or request, an interruption.
@@ -337,17 +311,17 @@ class UcxAmRequests::Run {
   UcxAmRequests& owner_;
   const std::shared_ptr<UcxPeer>& peer_;
   const Deadline deadline_;
+  UcxTransferOrder order_;  // of messages unanswered or being built
   std::shared_ptr<Call> call_;
   std::shared_ptr<Message> building_;
   std::vector<std::shared_ptr<Message>> sent_;
   size_t oldest_ = 0;  // sent_[oldest_ ..] may still be unanswered
   std::vector<UcxPendingTable<Message>::Registration> registrations_;
-  IssuedRanges remote_ranges_, local_ranges_;  // of messages unanswered or being built
 };
 
 void UcxAmRequests::run(const std::shared_ptr<UcxPeer>& peer,
                         const std::vector<const hal::TransferOp*>& work, Deadline deadline) {
-  Run run(*this, peer, deadline);
+  Run run(*this, peer, work, deadline);
   try {
     for (const hal::TransferOp* op : work) {
       // Where anything is staged, pieces of at most kChunkBytes, staged or not: the owner may stage

@@ -15,8 +15,7 @@
 // rendezvous through copies of its own on both sides, at about half the rate of one buffer.
 //
 // Order: the owner serves messages in arrival order, but a rendezvous write's bytes land after its
-// header, so an op that overlaps one still unanswered (in remote or local memory) first waits for
-// every message in flight.
+// header, so an op that must wait (ucx_transfer_order.h) waits for every message in flight.
 //
 // Own buffers: where endpoints go without peer error handling (UCX_TLS=sm, self), UCX 1.13 may
 // never hand back the requests of a call that gave up on a stopped or dead peer, even once the

@@ -139,18 +139,20 @@ struct UcxAmServer::Request {
     std::memcpy(request->ranges.data(), static_cast<const char*>(header) + sizeof(*head),
                 count * sizeof(msg::AmRange));
     uint64_t total = 0;
+    UcxRegionRegistry::Hold held;  // the region of the range before
     for (const msg::AmRange& range : request->ranges) {
-      std::shared_ptr<void> hold =
-          range.bytes == 0 ? nullptr : server.regions_.hold(range.address, range.bytes);
-      if (hold == nullptr) {
-        answer(std::move(request), Status::kInvalidInput,
-               "[" + base::hex(range.address) + ", +" + std::to_string(range.bytes) +
-                   ") refused: the range is not inside memory exposed by " + server.own_address_);
-        return false;
+      if (!held.covers(range.address, range.bytes)) {
+        held = server.regions_.hold(range.address, range.bytes);
+        if (held.token == nullptr) {
+          answer(std::move(request), Status::kInvalidInput,
+                 "[" + base::hex(range.address) + ", +" + std::to_string(range.bytes) +
+                     ") refused: the range is not inside memory exposed by " + server.own_address_);
+          return false;
+        }
+        request->holds.push_back(held.token);
       }
-      request->holds.push_back(std::move(hold));
       auto* memory = reinterpret_cast<std::byte*>(range.address);
-      if (server.staging_->staging().needs_staging(memory)) {
+      if (held.staged) {
         request->staged.add(request->iov.size(), memory, range.bytes);
         memory = nullptr;  // filled in by stage(): never the device address itself
       }

@@ -125,13 +125,15 @@ void UcxRegionRegistry::withdraw(void* address) {
   unmap(worker_.context(), region->memory);
 }
 
-std::shared_ptr<void> UcxRegionRegistry::hold(uint64_t address, uint64_t bytes) {
+UcxRegionRegistry::Hold UcxRegionRegistry::hold(uint64_t address, uint64_t bytes) {
+  if (bytes == 0) return {};
   std::lock_guard<std::mutex> lock(mutex_);
   const auto* interval = regions_.find_containing(address, bytes);  // none for a range that wraps
-  if (interval == nullptr) return nullptr;
+  if (interval == nullptr) return {};
   std::shared_ptr<Region> region = interval->payload;
   region->copies.fetch_add(1);
-  return std::shared_ptr<void>(region.get(), [region](void*) { region->copies.fetch_sub(1); });
+  return {std::shared_ptr<void>(region.get(), [region](void*) { region->copies.fetch_sub(1); }),
+          interval->start, interval->start + interval->size, region->memory == nullptr};
 }
 
 void UcxRegionRegistry::answer_request(const void* data, size_t length, ucp_ep_h reply_ep) {

@@ -49,9 +49,19 @@ class UcxRegionRegistry {
   void expose(void* address, size_t size);
   void withdraw(void* address);
 
-  // A hold, for a copy, on the exposed region that contains [address, +bytes), until the pointer's
-  // last copy goes; null when no region does (or it is being withdrawn).
-  std::shared_ptr<void> hold(uint64_t address, uint64_t bytes);
+  // A hold, for a copy, on the exposed region that contains a range, until the token's last copy
+  // goes. A request's ranges that stay in one region share its hold: one lookup under the lock.
+  struct Hold {
+    std::shared_ptr<void> token;  // null when no region contains the range (or it is withdrawn)
+    uint64_t start = 0, end = 0;  // the region
+    bool staged = false;          // device memory the staging moves (never handed to UCX)
+    bool covers(uint64_t address, uint64_t bytes) const {
+      return token != nullptr && bytes != 0 && address >= start && address < end &&
+             bytes <= end - address;
+    }
+  };
+  // Of [address, +bytes); no token for an empty range.
+  Hold hold(uint64_t address, uint64_t bytes);
 
   // Message handlers (ucx_messages.h), run under the worker's lock. A request from an endpoint
   // that has not proven the job secret is refused: no remote key leaves for a process outside.

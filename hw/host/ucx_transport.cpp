@@ -11,6 +11,7 @@
 
 #include "hw/host/host_address.h"
 #include "hw/host/ucx_capabilities.h"
+#include "hw/host/ucx_transfer_order.h"
 #include "src/base/log.h"
 #include "src/base/tcp_address.h"
 
@@ -108,10 +109,8 @@ void warn_if_transport_variable_set() {
 }
 
 // The rma data path: one transfer() call's ops issued as ucp_put_nbx/ucp_get_nbx without waiting,
-// then one endpoint flush, so a batch of small ops costs one round trip. UCX does not order RMA
-// operations among themselves, but transfer() runs ops in order (a read sees an earlier write of
-// its call): an op that overlaps an earlier one of the batch, in remote or local memory, first
-// waits for all issued before it (a flush). After a failure the endpoint is closed by force
+// then one endpoint flush, so a batch of small ops costs one round trip; an op that must wait
+// (ucx_transfer_order.h) waits for a flush. After a failure the endpoint is closed by force
 // (UcxPeer::force_close), so that UCX lets go of the caller's buffers.
 class TransferBatch {
  public:
@@ -135,17 +134,14 @@ class TransferBatch {
   // Issues every op (`keys[i]` for `work[i]`), then flushes; false at the deadline or on a failure.
   bool run(const std::vector<const hal::TransferOp*>& work, const std::vector<UcxRemoteKey>& keys,
            Deadline deadline) {
+    UcxTransferOrder order(work);
     for (size_t i = 0; i < work.size(); ++i) {
       const hal::TransferOp& op = *work[i];
-      const auto local = reinterpret_cast<uintptr_t>(op.local_address);
-      if (remote_ranges_.overlapping(op.remote_address, op.bytes) != nullptr ||
-          local_ranges_.overlapping(local, op.bytes) != nullptr) {
+      if (order.must_wait(op)) {
         if (!complete(deadline)) return false;
-        remote_ranges_ = {};
-        local_ranges_ = {};
+        order.restart();
       }
-      remote_ranges_.insert(op.remote_address, op.bytes);
-      local_ranges_.insert(local, op.bytes);
+      order.add(op);
       const ucp_rkey_h key = keys[i].get();
       const bool issued = track(peer_.on_ep([&](ucp_ep_h ep) {
         return op.direction == Direction::kWrite
@@ -199,7 +195,6 @@ class TransferBatch {
   UcxPeer& peer_;
   UcxRequestCount* completion_;  // shared with UCX's callbacks; leaked if they never come
   ucp_request_param_t param_{};  // every request's: done() with completion_
-  base::RangeMap<> remote_ranges_, local_ranges_;  // what this epoch of the batch touched
 };
 
 }  // namespace

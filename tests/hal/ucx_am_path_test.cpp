@@ -5,6 +5,7 @@
 // every range itself, copies in place, and keeps withdraw() safe against its own copies.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -112,6 +113,37 @@ TEST_F(UcxAmPath, ABatchOf1024Writes4KiBEachLandsByteExact) {
   }
 }
 
+// A request's ranges share one hold on their region while they stay in it
+// (UcxRegionRegistry::Hold); ranges that alternate between regions, and one that runs past its
+// region's end, are each judged by the region they fall in.
+TEST_F(UcxAmPath, ABatchAlternatingBetweenTwoRegionsLandsInBothAndAStraddlingOpIsRefused) {
+  constexpr size_t kOps = 64, kBytes = 256;
+  std::vector<uint8_t> first(kOps * kBytes, 0), second(kOps * kBytes, 0);
+  server.expose(first.data(), first.size());
+  server.expose(second.data(), second.size());
+  const std::vector<uint8_t> source = random_bytes(2 * kOps * kBytes, 11);
+  std::vector<hal::TransferOp> ops;
+  for (size_t i = 0; i < 2 * kOps; ++i) {
+    uint8_t* region = i % 2 == 0 ? first.data() : second.data();
+    ops.push_back({Direction::kWrite, address_of(region + i / 2 * kBytes),
+                   const_cast<uint8_t*>(source.data() + i * kBytes), kBytes});
+  }
+  client->transfer(server.address(), ops, soon());
+  for (size_t i = 0; i < 2 * kOps; ++i) {
+    const uint8_t* landed = (i % 2 == 0 ? first.data() : second.data()) + i / 2 * kBytes;
+    ASSERT_EQ(std::memcmp(landed, source.data() + i * kBytes, kBytes), 0) << "op " << i;
+  }
+  const std::vector<uint8_t> first_before = first, second_before = second;
+  // The last op starts in the first region's last slot and runs 1 byte past its end.
+  ops.back() = {Direction::kWrite, address_of(first.data() + (kOps - 1) * kBytes),
+                const_cast<uint8_t*>(source.data()), kBytes + 1};
+  std::reverse(ops.begin(), ops.end());  // the refused op first: nothing of its message moves
+  EXPECT_EQ(status_of([&] { client->transfer(server.address(), ops, soon()); }),
+            Status::kInvalidInput);
+  EXPECT_EQ(first, first_before);
+  EXPECT_EQ(second, second_before);
+}
+
 // UCX may send a request by rendezvous even with no payload (a read's header of many descriptors
 // beyond its eager size: UCX 1.16 over shared memory; UCX_RNDV_THRESH=0 makes 1.13 do the same).
 // The owner serves it rather than take it for a read that carries data.
@@ -180,9 +212,9 @@ TEST_F(UcxAmPath, AReadAfterAnOverlappingWriteInOneCallSeesTheWrite) {
   }
 }
 
-// Ops in ascending order skip the overlap map (ucx_am_requests.cpp, IssuedRanges) until one comes
-// below the highest end: a read of the first, rendezvous, write after many small ones above it
-// must still wait for that write.
+// A call checks its ops for overlaps once, sorted (ucx_transfer_order.h), and only
+// then each op against those before it: a read of the first, rendezvous, write after many small
+// ones in ascending order above it must still wait for that write.
 TEST_F(UcxAmPath, AReadOverlappingTheFirstOpOfAnAscendingRunSeesItsWrite) {
   constexpr size_t kLarge = size_t{8} << 20;
   constexpr size_t kSmall = 64, kSmallOps = 100;
