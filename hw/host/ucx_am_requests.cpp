@@ -180,7 +180,15 @@ class UcxAmRequests::Run {
                        building_->bytes + op.bytes <= kChunkBytes &&
                        building_->ranges.size() < owner_.max_ops_per_message_;
     if (!joins) {
-      send();
+      if (building_ != nullptr) {
+        // A packed message (about 80 us a MiB here) leaves the owner time to answer an earlier
+        // rendezvous: progressing now starts that message's data before the next one is packed.
+        // Without packing, the next message's header goes first: progressing here slowed a
+        // 1024 x 4 KiB batch from 15.7-16.8x of one by one to 13.0-13.3x (2026-12-08).
+        const bool packed = building_->local.size() > 1;
+        send();
+        if (packed) owner_.worker_.progress_ready();
+      }
       building_ = std::make_shared<Message>();
       building_->direction = op.direction;
       building_->call = call_;

@@ -205,6 +205,13 @@ bool UcxWorker::progress_until(const std::function<bool()>& done, Deadline deadl
   return true;
 }
 
+void UcxWorker::progress_ready() {
+  // Bounded: a peer whose messages keep coming would otherwise keep the caller here.
+  constexpr int kMostRounds = 8;
+  for (int round = 0; round < kMostRounds && ucp_worker_progress(worker_) != 0; ++round) {
+  }
+}
+
 void UcxWorker::progress_while_ending(const std::function<size_t()>& left) {
   const Deadline limit = Deadline::after(kEndingLimit);
   for (size_t now_left = left(); now_left != 0 && !limit.expired(); now_left = left()) {

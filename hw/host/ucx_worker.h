@@ -65,6 +65,11 @@ class UcxWorker {
   // A peer connected to this worker's listener: from now on it may wait for answers.
   void note_peer_connected() { peers_connected_ = true; }
 
+  // Runs what the worker has ready now, without waiting (a few progress calls at most): a
+  // requester between messages of one call lets earlier messages' rendezvous go on while it builds
+  // the next one, instead of only once it waits.
+  void progress_ready();
+
   // Until `done()` holds; false if the deadline passed first. kYes throws kInterrupted if asked.
   bool progress_until(const std::function<bool()>& done, Deadline deadline,
                       Interruptible interruptible = Interruptible::kNo);
