@@ -122,6 +122,11 @@ Figures initiator_rank(const RankInfo& info, Singles singles) {
   // preemptions alike.
   constexpr int kBatchPairs = 31;
   constexpr double kBatchSampleSeconds = 0.03;
+  auto batch_write = [&] {
+    check_smem(smem_trans_batch_write(handle, sources.data(), target.c_str(), targets.data(),
+                                      sizes.data(), kBatch, 0),
+               "smem_trans_batch_write");
+  };
   const PairedTimes batch_writes = time_paired(
       [&] {
         for (uint32_t i = 0; i < kBatch; ++i) {
@@ -130,12 +135,7 @@ Figures initiator_rank(const RankInfo& info, Singles singles) {
               "smem_trans_write");
         }
       },
-      [&] {
-        check_smem(smem_trans_batch_write(handle, sources.data(), target.c_str(), targets.data(),
-                                          sizes.data(), kBatch, 0),
-                   "smem_trans_batch_write");
-      },
-      kBatchPairs, kBatchSampleSeconds);
+      batch_write, kBatchPairs, kBatchSampleSeconds);
   const PairedTimes batch_reads = time_paired(
       [&] {
         for (uint32_t i = 0; i < kBatch; ++i) {
@@ -159,12 +159,7 @@ Figures initiator_rank(const RankInfo& info, Singles singles) {
                                     size_t{kBatch} * kBatchEntry, 0),
                    "smem_trans_write");
       },
-      [&] {
-        check_smem(smem_trans_batch_write(handle, sources.data(), target.c_str(), targets.data(),
-                                          sizes.data(), kBatch, 0),
-                   "smem_trans_batch_write");
-      },
-      kBatchPairs, kBatchSampleSeconds);
+      batch_write, kBatchPairs, kBatchSampleSeconds);
   figures["batch write vs one write"] = batch_vs_one_write.speedup;
   figures["batch write"] = batch_writes.seconds;
   figures["batch write vs one by one"] = batch_writes.speedup;
