@@ -171,6 +171,9 @@ struct UcxAmServer::Request {
   // Packs a request of several ranges and, with staged parts, leases its pooled buffer and copies a
   // read's staged bytes there; false when that failed (the failure is sent, `request` is gone).
   static bool stage(std::unique_ptr<Request>& request, bool read) {
+    // Ranges that continue one another (a batch in the owner's order) go to UCX as one: received
+    // into or sent from the region straight. Never with staged parts, which count by index.
+    if (request->staged.empty()) msg::merge_adjacent(request->iov);
     if (request->iov.size() > 1) request->staged.pack_host(request->iov);
     return request->staged.empty() || try_staging(request, "staging device memory", [&] {
              request->staged.lease(*request->server.staging_, request->iov);

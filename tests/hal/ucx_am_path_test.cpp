@@ -113,6 +113,37 @@ TEST_F(UcxAmPath, ABatchOf1024Writes4KiBEachLandsByteExact) {
   }
 }
 
+// Writes from scattered buffers into one range, and reads back: the requester packs or unpacks,
+// and the owner, whose ranges continue one another, receives into or sends from its memory
+// straight (UcxAmServer's stage()).
+TEST_F(UcxAmPath, WritesAndReadsBetweenScatteredBuffersAndOneRangeAreByteExact) {
+  constexpr size_t kOps = 1024, kBytes = 4096;
+  std::vector<uint8_t> exposed(kOps * kBytes + 2 * kBytes, 0xee);
+  server.expose(exposed.data(), exposed.size());
+  uint8_t* const first = exposed.data() + kBytes;  // a guard slot on either side
+  const std::vector<uint8_t> source = random_bytes(kOps * kBytes, 13);
+  std::vector<hal::TransferOp> ops;
+  for (size_t i = 0; i < kOps; ++i) {
+    ops.push_back({Direction::kWrite, address_of(first + i * kBytes),
+                   const_cast<uint8_t*>(source.data() + (i * 37 % kOps) * kBytes), kBytes});
+  }
+  client->transfer(server.address(), ops, soon());
+  for (size_t i = 0; i < kOps; ++i) {
+    ASSERT_EQ(std::memcmp(first + i * kBytes, source.data() + (i * 37 % kOps) * kBytes, kBytes), 0)
+        << "op " << i;
+  }
+  EXPECT_EQ(std::count(exposed.begin(), exposed.begin() + kBytes, 0xee), kBytes);
+  EXPECT_EQ(std::count(exposed.end() - kBytes, exposed.end(), 0xee), kBytes);
+  // Read back the same way: the owner sends from its memory straight, the requester unpacks.
+  std::vector<uint8_t> back(kOps * kBytes, 0);
+  for (size_t i = 0; i < kOps; ++i) {
+    ops[i] = {Direction::kRead, ops[i].remote_address, back.data() + (i * 37 % kOps) * kBytes,
+              kBytes};
+  }
+  client->transfer(server.address(), ops, soon());
+  EXPECT_EQ(back, source);
+}
+
 // A request's ranges share one hold on their region while they stay in it
 // (UcxRegionRegistry::Hold); ranges that alternate between regions, and one that runs past its
 // region's end, are each judged by the region they fall in.
