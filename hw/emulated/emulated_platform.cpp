@@ -187,7 +187,7 @@ EmulatedOptions EmulatedOptions::from_environment() {
   options.device_capacity = env_bytes("MEMLOOM_EMU_DEVICE_MEM", options.device_capacity);
   options.cpu_threads = env_int("MEMLOOM_EMU_CPU_THREADS", options.cpu_threads, 0, 4096);
   options.granularity = env_bytes("MEMLOOM_EMU_GRANULARITY", options.granularity);
-  options.start_delay_ms = env_int("MEMLOOM_EMU_START_DELAY_MS", 0, 0, 600000);
+  options.start_delay_ms = env_int("MEMLOOM_EMU_START_DELAY_MS", options.start_delay_ms, 0, 600000);
   check_options(options);
   return options;
 }
